@@ -1,0 +1,54 @@
+package policy
+
+import "time"
+
+// Option configures a policy built by New.
+type Option func(*options)
+
+type options struct {
+	alloxAlpha  float64
+	seed        int64
+	maxPartners int    // 0 = all; else top-k partners per job in packed LPs
+	reference   string // worker type used as the reference by agnostic FTF/makespan; "" = fastest
+	timeLimit   time.Duration
+	method      Method
+}
+
+func (o *options) defaults() {
+	o.alloxAlpha = 1
+	o.seed = 0
+}
+
+// Method selects the LP algorithm.
+type Method int
+
+// LP methods. MethodAuto picks barrier with presolve for packed LPs (many
+// columns, few rows) and dual simplex for the rest.
+const (
+	MethodAuto Method = iota
+	MethodDual
+	MethodBarrier
+)
+
+// WithSeed sets the seed of randomized policies (gandiva).
+func WithSeed(seed int64) Option { return func(o *options) { o.seed = seed } }
+
+// WithMaxPartners caps the partners of each job in packed LPs to the k with
+// the highest combined normalized rate (0 = all). With n jobs of one scale
+// factor the packed LP has about n²/2 pair columns per worker type; k keeps it
+// at n·k. Use it above a few hundred jobs.
+func WithMaxPartners(k int) Option { return func(o *options) { o.maxPartners = k } }
+
+// WithReference sets the worker type that heterogeneity-agnostic FTF and
+// makespan use as every job's rate (Gavel reads "v100"); by default the
+// fastest worker type for each job (its highest isolated rate).
+func WithReference(workerType string) Option { return func(o *options) { o.reference = workerType } }
+
+// WithTimeLimit bounds each LP solve.
+func WithTimeLimit(d time.Duration) Option { return func(o *options) { o.timeLimit = d } }
+
+// WithMethod selects the LP algorithm.
+func WithMethod(m Method) Option { return func(o *options) { o.method = m } }
+
+// WithAlloxAlpha sets AlloX's alpha (allox_alpha=<a> does the same by name).
+func WithAlloxAlpha(a float64) Option { return func(o *options) { o.alloxAlpha = a } }

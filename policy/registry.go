@@ -1,0 +1,86 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// allocator is the function behind a registered policy.
+type allocator func(ctx context.Context, p *Problem, opt *options) (*Allocation, error)
+
+type entry struct {
+	name string // Gavel's runtime name (policy.name), e.g. MaxMinFairness_Perf
+	fn   allocator
+}
+
+// registry maps Gavel's CLI names (gavel-reference §2.1) to implementations.
+// It is built per call so that there is no package-level mutable state.
+func registry() map[string]entry {
+	return map[string]entry{}
+}
+
+// Names returns the registered policy names, sorted. allox_alpha=<a> is also
+// accepted by New.
+func Names() []string {
+	r := registry()
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// named is a registered policy.
+type named struct {
+	cli, runtime string
+	fn           allocator
+	opt          options
+}
+
+func (n *named) Name() string { return n.cli }
+
+// RuntimeName returns Gavel's policy.name for the policy (e.g. MaxMinFairness_Perf).
+func (n *named) RuntimeName() string { return n.runtime }
+
+func (n *named) Allocate(ctx context.Context, p *Problem) (*Allocation, error) {
+	a, err := n.fn(ctx, p, &n.opt)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", n.cli, err)
+	}
+	a.Policy = n.cli
+	return a, nil
+}
+
+// New returns a fresh policy by Gavel's CLI name.
+func New(name string, opts ...Option) (Policy, error) {
+	cli := name
+	var o options
+	o.defaults()
+	if a, ok := strings.CutPrefix(name, "allox_alpha="); ok {
+		v, err := strconv.ParseFloat(a, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("policy %q: alpha %q is not a non-negative number", name, a)
+		}
+		o.alloxAlpha = v
+		name = "allox"
+	}
+	e, ok := registry()[name]
+	if !ok {
+		return nil, &UnknownPolicyError{Name: cli}
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &named{cli: cli, runtime: e.name, fn: e.fn, opt: o}, nil
+}
+
+// UnknownPolicyError is returned by New for a name that is not registered.
+type UnknownPolicyError struct{ Name string }
+
+func (e *UnknownPolicyError) Error() string {
+	return fmt.Sprintf("unknown policy %q; known policies: %s", e.Name, strings.Join(Names(), ", "))
+}

@@ -1,0 +1,234 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// Cluster maps a worker type to the number of GPUs of that type.
+type Cluster map[string]int
+
+// ParseCluster parses "v100=8,p100=16,k80=24".
+func ParseCluster(s string) (Cluster, error) {
+	c := Cluster{}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, fmt.Errorf("cluster: empty")
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("cluster %q: entry %q: want worker_type=count", s, part)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(val))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("cluster %q: worker type %q: count %q is not a non-negative integer", s, name, val)
+		}
+		if _, dup := c[name]; dup {
+			return nil, fmt.Errorf("cluster %q: worker type %q given twice", s, name)
+		}
+		c[name] = n
+	}
+	return c, nil
+}
+
+// WorkerTypes returns the worker types, sorted.
+func (c Cluster) WorkerTypes() []string {
+	ws := make([]string, 0, len(c))
+	for w := range c {
+		ws = append(ws, w)
+	}
+	sort.Strings(ws)
+	return ws
+}
+
+// Total returns the number of GPUs in the cluster.
+func (c Cluster) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// String formats the cluster as ParseCluster reads it, sorted by worker type.
+func (c Cluster) String() string {
+	parts := make([]string, 0, len(c))
+	for _, w := range c.WorkerTypes() {
+		parts = append(parts, fmt.Sprintf("%s=%d", w, c[w]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Prices maps a worker type to its price per GPU-hour.
+type Prices map[string]float64
+
+// ParsePrices parses "v100=2.48,p100=1.46,k80=0.45".
+func ParsePrices(s string) (Prices, error) {
+	p := Prices{}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, fmt.Errorf("prices: empty")
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("prices %q: entry %q: want worker_type=price", s, part)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("prices %q: worker type %q: price %q is not a finite non-negative number", s, name, val)
+		}
+		if _, dup := p[name]; dup {
+			return nil, fmt.Errorf("prices %q: worker type %q given twice", s, name)
+		}
+		p[name] = v
+	}
+	return p, nil
+}
+
+// Entity is a group of jobs (a user, a team) in hierarchical water filling:
+// entities share the cluster by Weight, and inside an entity jobs share by
+// Policy, "fairness" (weighted max-min) or "fifo" (arrival order).
+type Entity struct {
+	Weight float64 `json:"weight"`
+	Policy string  `json:"policy"`
+}
+
+// Entity policies.
+const (
+	EntityFairness = "fairness"
+	EntityFIFO     = "fifo"
+)
+
+// Job is one job to allocate.
+type Job struct {
+	ID         string
+	Type       table.JobType
+	Weight     float64 // 0 means 1
+	Entity     string
+	TotalSteps float64
+	StepsDone  float64
+	TimeRun    float64 // seconds the job has already run
+	Arrival    float64 // seconds
+	SLO        float64 // seconds from arrival; 0 = none
+}
+
+// StepsRemaining returns TotalSteps-StepsDone, never negative.
+func (j Job) StepsRemaining() float64 {
+	return math.Max(0, j.TotalSteps-j.StepsDone)
+}
+
+// EffectiveWeight returns Weight, with 0 meaning 1.
+func (j Job) EffectiveWeight() float64 {
+	if j.Weight == 0 {
+		return 1
+	}
+	return j.Weight
+}
+
+// Problem is the input of a policy.
+type Problem struct {
+	Table    *table.Table
+	Cluster  Cluster
+	Jobs     []Job
+	Entities map[string]Entity // hierarchical water filling; nil = every job its own entity
+	Prices   Prices            // cost policies
+}
+
+// Combination is a single job (B == "") or a co-located pair (A < B).
+type Combination struct{ A, B string }
+
+// Single returns the combination of job a alone.
+func Single(a string) Combination { return Combination{A: a} }
+
+// PairOf returns the pair of a and b in canonical order.
+func PairOf(a, b string) Combination {
+	if b < a {
+		a, b = b, a
+	}
+	return Combination{A: a, B: b}
+}
+
+// Key returns "a" or "a+b".
+func (c Combination) Key() string {
+	if c.B == "" {
+		return c.A
+	}
+	return c.A + "+" + c.B
+}
+
+// String is Key.
+func (c Combination) String() string { return c.Key() }
+
+// IsPair reports whether c is a co-located pair.
+func (c Combination) IsPair() bool { return c.B != "" }
+
+// Contains reports whether job id is a member of c.
+func (c Combination) Contains(id string) bool { return c.A == id || (c.B != "" && c.B == id) }
+
+// Less orders singles before pairs, then by A, then by B.
+func (c Combination) Less(d Combination) bool {
+	if c.IsPair() != d.IsPair() {
+		return !c.IsPair()
+	}
+	if c.A != d.A {
+		return c.A < d.A
+	}
+	return c.B < d.B
+}
+
+// SolveStats describes the LP work behind an allocation.
+type SolveStats struct {
+	Rows, Cols int // of the largest LP solved
+	Iterations int // total simplex/barrier iterations, when the solver reports them
+	LPs        int // number of LPs (or MILPs) solved
+	Seconds    float64
+}
+
+func (s *SolveStats) add(rows, cols, iters int, d time.Duration) {
+	if rows > s.Rows {
+		s.Rows = rows
+	}
+	if cols > s.Cols {
+		s.Cols = cols
+	}
+	s.Iterations += iters
+	s.LPs++
+	s.Seconds += d.Seconds()
+}
+
+// Allocation is a policy's result.
+type Allocation struct {
+	Policy     string
+	Fractions  map[Combination]map[string]float64 // combination → worker type → time fraction
+	Effective  map[string]float64                 // job id → steps/s
+	Normalized map[string]float64                 // job id → effective / equal-share rate
+	Objective  float64
+	Stats      SolveStats
+}
+
+// Combinations returns the combinations with an allocation, sorted.
+func (a *Allocation) Combinations() []Combination {
+	cs := make([]Combination, 0, len(a.Fractions))
+	for c := range a.Fractions {
+		cs = append(cs, c)
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Less(cs[j]) })
+	return cs
+}
+
+// Policy computes an allocation.
+type Policy interface {
+	Name() string
+	Allocate(ctx context.Context, p *Problem) (*Allocation, error)
+}
