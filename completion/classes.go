@@ -1,0 +1,92 @@
+package completion
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Cell is the state of one matrix entry in [Complete].
+type Cell uint8
+
+const (
+	Unknown    Cell = iota // not observed: to be predicted
+	Known                  // observed value
+	Infeasible             // observed to be infeasible: not a value, its own class
+)
+
+// Completion is the result of [Complete].
+type Completion struct {
+	// Values holds observed values unchanged and predictions for Unknown cells. Cells that are
+	// Infeasible, or Unknown and predicted infeasible, hold the value model's prediction anyway
+	// (use Infeasible to tell them apart).
+	Values *mat.Dense
+	// Infeasible is true for cells observed infeasible and for Unknown cells predicted infeasible.
+	Infeasible [][]bool
+	// InfeasibleScore is the feasibility model's estimate (about 0 feasible, 1 infeasible) for
+	// every cell; nil when no cell was observed infeasible.
+	InfeasibleScore *mat.Dense
+	// PredictedInfeasible lists the Unknown cells predicted infeasible, row-major.
+	PredictedInfeasible [][2]int
+	Model               *Model
+}
+
+// Complete fills the Unknown cells of a. The value model is fitted to Known cells only, so an
+// infeasible pair is never averaged in as a zero value. If any cell is Infeasible, a second
+// model of the same kind is fitted to the 0/1 indicator of infeasibility over Known and
+// Infeasible cells, and an Unknown cell whose score reaches 0.5 is predicted infeasible.
+func Complete(a *mat.Dense, cells [][]Cell, s Settings) (*Completion, error) {
+	r, c := a.Dims()
+	if len(cells) != r {
+		panic(fmt.Sprintf("completion: %d rows of cells for a %d×%d matrix", len(cells), r, c))
+	}
+	mask := mat.NewDense(r, c, nil)
+	ind := mat.NewDense(r, c, nil)
+	indMask := mat.NewDense(r, c, nil)
+	anyInf := false
+	for i := range cells {
+		if len(cells[i]) != c {
+			panic(fmt.Sprintf("completion: row %d of cells has %d entries, want %d", i, len(cells[i]), c))
+		}
+		for j, st := range cells[i] {
+			switch st {
+			case Known:
+				mask.Set(i, j, 1)
+				indMask.Set(i, j, 1)
+			case Infeasible:
+				ind.Set(i, j, 1)
+				indMask.Set(i, j, 1)
+				anyInf = true
+			}
+		}
+	}
+	m, err := Fit(a, mask, s)
+	if err != nil {
+		return nil, err
+	}
+	out := &Completion{Values: m.Dense(), Model: m, Infeasible: make([][]bool, r)}
+	if anyInf {
+		im, err := Fit(ind, indMask, s)
+		if err != nil {
+			return nil, err
+		}
+		out.InfeasibleScore = im.Dense()
+	}
+	for i := range cells {
+		out.Infeasible[i] = make([]bool, c)
+		for j, st := range cells[i] {
+			switch st {
+			case Known:
+				out.Values.Set(i, j, a.At(i, j))
+			case Infeasible:
+				out.Infeasible[i][j] = true
+			case Unknown:
+				if out.InfeasibleScore != nil && out.InfeasibleScore.At(i, j) >= 0.5 {
+					out.Infeasible[i][j] = true
+					out.PredictedInfeasible = append(out.PredictedInfeasible, [2]int{i, j})
+				}
+			}
+		}
+	}
+	return out, nil
+}

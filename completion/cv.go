@@ -1,0 +1,91 @@
+package completion
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// CVScore is the cross-validated error of one grid point.
+type CVScore struct {
+	Rank   int
+	Lambda float64
+	RMSE   float64 // root mean squared error on held-out observed entries
+}
+
+// CrossValidate chooses Rank and Lambda from the grid by K-fold cross-validation over the
+// observed entries of a (folds ≥ 2; 0 means 5). Entries are assigned to folds by a shuffle seeded
+// with base.Seed. It returns base with the best Rank and Lambda, and every grid point's score.
+// Ties go to the smaller rank, then the larger lambda (the simpler model).
+func CrossValidate(a, mask mat.Matrix, base Settings, ranks []int, lambdas []float64, folds int) (Settings, []CVScore, error) {
+	if folds == 0 {
+		folds = 5
+	}
+	if folds < 2 {
+		return base, nil, fmt.Errorf("completion: cross-validation needs at least 2 folds, got %d", folds)
+	}
+	r, c := a.Dims()
+	var obs [][2]int
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			if mask.At(i, j) != 0 {
+				obs = append(obs, [2]int{i, j})
+			}
+		}
+	}
+	if len(obs) < folds {
+		return base, nil, fmt.Errorf("completion: %d observed entries are too few for %d folds: %w", len(obs), folds, ErrNoObservations)
+	}
+	rng := rand.New(rand.NewPCG(base.Seed, 17))
+	rng.Shuffle(len(obs), func(x, y int) { obs[x], obs[y] = obs[y], obs[x] })
+
+	var scores []CVScore
+	best := -1
+	for _, k := range ranks {
+		for _, l := range lambdas {
+			s := base
+			s.Rank, s.Lambda = k, l
+			sse, n := 0.0, 0
+			for f := 0; f < folds; f++ {
+				train := mat.DenseCopyOf(mask)
+				for x := f; x < len(obs); x += folds {
+					train.Set(obs[x][0], obs[x][1], 0)
+				}
+				m, err := Fit(a, train, s)
+				if err != nil {
+					return base, nil, err
+				}
+				for x := f; x < len(obs); x += folds {
+					e := a.At(obs[x][0], obs[x][1]) - m.At(obs[x][0], obs[x][1])
+					sse += e * e
+					n++
+				}
+			}
+			scores = append(scores, CVScore{Rank: k, Lambda: l, RMSE: math.Sqrt(sse / float64(n))})
+			cur := len(scores) - 1
+			if best < 0 || better(scores[cur], scores[best]) {
+				best = cur
+			}
+		}
+	}
+	if best < 0 {
+		return base, nil, fmt.Errorf("completion: empty cross-validation grid")
+	}
+	base.Rank, base.Lambda = scores[best].Rank, scores[best].Lambda
+	return base, scores, nil
+}
+
+func better(x, y CVScore) bool {
+	const eps = 1e-12
+	switch {
+	case x.RMSE < y.RMSE-eps:
+		return true
+	case x.RMSE > y.RMSE+eps:
+		return false
+	case x.Rank != y.Rank:
+		return x.Rank < y.Rank
+	}
+	return x.Lambda > y.Lambda
+}

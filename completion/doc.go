@@ -1,0 +1,19 @@
+// Package completion fills in the missing entries of partially observed matrices and pairwise
+// tensors by alternating least squares (ALS).
+//
+// Two models live here:
+//
+//   - [Fit] fits a biased low-rank matrix model A ≈ μ + b_i + c_j + u_i·v_j to the observed
+//     entries of A (mask nonzero), with L2 regularization, a deterministic seed, a tolerance and an
+//     iteration cap. [CrossValidate] picks the rank and regularization from a grid by K-fold
+//     cross-validation over the observed entries. [Complete] adds a second class of entries,
+//     infeasible ones: they are never averaged in as values; a separate model predicts them.
+//   - [FitPairs] fits a pairwise model for co-location tensors, where entry (w, i, k) is how job i
+//     fares next to job k on worker type w. Each job has one embedding used in both roles (as the
+//     job that suffers and the job that slows its partner), so what is learned about a job from
+//     its own slowdowns transfers to the slowdowns it causes.
+//
+// Shape mistakes (mask and matrix of different sizes) panic; data problems (nothing observed)
+// are returned as errors. Nothing here keeps package-level state; the same inputs and seed give
+// the same result.
+package completion

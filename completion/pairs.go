@@ -1,0 +1,378 @@
+package completion
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// PairObs is one observed entry of a co-location tensor: Y is the value for job I when it
+// shares worker type W with job K (for example log(I's normalized rate)). Measuring a pair
+// usually yields two observations, (W, I, K) and (W, K, I).
+type PairObs struct {
+	W, I, K int
+	Y       float64
+}
+
+// PairSettings configures [FitPairs]. Zero fields select defaults.
+type PairSettings struct {
+	Dim          int     // embedding dimension; 0 means 2, negative means none
+	LambdaBias   float64 // L2 on per-job victim/aggressor biases; 0 means 1
+	LambdaShare  float64 // L2 pulling a job's biases on each worker type towards its own mean over types; 0 means 1, negative none
+	LambdaEmbed  float64 // L2 on embeddings; 0 means 1
+	LambdaGlobal float64 // L2 on per-worker feature and interaction weights; 0 means 0.1
+	Seed         uint64
+	Tol          float64 // relative objective change to stop at; 0 means 1e-7
+	MaxIter      int     // 0 means 300
+}
+
+func (s PairSettings) withDefaults() PairSettings {
+	if s.Dim == 0 {
+		s.Dim = 2
+	} else if s.Dim < 0 {
+		s.Dim = 0
+	}
+	def := func(x *float64, d float64) {
+		if *x == 0 {
+			*x = d
+		} else if *x < 0 {
+			*x = 0
+		}
+	}
+	def(&s.LambdaBias, 1)
+	def(&s.LambdaShare, 1)
+	def(&s.LambdaEmbed, 1)
+	def(&s.LambdaGlobal, 0.1)
+	if s.Tol == 0 {
+		s.Tol = 1e-7
+	}
+	if s.MaxIter == 0 {
+		s.MaxIter = 300
+	}
+	return s
+}
+
+// PairModel is a fitted pairwise model:
+//
+//	Y(w, i, k) ≈ Mean[w] + Beta[w]·x_i + Gamma[w]·x_k + A[i][w] + C[k][w] + Σ_d G[w][d]·Z[i][d]·Z[k][d]
+//
+// x_i are the jobs' side features (row i of the feature matrix), A is how much a job suffers on
+// a worker type beyond what its features say, C how much it slows its partner, and Z one
+// embedding per job used in both roles, weighted per worker type by G.
+type PairModel struct {
+	Workers, Jobs, Dim int
+	Mean               []float64
+	Beta, Gamma        [][]float64 // [w][feature]
+	G                  [][]float64 // [w][dim]
+	A, C               [][]float64 // [job][w]
+	Z                  [][]float64 // [job][dim]
+	AM, CM             []float64   // per-job means of A and C over worker types (with sharing)
+	X                  [][]float64 // features [job][feature], may have zero columns
+	Iterations         int
+	Status             Status
+	Objective          float64
+}
+
+// Predict returns the model's value for job i next to job k on worker type w.
+func (m *PairModel) Predict(w, i, k int) float64 {
+	v := m.Mean[w] + m.A[i][w] + m.C[k][w]
+	for f := range m.Beta[w] {
+		v += m.Beta[w][f]*m.X[i][f] + m.Gamma[w][f]*m.X[k][f]
+	}
+	for d := 0; d < m.Dim; d++ {
+		v += m.G[w][d] * m.Z[i][d] * m.Z[k][d]
+	}
+	return v
+}
+
+// FitPairs fits a [PairModel] to obs by alternating ridge regressions: the per-worker weights
+// with every job fixed, then each job's biases and embedding with everything else fixed
+// (Gauss-Seidel over jobs). features may be nil; otherwise it has one row per job. A job with no
+// observations keeps zero biases and embedding, so its predictions come from its features alone
+// (a cold start).
+func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSettings) (*PairModel, error) {
+	if len(obs) == 0 {
+		return nil, ErrNoObservations
+	}
+	s = s.withDefaults()
+	nf := 0
+	if features != nil {
+		r, c := features.Dims()
+		if r != jobs {
+			panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
+		}
+		nf = c
+	}
+	m := &PairModel{Workers: workers, Jobs: jobs, Dim: s.Dim,
+		Mean: make([]float64, workers), Beta: grid(workers, nf), Gamma: grid(workers, nf),
+		G: grid(workers, s.Dim), AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers), Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
+	for i := 0; i < jobs; i++ {
+		for f := 0; f < nf; f++ {
+			m.X[i][f] = features.At(i, f)
+		}
+	}
+	asVictim := make([][]int, jobs)
+	asAggressor := make([][]int, jobs)
+	byWorker := make([][]int, workers)
+	for x, o := range obs {
+		if o.W < 0 || o.W >= workers || o.I < 0 || o.I >= jobs || o.K < 0 || o.K >= jobs {
+			panic(fmt.Sprintf("completion: observation %d (%d, %d, %d) out of range", x, o.W, o.I, o.K))
+		}
+		if math.IsNaN(o.Y) || math.IsInf(o.Y, 0) {
+			return nil, fmt.Errorf("completion: observation %d (%d, %d, %d) is %v", x, o.W, o.I, o.K, o.Y)
+		}
+		asVictim[o.I] = append(asVictim[o.I], x)
+		if o.K != o.I {
+			asAggressor[o.K] = append(asAggressor[o.K], x)
+		}
+		byWorker[o.W] = append(byWorker[o.W], x)
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, 0x2545f4914f6cdd1d))
+	for i := range m.Z {
+		if len(asVictim[i])+len(asAggressor[i]) == 0 {
+			continue
+		}
+		for d := range m.Z[i] {
+			m.Z[i][d] = 0.3 * rng.NormFloat64()
+		}
+	}
+	for w := range m.G {
+		for d := range m.G[w] {
+			m.G[w][d] = 1
+		}
+	}
+	prev := math.Inf(1)
+	m.Status = IterationCap
+	for it := 1; it <= s.MaxIter; it++ {
+		m.Iterations = it
+		for w := 0; w < workers; w++ {
+			m.fitWorker(w, obs, byWorker[w], s)
+		}
+		for j := 0; j < jobs; j++ {
+			m.fitJob(j, obs, asVictim[j], asAggressor[j], s)
+		}
+		obj := m.objective(obs, s)
+		m.Objective = obj
+		if math.Abs(prev-obj) <= s.Tol*math.Max(obj, 1e-12) {
+			m.Status = Converged
+			break
+		}
+		prev = obj
+	}
+	return m, nil
+}
+
+func grid(r, c int) [][]float64 {
+	out := make([][]float64, r)
+	flat := make([]float64, r*c)
+	for i := range out {
+		out[i] = flat[i*c : (i+1)*c : (i+1)*c]
+	}
+	return out
+}
+
+// ridge accumulates and solves a small regularized least-squares problem.
+type ridge struct {
+	p   int
+	ata *mat.SymDense
+	atb *mat.VecDense
+	x   *mat.VecDense
+}
+
+func newRidge(p int) *ridge {
+	return &ridge{p: p, ata: mat.NewSymDense(p, nil), atb: mat.NewVecDense(p, nil), x: mat.NewVecDense(p, nil)}
+}
+
+func (r *ridge) reset() { r.ata.Zero(); r.atb.Zero() }
+
+// add adds one row given as sparse (index, value) pairs.
+func (r *ridge) add(idx []int, val []float64, t float64) {
+	for a := range idx {
+		r.atb.SetVec(idx[a], r.atb.AtVec(idx[a])+val[a]*t)
+		for b := range idx {
+			if idx[b] >= idx[a] {
+				r.ata.SetSym(idx[a], idx[b], r.ata.At(idx[a], idx[b])+val[a]*val[b])
+			}
+		}
+	}
+}
+
+func (r *ridge) penalize(i int, l float64) { r.ata.SetSym(i, i, r.ata.At(i, i)+l) }
+
+// couple adds l·(x_i − x_j)².
+func (r *ridge) couple(i, j int, l float64) {
+	r.ata.SetSym(i, i, r.ata.At(i, i)+l)
+	r.ata.SetSym(j, j, r.ata.At(j, j)+l)
+	lo, hi := i, j
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	r.ata.SetSym(lo, hi, r.ata.At(lo, hi)-l)
+}
+
+func (r *ridge) solve() (*mat.VecDense, bool) {
+	for i := 0; i < r.p; i++ {
+		r.ata.SetSym(i, i, r.ata.At(i, i)+1e-10)
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(r.ata) {
+		return nil, false
+	}
+	if err := ch.SolveVecTo(r.x, r.atb); err != nil {
+		return nil, false
+	}
+	return r.x, true
+}
+
+// fitWorker solves for Mean[w], Beta[w], Gamma[w] and G[w].
+func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
+	if len(xs) == 0 {
+		return
+	}
+	nf := len(m.Beta[w])
+	p := 1 + 2*nf + m.Dim
+	r := newRidge(p)
+	idx := make([]int, p)
+	val := make([]float64, p)
+	for q := range idx {
+		idx[q] = q
+	}
+	for _, x := range xs {
+		o := obs[x]
+		val[0] = 1
+		for f := 0; f < nf; f++ {
+			val[1+f] = m.X[o.I][f]
+			val[1+nf+f] = m.X[o.K][f]
+		}
+		for d := 0; d < m.Dim; d++ {
+			val[1+2*nf+d] = m.Z[o.I][d] * m.Z[o.K][d]
+		}
+		r.add(idx, val, o.Y-m.A[o.I][w]-m.C[o.K][w])
+	}
+	for q := 1; q < p; q++ {
+		r.penalize(q, s.LambdaGlobal)
+	}
+	sol, ok := r.solve()
+	if !ok {
+		return
+	}
+	m.Mean[w] = sol.AtVec(0)
+	for f := 0; f < nf; f++ {
+		m.Beta[w][f] = sol.AtVec(1 + f)
+		m.Gamma[w][f] = sol.AtVec(1 + nf + f)
+	}
+	for d := 0; d < m.Dim; d++ {
+		m.G[w][d] = sol.AtVec(1 + 2*nf + d)
+	}
+}
+
+// base is the prediction without job j's own A, C and interaction terms, for an observation in
+// which j plays the given roles.
+func (m *PairModel) featurePart(o PairObs) float64 {
+	v := m.Mean[o.W]
+	for f := range m.Beta[o.W] {
+		v += m.Beta[o.W][f]*m.X[o.I][f] + m.Gamma[o.W][f]*m.X[o.K][f]
+	}
+	return v
+}
+
+// fitJob solves for job j's A[j], C[j] and Z[j] with everything else fixed. Unknowns are laid
+// out as A (W), C (W), then Z (Dim), then the two per-job means that the sharing penalty pulls
+// each worker type's bias towards.
+func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s PairSettings) {
+	if len(victim)+len(aggressor) == 0 {
+		return
+	}
+	W, D := m.Workers, m.Dim
+	p := 2*W + D + 2
+	r := newRidge(p)
+	idx := make([]int, 0, 2+D)
+	val := make([]float64, 0, 2+D)
+	for _, x := range victim {
+		o := obs[x]
+		idx, val = idx[:0], val[:0]
+		idx, val = append(idx, o.W), append(val, 1)
+		t := o.Y - m.featurePart(o)
+		other := o.K
+		if o.K == j {
+			idx, val = append(idx, W+o.W), append(val, 1)
+		} else {
+			t -= m.C[o.K][o.W]
+		}
+		for d := 0; d < D; d++ {
+			// For the self pair the interaction is quadratic in Z[j]; linearize at the current value.
+			idx, val = append(idx, 2*W+d), append(val, m.G[o.W][d]*m.Z[other][d])
+		}
+		r.add(idx, val, t)
+	}
+	for _, x := range aggressor {
+		o := obs[x]
+		idx, val = idx[:0], val[:0]
+		idx, val = append(idx, W+o.W), append(val, 1)
+		t := o.Y - m.featurePart(o) - m.A[o.I][o.W]
+		for d := 0; d < D; d++ {
+			idx, val = append(idx, 2*W+d), append(val, m.G[o.W][d]*m.Z[o.I][d])
+		}
+		r.add(idx, val, t)
+	}
+	ma, mc := 2*W+D, 2*W+D+1
+	// With sharing, a job's bias on worker type w is its own mean plus a deviation:
+	// λ_bias·mean² + λ_share·Σ_w (bias_w − mean)². Without it, λ_bias·Σ_w bias_w².
+	if s.LambdaShare > 0 {
+		for w := 0; w < W; w++ {
+			r.couple(w, ma, s.LambdaShare)
+			r.couple(W+w, mc, s.LambdaShare)
+		}
+		r.penalize(ma, s.LambdaBias)
+		r.penalize(mc, s.LambdaBias)
+	} else {
+		for w := 0; w < W; w++ {
+			r.penalize(w, s.LambdaBias)
+			r.penalize(W+w, s.LambdaBias)
+		}
+		r.penalize(ma, 1)
+		r.penalize(mc, 1)
+	}
+	for d := 0; d < D; d++ {
+		r.penalize(2*W+d, s.LambdaEmbed)
+	}
+	sol, ok := r.solve()
+	if !ok {
+		return
+	}
+	for w := 0; w < W; w++ {
+		m.A[j][w] = sol.AtVec(w)
+		m.C[j][w] = sol.AtVec(W + w)
+	}
+	for d := 0; d < D; d++ {
+		m.Z[j][d] = sol.AtVec(2*W + d)
+	}
+	m.AM[j], m.CM[j] = sol.AtVec(ma), sol.AtVec(mc)
+}
+
+func (m *PairModel) objective(obs []PairObs, s PairSettings) float64 {
+	obj := 0.0
+	for _, o := range obs {
+		e := o.Y - m.Predict(o.W, o.I, o.K)
+		obj += e * e
+	}
+	for j := 0; j < m.Jobs; j++ {
+		if s.LambdaShare > 0 {
+			obj += s.LambdaBias * (m.AM[j]*m.AM[j] + m.CM[j]*m.CM[j])
+			for w := 0; w < m.Workers; w++ {
+				da, dc := m.A[j][w]-m.AM[j], m.C[j][w]-m.CM[j]
+				obj += s.LambdaShare * (da*da + dc*dc)
+			}
+		} else {
+			for w := 0; w < m.Workers; w++ {
+				obj += s.LambdaBias * (m.A[j][w]*m.A[j][w] + m.C[j][w]*m.C[j][w])
+			}
+		}
+		for d := 0; d < m.Dim; d++ {
+			obj += s.LambdaEmbed * m.Z[j][d] * m.Z[j][d]
+		}
+	}
+	return obj
+}
