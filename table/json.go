@@ -1,0 +1,381 @@
+package table
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// isolatedKey is the partner key of an isolated rate: Gavel's profiler wrote
+// a Python None dict key, which json.dump turns into "null".
+const isolatedKey = "null"
+
+// Read reads a table in Gavel's JSON format. It fails when the input holds
+// any error (not counting warnings); the error is then a Problems listing
+// every one found.
+func Read(r io.Reader) (*Table, error) {
+	t, ps := Check(r, "")
+	if errs := ps.Errors(); len(errs) > 0 {
+		return nil, errs
+	}
+	return t, nil
+}
+
+// Load reads the table in the named file, as Read does; problems name the file.
+func Load(path string) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("table: %w", err)
+	}
+	defer f.Close()
+	t, ps := Check(f, path)
+	if errs := ps.Errors(); len(errs) > 0 {
+		return nil, errs
+	}
+	return t, nil
+}
+
+// Check reads a table and returns every problem it finds, warnings
+// included, naming file in each. The returned table holds every entry that
+// could be read (it is nil only when the JSON itself is malformed), so a
+// caller may inspect or repair a partly bad file.
+func Check(r io.Reader, file string) (*Table, Problems) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, Problems{{File: file, Err: err}}
+	}
+	data = maskNonFinite(data)
+	var raw map[string]map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, Problems{syntaxProblem(data, err)}.withFile(file)
+	}
+	t, ps := build(raw)
+	ps = append(ps, t.Validate()...)
+	return t, ps.withFile(file)
+}
+
+func syntaxProblem(data []byte, err error) *Problem {
+	var offset int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		offset = se.Offset
+	case errors.As(err, &te):
+		offset = te.Offset
+	}
+	p := &Problem{Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
+	if offset >= 0 {
+		p.Line, p.Column = position(data, offset)
+	}
+	return p
+}
+
+// position converts a byte offset into a 1-based line and column.
+func position(data []byte, offset int64) (line, col int) {
+	offset = min(offset, int64(len(data)))
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
+	return line, max(col, 1)
+}
+
+// Python's json module writes NaN, Infinity and -Infinity, which are not JSON.
+// maskNonFinite turns them, outside strings, into strings of the same length,
+// so they surface as ErrNotFinite on their entry and syntax-error offsets
+// elsewhere stay exact.
+var nonFinite = map[string]string{"NaN": `"N"`, "Infinity": `"Infini"`, "-Infinity": `"-Infini"`}
+
+func maskNonFinite(data []byte) []byte {
+	out := data
+	copied := false
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			continue
+		}
+		for lit, repl := range nonFinite {
+			if bytes.HasPrefix(data[i:], []byte(lit)) && (lit[0] != 'I' || i == 0 || data[i-1] != '-') {
+				if !copied {
+					out = slices.Clone(data)
+					copied = true
+				}
+				copy(out[i:], repl)
+				i += len(lit) - 1
+				break
+			}
+		}
+	}
+	return out
+}
+
+func isMaskedNonFinite(s string) bool {
+	for _, repl := range nonFinite {
+		if `"`+s+`"` == repl {
+			return true
+		}
+	}
+	return false
+}
+
+// parseRate reads one JSON number, rejecting anything that is not a finite,
+// non-negative rate.
+func parseRate(raw json.RawMessage) (float64, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if isMaskedNonFinite(s) {
+			return 0, ErrNotFinite
+		}
+		return 0, fmt.Errorf("%w: %s is a string, want a number", ErrBadValue, raw)
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, fmt.Errorf("%w: %s is not a number", ErrBadValue, raw)
+	}
+	v, err := strconv.ParseFloat(string(n), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%w: %s", ErrBadValue, raw)
+	}
+	switch {
+	case math.IsInf(v, 0) || math.IsNaN(v):
+		return 0, ErrNotFinite
+	case v < 0:
+		return 0, fmt.Errorf("%w: %v", ErrNegativeRate, v)
+	}
+	return v, nil
+}
+
+func parsePair(raw json.RawMessage) ([2]float64, error) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil || len(parts) != 2 {
+		return [2]float64{}, fmt.Errorf("%w: %s: want a list [rate_self, rate_partner]", ErrBadValue, raw)
+	}
+	var out [2]float64
+	for i, p := range parts {
+		v, err := parseRate(p)
+		if err != nil {
+			return out, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// build turns the decoded JSON into a table, checking keys, values and the
+// symmetry of pairs. Bad entries are reported and left out.
+func build(raw map[string]map[string]map[string]json.RawMessage) (*Table, Problems) {
+	t := New()
+	var ps Problems
+	pairs := map[string]map[[2]JobType][2]float64{}
+	for _, w := range sortedKeys(raw) {
+		if w == "" {
+			ps = append(ps, &Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
+			continue
+		}
+		t.worker(w, true)
+		pairs[w] = map[[2]JobType][2]float64{}
+		for _, jk := range sortedKeys(raw[w]) {
+			j, err := ParseJobType(jk)
+			if err != nil {
+				ps = append(ps, &Problem{Worker: w, Job: jk, Err: err})
+				continue
+			}
+			for _, pk := range sortedKeys(raw[w][jk]) {
+				v := raw[w][jk][pk]
+				loc := &Problem{Worker: w, Job: jk, Partner: pk}
+				if pk == isolatedKey {
+					r, err := parseRate(v)
+					if err != nil {
+						loc.Err = err
+						ps = append(ps, loc)
+						continue
+					}
+					t.SetIsolated(w, j, r)
+					continue
+				}
+				k, err := ParseJobType(pk)
+				if err != nil {
+					loc.Err = err
+					ps = append(ps, loc)
+					continue
+				}
+				r, err := parsePair(v)
+				if err != nil {
+					loc.Err = err
+					ps = append(ps, loc)
+					continue
+				}
+				pairs[w][[2]JobType{j, k}] = r
+			}
+		}
+	}
+	for _, w := range sortedKeys(pairs) {
+		ps = append(ps, addPairs(t, w, pairs[w])...)
+	}
+	return t, ps
+}
+
+// symmetryTolerance bounds the relative difference between T[w][a][b] and
+// reverse(T[w][b][a]); the published tables agree exactly.
+const symmetryTolerance = 1e-6
+
+// addPairs stores each pair once, reporting pairs present in one direction
+// only and pairs whose two directions disagree. A self-pair (a, a) is two
+// instances of one type and has no second direction to compare with.
+func addPairs(t *Table, w string, pairs map[[2]JobType][2]float64) Problems {
+	var ps Problems
+	keys := slices.SortedFunc(mapsKeys(pairs), func(x, y [2]JobType) int {
+		if c := compareJobTypes(x[0], y[0]); c != 0 {
+			return c
+		}
+		return compareJobTypes(x[1], y[1])
+	})
+	for _, key := range keys {
+		a, b := key[0], key[1]
+		r := pairs[key]
+		if a == b {
+			t.SetPair(w, a, a, r[0], r[1])
+			continue
+		}
+		rev, ok := pairs[[2]JobType{b, a}]
+		loc := &Problem{Worker: w, Job: a.Key(), Partner: b.Key()}
+		switch {
+		case !ok:
+			loc.Err = fmt.Errorf("%w: %s has no entry for %s", ErrOneSided, b.Key(), a.Key())
+			ps = append(ps, loc)
+		case b.Less(a):
+			continue // stored when the other direction was visited
+		case !near(r[0], rev[1]) || !near(r[1], rev[0]):
+			loc.Err = fmt.Errorf("%w: [%v, %v] here, [%v, %v] under %s", ErrInconsistent, r[0], r[1], rev[0], rev[1], b.Key())
+			ps = append(ps, loc)
+		}
+		t.SetPair(w, a, b, r[0], r[1])
+	}
+	return ps
+}
+
+func near(x, y float64) bool {
+	return math.Abs(x-y) <= symmetryTolerance*math.Max(math.Abs(x), math.Abs(y))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(mapsKeys(m))
+}
+
+// Write writes t in Gavel's JSON format: worker types and job types sorted,
+// the isolated rate first in each job's object, four-space indentation.
+// Reading the output gives a table Equal to t.
+func (t *Table) Write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("{")
+	for i, wk := range t.WorkerTypes() {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		fmt.Fprintf(bw, "\n    %s: {", quote(wk))
+		t.writeWorker(bw, t.workers[wk])
+		bw.WriteString("\n    }")
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
+}
+
+func (t *Table) writeWorker(bw *bufio.Writer, wt *workerTable) {
+	jobs := map[JobType]bool{}
+	for j := range wt.isolated {
+		jobs[j] = true
+	}
+	for j := range wt.pairs {
+		jobs[j] = true
+	}
+	for i, j := range slices.SortedFunc(mapsKeys(jobs), compareJobTypes) {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		fmt.Fprintf(bw, "\n        %s: {", quote(j.Key()))
+		first := true
+		sep := func() {
+			if !first {
+				bw.WriteString(",")
+			}
+			first = false
+		}
+		if r, ok := wt.isolated[j]; ok {
+			sep()
+			fmt.Fprintf(bw, "\n            %q: %s", isolatedKey, formatRate(r))
+		}
+		row := wt.pairs[j]
+		for _, k := range slices.SortedFunc(mapsKeys(row), compareJobTypes) {
+			sep()
+			r := row[k]
+			fmt.Fprintf(bw, "\n            %s: [%s, %s]", quote(k.Key()), formatRate(r[0]), formatRate(r[1]))
+		}
+		bw.WriteString("\n        }")
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}
+
+// formatRate writes the shortest decimal that reads back as the same float64.
+func formatRate(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// Save writes t to path atomically: readers see the old file or the new
+// one, never a partial write, and a failure leaves the old file intact.
+func (t *Table) Save(path string) error {
+	return WriteFileAtomic(path, t.Write)
+}
+
+// WriteFileAtomic writes a file through a temporary file in the same
+// directory, synced and renamed over path.
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err = write(f); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Chmod(f.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

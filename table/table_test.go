@@ -1,0 +1,269 @@
+package table
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var (
+	resnet = JobType{"ResNet-18 (batch size 16)", 1}
+	lm     = JobType{"LM (batch size 20)", 1}
+	lm2    = JobType{"LM (batch size 20)", 2}
+)
+
+func TestRoundTripPublishedTables(t *testing.T) {
+	for _, name := range []string{"simulation_throughputs.json", "physical_cluster_throughputs.json"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("..", "..", "shared", "data", "gavel", name)
+			if _, err := os.Stat(path); err != nil {
+				path = filepath.Join("data", name) // only the simulation table is embedded
+				if _, err := os.Stat(path); err != nil {
+					t.Skipf("%s not available", name)
+				}
+			}
+			first, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := first.Write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			second, err := Read(bytes.NewReader(buf.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !first.Equal(second) {
+				t.Fatal("read, write, read gave a different table")
+			}
+			var again bytes.Buffer
+			second.Write(&again)
+			if !bytes.Equal(buf.Bytes(), again.Bytes()) {
+				t.Error("writing the same table twice gave different bytes")
+			}
+		})
+	}
+}
+
+func TestDefaultTable(t *testing.T) {
+	d := Default()
+	if got := len(d.JobTypesWithScaleFactor(1)); got != 26 {
+		t.Errorf("single-GPU job types = %d, want 26", got)
+	}
+	for _, sf := range []int{2, 4, 8} {
+		if got := len(d.JobTypesWithScaleFactor(sf)); got != 19 {
+			t.Errorf("scale factor %d job types = %d, want 19", sf, got)
+		}
+	}
+	// Values from gavel-reference.md §1.1 (simulation file).
+	tests := []struct {
+		w    string
+		j    JobType
+		want float64
+	}{
+		{"v100", JobType{"ResNet-18 (batch size 64)", 1}, 24.093},
+		{"k80", JobType{"ResNet-50 (batch size 128)", 1}, 0.347},
+		{"p100", JobType{"Recommendation (batch size 1024)", 1}, 30.744},
+		{"v100", lm2, 132.174},
+	}
+	for _, tt := range tests {
+		got, ok := d.Isolated(tt.w, tt.j)
+		if !ok || got < tt.want-0.001 || got > tt.want+0.001 {
+			t.Errorf("Isolated(%s, %s) = %v, %v; want %v", tt.w, tt.j, got, ok, tt.want)
+		}
+	}
+	// Counts of infeasible sf=1 pairs per type (§1.1): 40 v100, 20 p100, 87 k80.
+	for w, want := range map[string]int{"v100": 40, "p100": 20, "k80": 87} {
+		n := 0
+		for _, a := range d.JobTypesWithScaleFactor(1) {
+			for _, b := range d.JobTypesWithScaleFactor(1) {
+				if _, _, s := d.Pair(w, a, b); s == Infeasible {
+					n++
+				}
+			}
+		}
+		if n != want {
+			t.Errorf("%s: %d infeasible ordered pairs, want %d", w, n, want)
+		}
+	}
+	if ps := d.Validate(); len(ps.Errors()) > 0 {
+		t.Errorf("default table has errors: %v", ps)
+	}
+}
+
+func TestPairAccessors(t *testing.T) {
+	tb := New()
+	tb.SetIsolated("a100", resnet, 10)
+	tb.SetIsolated("a100", lm, 4)
+	tb.SetPair("a100", resnet, lm, 6, 3)
+	if ra, rb, s := tb.Pair("a100", lm, resnet); ra != 3 || rb != 6 || s != Measured {
+		t.Errorf("reverse Pair = %v %v %v, want 3 6 measured", ra, rb, s)
+	}
+	if na, nb, s := tb.Normalized("a100", resnet, lm); na != 0.6 || nb != 0.75 || s != Measured {
+		t.Errorf("Normalized = %v %v %v, want 0.6 0.75 measured", na, nb, s)
+	}
+	tb.SetInfeasible("a100", resnet, resnet)
+	if _, _, s := tb.Pair("a100", resnet, resnet); s != Infeasible {
+		t.Errorf("self pair state = %v, want infeasible", s)
+	}
+	if _, _, s := tb.Normalized("h100", resnet, lm); s != Missing {
+		t.Errorf("unknown worker state = %v, want missing", s)
+	}
+	tb.DeletePair("a100", lm, resnet)
+	if _, _, s := tb.Pair("a100", resnet, lm); s != Missing {
+		t.Errorf("after DeletePair state = %v, want missing", s)
+	}
+	sel := Default().Select([]JobType{resnet, lm}, []string{"v100"})
+	if got := sel.WorkerTypes(); len(got) != 1 || got[0] != "v100" {
+		t.Errorf("Select worker types = %v", got)
+	}
+	if got := sel.JobTypes(); len(got) != 2 {
+		t.Errorf("Select job types = %v, want 2", got)
+	}
+	if got := sel.Partners("v100", resnet); len(got) != 2 {
+		t.Errorf("Select partners of %s = %v, want 2", resnet, got)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	old := New()
+	old.SetIsolated("x", resnet, 10)
+	old.SetPair("x", resnet, lm, 5, 2)
+	newer := New()
+	newer.SetIsolated("x", resnet, 11)
+	newer.SetIsolated("x", lm, 4)
+	newer.SetPair("x", resnet, lm, 5, 2) // same value: no conflict
+	newer.SetInfeasible("y", lm, lm)
+	m, conflicts := Merge(old, newer)
+	if r, _ := m.Isolated("x", resnet); r != 11 {
+		t.Errorf("merged isolated = %v, want the newer 11", r)
+	}
+	if r, _ := m.Isolated("x", lm); r != 4 {
+		t.Errorf("merged isolated lm = %v, want 4", r)
+	}
+	if _, _, s := m.Pair("y", lm, lm); s != Infeasible {
+		t.Errorf("merged y pair = %v", s)
+	}
+	if len(conflicts) != 1 || !conflicts[0].Isolated || conflicts[0].Old[0] != 10 || conflicts[0].New[0] != 11 {
+		t.Errorf("conflicts = %+v, want the one isolated change 10 -> 11", conflicts)
+	}
+	newer.SetPair("x", lm, resnet, 3, 6)
+	if _, conflicts = Merge(old, newer); len(conflicts) != 2 {
+		t.Errorf("changed pair: %d conflicts, want 2 (isolated and pair, reported once)", len(conflicts))
+	}
+}
+
+// TestReadProblems has one case per class of problem Check reports.
+func TestReadProblems(t *testing.T) {
+	const r16 = `"('ResNet-18 (batch size 16)', 1)"`
+	const lm1 = `"('LM (batch size 20)', 1)"`
+	const lm2 = `"('LM (batch size 20)', 2)"`
+	tests := []struct {
+		name    string
+		in      string
+		want    error
+		warning bool
+		line    int
+		partner string
+	}{
+		{"syntax", "{\n  \"v100\": {\n    " + r16 + ": {\"null\": 1,}\n}}", ErrSyntax, false, 3, ""},
+		{"bad key", `{"v100": {"ResNet": {"null": 1}}}`, ErrBadKey, false, 0, ""},
+		{"bad partner key", `{"v100": {` + r16 + `: {"null": 1, "('x', 0)": [1, 1]}}}`, ErrBadKey, false, 0, "('x', 0)"},
+		{"bad value", `{"v100": {` + r16 + `: {"null": [1, 2]}}}`, ErrBadValue, false, 0, "null"},
+		{"pair not a list of two", `{"v100": {` + r16 + `: {` + lm1 + `: [1]}, ` + lm1 + `: {` + r16 + `: [1]}}}`, ErrBadValue, false, 0, ""},
+		{"negative", `{"v100": {` + r16 + `: {"null": -1}}}`, ErrNegativeRate, false, 0, "null"},
+		{"NaN", `{"v100": {` + r16 + `: {"null": NaN}}}`, ErrNotFinite, false, 0, "null"},
+		{"Infinity", `{"v100": {` + r16 + `: {"null": 1, ` + r16 + `: [Infinity, -Infinity]}}}`, ErrNotFinite, false, 0, ""},
+		{"overflow", `{"v100": {` + r16 + `: {"null": 1e999}}}`, ErrNotFinite, false, 0, "null"},
+		{"one-sided", `{"v100": {` + r16 + `: {"null": 2, ` + lm1 + `: [1, 1]}, ` + lm1 + `: {"null": 2}}}`, ErrOneSided, false, 0, ""},
+		{"inconsistent", `{"v100": {` + r16 + `: {"null": 2, ` + lm1 + `: [1, 1.5]}, ` + lm1 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrInconsistent, false, 0, ""},
+		{"scale factor mismatch", `{"v100": {` + r16 + `: {"null": 2, ` + lm2 + `: [1, 1]}, ` + lm2 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrScaleFactorMismatch, false, 0, ""},
+		{"above isolated", `{"v100": {` + r16 + `: {"null": 2, ` + r16 + `: [3, 3]}}}`, ErrAboveIsolated, true, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ps := Check(strings.NewReader(tt.in), "in.json")
+			var found *Problem
+			for _, p := range ps {
+				if errors.Is(p, tt.want) {
+					found = p
+				}
+			}
+			if found == nil {
+				t.Fatalf("Check problems = %v, want one wrapping %v", ps, tt.want)
+			}
+			if found.File != "in.json" || found.Warning != tt.warning || found.Line != tt.line {
+				t.Errorf("problem %+v: want file in.json, warning %v, line %d", found, tt.warning, tt.line)
+			}
+			if tt.partner != "" && found.Partner != tt.partner {
+				t.Errorf("problem partner = %q, want %q", found.Partner, tt.partner)
+			}
+			if tt.want != ErrSyntax && tt.want != ErrBadKey && found.Worker != "v100" {
+				t.Errorf("problem worker = %q, want v100", found.Worker)
+			}
+			if !strings.Contains(found.Error(), "in.json") {
+				t.Errorf("message %q does not name the file", found.Error())
+			}
+			_, err := Read(strings.NewReader(tt.in))
+			if tt.warning != (err == nil) {
+				t.Errorf("Read error = %v; want an error only for non-warnings", err)
+			}
+		})
+	}
+}
+
+func TestSyntaxColumn(t *testing.T) {
+	_, ps := Check(strings.NewReader("{\n  \"v100\": x\n}"), "f.json")
+	if len(ps) != 1 || ps[0].Line != 2 || ps[0].Column != 11 {
+		t.Fatalf("problems = %v, want one at 2:11", ps)
+	}
+}
+
+func TestSaveIsAtomicAndLoadNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.json")
+	tb := New()
+	tb.SetIsolated("cpu", resnet, 1.5)
+	if err := tb.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil || !got.Equal(tb) {
+		t.Fatalf("Load after Save = %v, %v", got, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("Save left %d files, want 1", len(entries))
+	}
+	os.WriteFile(path, []byte(`{"cpu": {"bad": {}}}`), 0o644)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("Load of bad file: %v, want an error naming %s", err, path)
+	}
+}
+
+func TestCSVRoundTrip(t *testing.T) {
+	d := Default().Select(nil, []string{"k80", "v100"})
+	var buf bytes.Buffer
+	if err := d.WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(buf.String(), "\n")
+	// Each worker type: 83 isolated rows + 26*26 + 3*19*19 pair rows, plus the header.
+	if want := 2*(83+26*26+3*19*19) + 1; lines != want {
+		t.Errorf("CSV has %d lines, want %d", lines, want)
+	}
+	back, err := ReadCSV(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Equal(d) {
+		t.Error("CSV round trip changed the table")
+	}
+	if _, err := ReadCSV(strings.NewReader(strings.Join(csvHeader, ",") + "\nv100,m,x,,,measured,1,,1,,,\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad CSV row: %v, want an error naming line 2", err)
+	}
+}
