@@ -1,0 +1,43 @@
+// Command gavel-plan allocates GPU time with Gavel's policies and turns
+// allocations into round plans and simulated schedules.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gavelkit/gavel/internal/cli"
+)
+
+func main() {
+	streams := cli.StdIO()
+	os.Exit(cli.Main(newRootCmd(streams), streams))
+}
+
+func newRootCmd(streams *cli.IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gavel-plan",
+		Short: "Plan GPU time on a heterogeneous cluster with Gavel's policies",
+		Long: `gavel-plan turns a throughput table (steps/s of each job type on each GPU
+type, alone and sharing a GPU) and a policy into time fractions per job and
+GPU type, then into concrete rounds: which job or pair runs on which GPU.
+
+Typical use:
+  gavel-plan table show                                   # the embedded Gavel table
+  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 --jobs jobs.json
+  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 --jobs jobs.json --rounds 10`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.Err)
+	root.AddCommand(
+		cli.NewTableCmd(streams),
+		newAllocateCmd(streams),
+		newRoundsCmd(streams),
+		newSimulateCmd(streams),
+		newExperimentCmd(streams),
+	)
+	return root
+}

@@ -1,0 +1,45 @@
+// Command gavel-profile measures how fast training jobs run on each GPU
+// type, alone and sharing a GPU, and estimates the pairs not measured.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gavelkit/gavel/internal/cli"
+)
+
+func main() {
+	streams := cli.StdIO()
+	os.Exit(cli.Main(newRootCmd(streams), streams))
+}
+
+func newRootCmd(streams *cli.IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gavel-profile",
+		Short: "Measure and estimate throughput tables for Gavel's planner",
+		Long: `gavel-profile builds throughput tables: it lists the node's GPUs, runs a
+training command alone and next to reference jobs to measure real rates,
+estimates the co-location pairs not measured, suggests which to measure
+next, and evaluates the estimator against held-out measurements.
+
+Typical use:
+  gavel-profile devices
+  gavel-profile run --name my-model --table out.json -- python train.py
+  gavel-profile estimate --table out.json --out full.json`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.Err)
+	root.AddCommand(
+		cli.NewTableCmd(streams),
+		newDevicesCmd(streams),
+		newRunCmd(streams),
+		newEstimateCmd(streams),
+		newSuggestCmd(streams),
+		newEvaluateCmd(streams),
+	)
+	return root
+}

@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// NewTableCmd returns the `table` command group (show, validate, convert)
+// that gavel-plan and gavel-profile both offer.
+func NewTableCmd(streams *IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "table",
+		Short: "Inspect, validate and convert throughput tables",
+		Long: `Throughput tables hold the rate (steps/s) of each job type on each worker
+type, alone and sharing a GPU with each other job type, in Gavel's JSON format.
+Without --table, commands use the embedded Gavel simulation table.`,
+	}
+	cmd.AddCommand(newTableShowCmd(streams), newTableValidateCmd(streams), newTableConvertCmd(streams))
+	return cmd
+}
+
+// TableShowOptions are the inputs of `table show`.
+type TableShowOptions struct {
+	Table       string
+	WorkerTypes []string
+	Pairs       string // job type (model name or key) whose co-location row is shown
+	ScaleFactor int
+	JSON        bool
+}
+
+func newTableShowCmd(streams *IO) *cobra.Command {
+	var o TableShowOptions
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "Print isolated rates, or one job type's co-location row",
+		Long: `Print the isolated rate (steps/s) of every job type on every worker type.
+With --pairs JOB, print that job type's co-location row instead: for each
+partner and worker type, the two jobs' rates normalized by their isolated
+rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
+		Example: `  gavel-plan table show
+  gavel-plan table show --table mytable.json --worker-type v100
+  gavel-plan table show --pairs "ResNet-50 (batch size 64)"
+  gavel-plan table show --scale-factor 2 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return TableShow(streams, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Table, "table", "", "throughput table (Gavel JSON); default: embedded Gavel table")
+	f.StringSliceVar(&o.WorkerTypes, "worker-type", nil, "worker types to show (repeatable); default: all")
+	f.StringVar(&o.Pairs, "pairs", "", "show the co-location row of this job type (model name, or key with scale factor)")
+	f.IntVar(&o.ScaleFactor, "scale-factor", 1, "scale factor of the job types shown (0: all)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+// TableShow runs `table show`.
+func TableShow(streams *IO, o TableShowOptions) error {
+	t, err := LoadTable(o.Table)
+	if err != nil {
+		return err
+	}
+	workers := t.WorkerTypes()
+	if len(o.WorkerTypes) > 0 {
+		for _, w := range o.WorkerTypes {
+			if !contains(workers, w) {
+				return UsageError("worker type %q is not in the table (it has %s)", w, strings.Join(workers, ", "))
+			}
+		}
+		workers = o.WorkerTypes
+	}
+	if o.Pairs != "" {
+		j, err := findJobType(t, o.Pairs, o.ScaleFactor)
+		if err != nil {
+			return err
+		}
+		return showPairs(streams, t, j, workers, o.JSON)
+	}
+	return showIsolated(streams, t, workers, o.ScaleFactor, o.JSON)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// findJobType accepts a key ("('LM (batch size 20)', 2)") or a model name
+// with the scale factor taken from sf (1 when sf is 0).
+func findJobType(t *table.Table, name string, sf int) (table.JobType, error) {
+	j, err := table.ParseJobType(name)
+	if err != nil {
+		j = table.JobType{Model: name, ScaleFactor: max(sf, 1)}
+	}
+	if !t.HasJobType(j) {
+		return j, UsageError("job type %s is not in the table", j)
+	}
+	return j, nil
+}
+
+type isolatedRow struct {
+	Model       string             `json:"model"`
+	ScaleFactor int                `json:"scale_factor"`
+	Rates       map[string]float64 `json:"rates"` // worker type → steps/s; absent when missing
+}
+
+func showIsolated(streams *IO, t *table.Table, workers []string, sf int, asJSON bool) error {
+	jobs := t.JobTypes()
+	if sf > 0 {
+		jobs = t.JobTypesWithScaleFactor(sf)
+	}
+	rows := make([]isolatedRow, 0, len(jobs))
+	for _, j := range jobs {
+		r := isolatedRow{Model: j.Model, ScaleFactor: j.ScaleFactor, Rates: map[string]float64{}}
+		for _, w := range workers {
+			if v, ok := t.Isolated(w, j); ok {
+				r.Rates[w] = v
+			}
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		return WriteJSON(streams.Out, map[string]any{"worker_types": workers, "job_types": rows})
+	}
+	tw := NewTableWriter(streams.Out, append([]string{"job type", "sf"}, workers...)...)
+	for _, r := range rows {
+		cells := []string{r.Model, fmt.Sprint(r.ScaleFactor)}
+		for _, w := range workers {
+			cells = append(cells, formatOptional(r.Rates[w], hasKey(r.Rates, w), "%.3f"))
+		}
+		tw.Append(cells)
+	}
+	return tw.Render()
+}
+
+func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
+
+func formatOptional(v float64, ok bool, format string) string {
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+type pairCell struct {
+	State      string  `json:"state"`
+	Normalized float64 `json:"normalized,omitempty"`
+	Partner    float64 `json:"partner_normalized,omitempty"`
+}
+
+func showPairs(streams *IO, t *table.Table, j table.JobType, workers []string, asJSON bool) error {
+	partners := t.JobTypesWithScaleFactor(j.ScaleFactor)
+	rows := map[string]map[string]pairCell{}
+	for _, k := range partners {
+		rows[k.Model] = map[string]pairCell{}
+		for _, w := range workers {
+			na, nb, s := t.Normalized(w, j, k)
+			if _, _, ps := t.Pair(w, j, k); ps != table.Measured {
+				s = ps // a measured pair without isolated rates stays "missing"
+			}
+			rows[k.Model][w] = pairCell{State: s.String(), Normalized: na, Partner: nb}
+		}
+	}
+	if asJSON {
+		return WriteJSON(streams.Out, map[string]any{"job": j.Model, "scale_factor": j.ScaleFactor, "worker_types": workers, "partners": rows})
+	}
+	fmt.Fprintf(streams.Out, "%s sharing a GPU: fraction of isolated speed kept (job + partner = sum)\n", j)
+	tw := NewTableWriter(streams.Out, append([]string{"partner"}, workers...)...)
+	for _, k := range partners {
+		cells := []string{k.Model}
+		for _, w := range workers {
+			c := rows[k.Model][w]
+			switch c.State {
+			case table.Measured.String():
+				cells = append(cells, fmt.Sprintf("%.2f + %.2f = %.2f", c.Normalized, c.Partner, c.Normalized+c.Partner))
+			default:
+				cells = append(cells, c.State)
+			}
+		}
+		tw.Append(cells)
+	}
+	return tw.Render()
+}
+
+func newTableValidateCmd(streams *IO) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Report every problem in a throughput table",
+		Long: `Check a throughput table and print every problem found, each naming the
+file, worker type, job type, partner and reason: malformed JSON (line and
+column), bad keys, negative or non-finite rates, pairs present on one side
+only or with values that disagree between the sides, and partners with a
+different scale factor. A pair rate above the isolated rate is a warning.
+Exits 2 when there is any error, 0 when there are only warnings or none.`,
+		Example: `  gavel-plan table validate profiled.json
+  gavel-plan table validate profiled.json --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error { return TableValidate(streams, args[0], asJSON) },
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+type problemJSON struct {
+	Worker  string `json:"worker_type,omitempty"`
+	Job     string `json:"job,omitempty"`
+	Partner string `json:"partner,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Warning bool   `json:"warning"`
+	Message string `json:"message"`
+}
+
+// TableValidate runs `table validate`.
+func TableValidate(streams *IO, path string, asJSON bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return UsageError("%v", err)
+	}
+	_, ps := table.Check(bytes.NewReader(data), path)
+	if asJSON {
+		out := make([]problemJSON, len(ps))
+		for i, p := range ps {
+			out[i] = problemJSON{p.Worker, p.Job, p.Partner, p.Line, p.Column, p.Warning, p.Error()}
+		}
+		if err := WriteJSON(streams.Out, map[string]any{"file": path, "errors": len(ps.Errors()), "warnings": len(ps.Warnings()), "problems": out}); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range ps {
+			fmt.Fprintln(streams.Out, p.Error())
+		}
+		fmt.Fprintf(streams.Out, "%s: %d errors, %d warnings\n", path, len(ps.Errors()), len(ps.Warnings()))
+	}
+	if n := len(ps.Errors()); n > 0 {
+		return UsageError("%s: %d errors", path, n)
+	}
+	return nil
+}
+
+func newTableConvertCmd(streams *IO) *cobra.Command {
+	var to, out string
+	cmd := &cobra.Command{
+		Use:   "convert FILE --to csv|json",
+		Short: "Convert a table between Gavel JSON and CSV",
+		Long: `Convert a throughput table between Gavel's JSON format and CSV (one row per
+worker type x job type x partner, isolated rates as rows without a partner,
+with normalized rates). The input format is taken from the file's content:
+JSON when it starts with '{', CSV otherwise. Use "-" as FILE for the
+embedded default table. Output goes to stdout, or atomically to --out.`,
+		Example: `  gavel-plan table convert - --to csv > gavel.csv
+  gavel-plan table convert gavel.csv --to json --out gavel.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error { return TableConvert(streams, args[0], to, out) },
+	}
+	cmd.Flags().StringVar(&to, "to", "", "output format: csv or json (required)")
+	cmd.Flags().StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")
+	return cmd
+}
+
+// TableConvert runs `table convert`.
+func TableConvert(streams *IO, path, to, out string) error {
+	if to != "csv" && to != "json" {
+		return UsageError("--to must be csv or json, not %q", to)
+	}
+	t, err := readAny(path)
+	if err != nil {
+		return err
+	}
+	write := t.Write
+	if to == "csv" {
+		write = t.WriteCSV
+	}
+	if out != "" {
+		return table.WriteFileAtomic(out, write)
+	}
+	return write(streams.Out)
+}
+
+func readAny(path string) (*table.Table, error) {
+	if path == "-" {
+		return table.Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, UsageError("%v", err)
+	}
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+		return LoadTable(path)
+	}
+	t, err := table.ReadCSV(bytes.NewReader(data))
+	if err != nil {
+		var ps table.Problems
+		if errors.As(err, &ps) {
+			return nil, ps
+		}
+		return nil, UsageError("%s: %v", path, err)
+	}
+	return t, nil
+}
+
