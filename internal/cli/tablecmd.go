@@ -308,4 +308,3 @@ func readAny(path string) (*table.Table, error) {
 	}
 	return t, nil
 }
-
