@@ -1,0 +1,229 @@
+package lp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+)
+
+// textbook: Hillier & Lieberman's Wyndor Glass problem.
+// maximize 3x + 5y  s.t.  x ≤ 4, 2y ≤ 12, 3x + 2y ≤ 18, x, y ≥ 0.
+// Optimum 36 at (2, 6); shadow prices (0, 3/2, 1).
+func wyndor() *Model {
+	m := NewModel(Maximize)
+	x := m.AddCol(0, Inf, 3)
+	y := m.AddCol(0, Inf, 5)
+	m.AddRow(-Inf, 4, []int{x}, []float64{1})
+	m.AddRow(-Inf, 12, []int{y}, []float64{2})
+	m.AddRow(-Inf, 18, []int{x, y}, []float64{3, 2})
+	return m
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-7*math.Max(1, math.Abs(b)) }
+
+func TestTextbook(t *testing.T) {
+	for _, meth := range []Method{Auto, Dual, Primal, Barrier, Sprint} {
+		t.Run(meth.String(), func(t *testing.T) {
+			r, err := COIN{}.Solve(context.Background(), wyndor(), Options{Method: meth})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !near(r.Objective, 36) || !near(r.X[0], 2) || !near(r.X[1], 6) {
+				t.Fatalf("got obj %v x %v, want 36 at (2,6)", r.Objective, r.X)
+			}
+			want := []float64{0, 1.5, 1}
+			for i := range want {
+				if !near(r.Duals[i], want[i]) {
+					t.Fatalf("duals %v, want %v", r.Duals, want)
+				}
+			}
+		})
+	}
+}
+
+func TestMinimizeWithEqualityAndFreeColumn(t *testing.T) {
+	// minimize x + 2y + 0·z s.t. x + y = 3, y - z ≥ 1, z free, x ≤ 2.
+	// y ≥ 1 (as z can go down... z free: y ≥ 1+z, pick z→ -inf? y-z≥1 always satisfiable),
+	// so minimize x+2y with x+y=3, x≤2 → x=2, y=1, objective 4.
+	m := NewModel(Minimize)
+	x := m.AddCol(0, 2, 1)
+	y := m.AddCol(0, Inf, 2)
+	z := m.AddCol(-Inf, Inf, 0)
+	m.AddRow(3, 3, []int{x, y}, []float64{1, 1})
+	m.AddRow(1, Inf, []int{y, z}, []float64{1, -1})
+	r, err := COIN{}.Solve(context.Background(), m, Options{Method: Dual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(r.Objective, 4) || !near(r.X[0], 2) || !near(r.X[1], 1) {
+		t.Fatalf("got %v %v", r.Objective, r.X)
+	}
+}
+
+func TestInfeasible(t *testing.T) {
+	// x + y ≤ 1 and x + y ≥ 2.
+	for _, meth := range []Method{Auto, Dual, Barrier} {
+		m := NewModel(Maximize)
+		x := m.AddCol(0, Inf, 1)
+		y := m.AddCol(0, Inf, 1)
+		m.AddRow(-Inf, 1, []int{x, y}, []float64{1, 1})
+		m.AddRow(2, Inf, []int{x, y}, []float64{1, 1})
+		_, err := COIN{}.Solve(context.Background(), m, Options{Method: meth})
+		var se *StatusError
+		if !errors.Is(err, ErrInfeasible) || !errors.As(err, &se) || se.Status != Infeasible {
+			t.Fatalf("%v: got %v, want infeasible", meth, err)
+		}
+	}
+}
+
+func TestUnbounded(t *testing.T) {
+	// maximize x + y s.t. x - y ≤ 1.
+	for _, meth := range []Method{Auto, Dual, Primal} {
+		m := NewModel(Maximize)
+		x := m.AddCol(0, Inf, 1)
+		y := m.AddCol(0, Inf, 1)
+		m.AddRow(-Inf, 1, []int{x, y}, []float64{1, -1})
+		_, err := COIN{}.Solve(context.Background(), m, Options{Method: meth})
+		if !errors.Is(err, ErrUnbounded) {
+			t.Fatalf("%v: got %v, want unbounded", meth, err)
+		}
+	}
+}
+
+// knapsack: values 10,13,7,8 weights 5,6,3,4 capacity 10. By enumeration of
+// the 16 subsets the best is {1,3}: 13+8 = 21 (weight 10); {0,2} gives 17,
+// {2,3} 15, {0,3} 18 (weight 9), {1,2} 20 (weight 9).
+func TestMILPKnapsack(t *testing.T) {
+	vals := []float64{10, 13, 7, 8}
+	wts := []float64{5, 6, 3, 4}
+	m := NewModel(Maximize)
+	idx := make([]int, len(vals))
+	for i := range vals {
+		idx[i] = m.AddCol(0, 1, vals[i])
+		m.SetInteger(idx[i])
+	}
+	m.AddRow(-Inf, 10, idx, wts)
+	r, err := COIN{}.Solve(context.Background(), m, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Brute force independently.
+	best := 0.0
+	for s := 0; s < 16; s++ {
+		v, w := 0.0, 0.0
+		for i := range vals {
+			if s&(1<<i) != 0 {
+				v += vals[i]
+				w += wts[i]
+			}
+		}
+		if w <= 10 && v > best {
+			best = v
+		}
+	}
+	if !near(r.Objective, best) || best != 21 {
+		t.Fatalf("MILP %v, brute force %v", r.Objective, best)
+	}
+	for i, want := range []float64{0, 1, 0, 1} {
+		if !near(r.X[i], want) {
+			t.Fatalf("x = %v", r.X)
+		}
+	}
+}
+
+func TestMILPInfeasible(t *testing.T) {
+	// 2x = 1 with x integer.
+	m := NewModel(Minimize)
+	x := m.AddCol(0, 10, 1)
+	m.SetInteger(x)
+	m.AddRow(1, 1, []int{x}, []float64{2})
+	_, err := COIN{}.Solve(context.Background(), m, Options{})
+	if !errors.Is(err, ErrInfeasible) {
+		t.Fatalf("got %v, want infeasible", err)
+	}
+}
+
+func TestBadModel(t *testing.T) {
+	m := NewModel(Minimize)
+	m.AddCol(1, 0, 1)
+	if _, err := (COIN{}).Solve(context.Background(), m, Options{}); err == nil {
+		t.Fatal("crossed bounds accepted")
+	}
+	m = NewModel(Minimize)
+	c := m.AddCol(0, 1, 1)
+	m.AddRow(0, 1, []int{c}, []float64{math.NaN()})
+	if _, err := (COIN{}).Solve(context.Background(), m, Options{}); err == nil {
+		t.Fatal("NaN accepted")
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := (COIN{}).Solve(ctx, wyndor(), Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestEmptyModel(t *testing.T) {
+	r, err := COIN{}.Solve(context.Background(), NewModel(Minimize), Options{})
+	if err != nil || r.Objective != 0 {
+		t.Fatalf("%v %v", r, err)
+	}
+}
+
+func TestDuplicateEntriesSummed(t *testing.T) {
+	// max x s.t. x + x ≤ 4 (given as two entries) → x = 2.
+	m := NewModel(Maximize)
+	x := m.AddCol(0, Inf, 1)
+	m.AddRow(-Inf, 4, []int{x, x}, []float64{1, 1})
+	r, err := COIN{}.Solve(context.Background(), m, Options{Method: Dual})
+	if err != nil || !near(r.X[0], 2) {
+		t.Fatalf("%v %v", r, err)
+	}
+}
+
+// Separate models solve concurrently (run with -race too).
+func TestConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			// maximize Σ x_i s.t. x_i ≤ i+1, Σ x_i ≤ K: optimum min(K, Σ(i+1)).
+			n := 20 + g
+			m := NewModel(Maximize)
+			idx := make([]int, n)
+			ones := make([]float64, n)
+			total := 0.0
+			for i := 0; i < n; i++ {
+				idx[i] = m.AddCol(0, float64(i+1), 1)
+				ones[i] = 1
+				total += float64(i + 1)
+			}
+			k := float64(100 + g)
+			m.AddRow(-Inf, k, idx, ones)
+			if g%2 == 1 {
+				m.SetInteger(0)
+			}
+			r, err := COIN{}.Solve(context.Background(), m, Options{TimeLimit: time.Minute})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !near(r.Objective, math.Min(k, total)) {
+				errs <- fmt.Errorf("model %d: %v", g, r.Objective)
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,294 @@
+package lp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Inf is an infinite bound.
+var Inf = math.Inf(1)
+
+// Sense is the objective direction.
+type Sense int
+
+// Objective senses.
+const (
+	Minimize Sense = iota
+	Maximize
+)
+
+// Model is a sparse LP/MILP under construction: columns with bounds and an
+// objective coefficient, rows with bounds and sparse coefficients. Row
+// coefficients are kept as triplets, so memory is proportional to the
+// number of nonzeros.
+type Model struct {
+	Sense        Sense
+	obj, lb, ub  []float64
+	integer      []bool
+	rowLB, rowUB []float64
+	tRow, tCol   []int32
+	tVal         []float64
+	hasInt       bool
+}
+
+// NewModel returns an empty model.
+func NewModel(s Sense) *Model { return &Model{Sense: s} }
+
+// AddCol adds a column with bounds [lb, ub] (±Inf allowed) and objective
+// coefficient obj and returns its index.
+func (m *Model) AddCol(lb, ub, obj float64) int {
+	m.obj = append(m.obj, obj)
+	m.lb = append(m.lb, lb)
+	m.ub = append(m.ub, ub)
+	m.integer = append(m.integer, false)
+	return len(m.obj) - 1
+}
+
+// SetInteger marks column j as integer; the model then needs a MILP solver.
+func (m *Model) SetInteger(j int) {
+	m.integer[j] = true
+	m.hasInt = true
+}
+
+// SetObj sets column j's objective coefficient.
+func (m *Model) SetObj(j int, c float64) { m.obj[j] = c }
+
+// SetBounds sets column j's bounds.
+func (m *Model) SetBounds(j int, lb, ub float64) { m.lb[j], m.ub[j] = lb, ub }
+
+// AddRow adds lb ≤ Σ val[k]·x[idx[k]] ≤ ub and returns the row index.
+// Repeated column indices are summed by the solver's loader; avoid them.
+func (m *Model) AddRow(lb, ub float64, idx []int, val []float64) int {
+	if len(idx) != len(val) {
+		panic("lp: AddRow: len(idx) != len(val)")
+	}
+	r := int32(len(m.rowLB))
+	m.rowLB = append(m.rowLB, lb)
+	m.rowUB = append(m.rowUB, ub)
+	for k, j := range idx {
+		if val[k] == 0 {
+			continue
+		}
+		m.tRow = append(m.tRow, r)
+		m.tCol = append(m.tCol, int32(j))
+		m.tVal = append(m.tVal, val[k])
+	}
+	return int(r)
+}
+
+// NumCols returns the number of columns.
+func (m *Model) NumCols() int { return len(m.obj) }
+
+// NumRows returns the number of rows.
+func (m *Model) NumRows() int { return len(m.rowLB) }
+
+// NumNonzeros returns the number of matrix nonzeros.
+func (m *Model) NumNonzeros() int { return len(m.tVal) }
+
+// IsMIP reports whether some column is integer.
+func (m *Model) IsMIP() bool { return m.hasInt }
+
+// check rejects NaN data and crossed bounds before anything reaches C.
+func (m *Model) check() error {
+	for j := range m.obj {
+		if math.IsNaN(m.obj[j]) || math.IsInf(m.obj[j], 0) {
+			return fmt.Errorf("lp: column %d: objective coefficient %v", j, m.obj[j])
+		}
+		if math.IsNaN(m.lb[j]) || math.IsNaN(m.ub[j]) || m.lb[j] > m.ub[j] {
+			return fmt.Errorf("lp: column %d: bounds [%v, %v]", j, m.lb[j], m.ub[j])
+		}
+	}
+	for i := range m.rowLB {
+		if math.IsNaN(m.rowLB[i]) || math.IsNaN(m.rowUB[i]) || m.rowLB[i] > m.rowUB[i] {
+			return fmt.Errorf("lp: row %d: bounds [%v, %v]", i, m.rowLB[i], m.rowUB[i])
+		}
+	}
+	for k, v := range m.tVal {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("lp: row %d column %d: coefficient %v", m.tRow[k], m.tCol[k], v)
+		}
+		if int(m.tCol[k]) >= len(m.obj) || m.tCol[k] < 0 {
+			return fmt.Errorf("lp: row %d: column %d out of range", m.tRow[k], m.tCol[k])
+		}
+	}
+	return nil
+}
+
+// csc returns the matrix in compressed sparse column form (rows ascending
+// within each column, duplicates summed), as CLP and CBC load it.
+func (m *Model) csc() (start, index []int32, value []float64) {
+	n := len(m.obj)
+	start = make([]int32, n+1)
+	for _, c := range m.tCol {
+		start[c+1]++
+	}
+	for j := 0; j < n; j++ {
+		start[j+1] += start[j]
+	}
+	nz := len(m.tVal)
+	index = make([]int32, nz)
+	value = make([]float64, nz)
+	next := make([]int32, n)
+	copy(next, start[:n])
+	// Triplets are appended row by row, so rows are already ascending per column.
+	for k := 0; k < nz; k++ {
+		c := m.tCol[k]
+		p := next[c]
+		index[p] = m.tRow[k]
+		value[p] = m.tVal[k]
+		next[c]++
+	}
+	// Merge duplicates (same row twice in a column).
+	w := int32(0)
+	for j := 0; j < n; j++ {
+		s, e := start[j], start[j+1]
+		start[j] = w
+		for p := s; p < e; p++ {
+			if w > start[j] && index[w-1] == index[p] {
+				value[w-1] += value[p]
+				continue
+			}
+			index[w], value[w] = index[p], value[p]
+			w++
+		}
+	}
+	start[n] = w
+	return start, index[:w], value[:w]
+}
+
+// Method selects the LP algorithm.
+type Method int
+
+// Methods. Auto lets the backend choose; Barrier uses presolve and an
+// interior-point method with crossover (best for LPs with many columns and
+// few rows, such as space-sharing LPs); Dual is dual simplex (best for the
+// rest); Sprint is CLP's sprint (column generation over the simplex).
+const (
+	Auto Method = iota
+	Dual
+	Primal
+	Barrier
+	Sprint
+)
+
+func (m Method) String() string {
+	switch m {
+	case Auto:
+		return "auto"
+	case Dual:
+		return "dual"
+	case Primal:
+		return "primal"
+	case Barrier:
+		return "barrier"
+	case Sprint:
+		return "sprint"
+	}
+	return fmt.Sprintf("Method(%d)", int(m))
+}
+
+// Options control a solve.
+type Options struct {
+	Method    Method
+	TimeLimit time.Duration // 0 = none (the context deadline also applies)
+	Tolerance float64       // primal and dual feasibility tolerance; 0 = 1e-9
+}
+
+// Status is a solve outcome.
+type Status int
+
+// Statuses.
+const (
+	Optimal Status = iota
+	Infeasible
+	Unbounded
+	TimeLimit
+	Numerical
+)
+
+func (s Status) String() string {
+	switch s {
+	case Optimal:
+		return "optimal"
+	case Infeasible:
+		return "infeasible"
+	case Unbounded:
+		return "unbounded"
+	case TimeLimit:
+		return "time limit"
+	case Numerical:
+		return "numerical trouble"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Sentinel errors matched by *StatusError.
+var (
+	ErrInfeasible = errors.New("infeasible")
+	ErrUnbounded  = errors.New("unbounded")
+	ErrTimeLimit  = errors.New("time limit reached")
+	ErrNumerical  = errors.New("numerical trouble")
+)
+
+// StatusError is returned for every non-optimal outcome.
+type StatusError struct {
+	Status Status
+	Detail string // the backend's own status, for diagnosis
+}
+
+func (e *StatusError) Error() string {
+	if e.Detail == "" {
+		return "lp: " + e.Status.String()
+	}
+	return "lp: " + e.Status.String() + " (" + e.Detail + ")"
+}
+
+// Unwrap maps the status to its sentinel error.
+func (e *StatusError) Unwrap() error {
+	switch e.Status {
+	case Infeasible:
+		return ErrInfeasible
+	case Unbounded:
+		return ErrUnbounded
+	case TimeLimit:
+		return ErrTimeLimit
+	default:
+		return ErrNumerical
+	}
+}
+
+// Result is an optimal solution.
+type Result struct {
+	Status     Status
+	Objective  float64   // in the model's sense
+	X          []float64 // primal values per column
+	Duals      []float64 // row duals: d(objective)/d(row bound), in the model's sense (nil for MILPs)
+	Iterations int
+	Seconds    float64
+}
+
+// Solver solves models.
+type Solver interface {
+	Solve(ctx context.Context, m *Model, opt Options) (*Result, error)
+}
+
+// timeLimit combines the option and the context deadline; 0 = none.
+func timeLimit(ctx context.Context, opt Options) (float64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	lim := opt.TimeLimit.Seconds()
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl).Seconds()
+		if left <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+		if lim == 0 || left < lim {
+			lim = left
+		}
+	}
+	return lim, nil
+}
