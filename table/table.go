@@ -307,3 +307,17 @@ func Merge(older, newer *Table) (*Table, []Conflict) {
 	}
 	return out, conflicts
 }
+
+// PairStates returns the state of every pair among jobs on worker type w:
+// element [i][k] is the state of (jobs[i], jobs[k]). Estimators use it as
+// their observation mask.
+func (t *Table) PairStates(w string, jobs []JobType) [][]State {
+	out := make([][]State, len(jobs))
+	for i, a := range jobs {
+		out[i] = make([]State, len(jobs))
+		for k, b := range jobs {
+			_, _, out[i][k] = t.Pair(w, a, b)
+		}
+	}
+	return out
+}

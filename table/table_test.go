@@ -267,3 +267,18 @@ func TestCSVRoundTrip(t *testing.T) {
 		t.Errorf("bad CSV row: %v, want an error naming line 2", err)
 	}
 }
+
+func TestPairStates(t *testing.T) {
+	tb := New()
+	tb.SetPair("x", resnet, lm, 1, 2)
+	tb.SetInfeasible("x", lm, lm)
+	got := tb.PairStates("x", []JobType{resnet, lm})
+	want := [][]State{{Missing, Measured}, {Measured, Infeasible}}
+	for i := range want {
+		for k := range want[i] {
+			if got[i][k] != want[i][k] {
+				t.Errorf("PairStates[%d][%d] = %v, want %v", i, k, got[i][k], want[i][k])
+			}
+		}
+	}
+}
