@@ -1,0 +1,40 @@
+// Package rounds realizes an allocation in time: Gavel's round-based
+// mechanism, round plans, and a trace simulator.
+//
+// A policy (package policy) says what fraction of wall-clock time each job, or
+// co-located pair of jobs (a combination), should spend on each worker type.
+// The mechanism turns that into rounds of a fixed length (360 s by default):
+// before each round, Plan picks the combinations to run on every GPU.
+//
+//	cluster (Topology) ─┐
+//	jobs, history ──────┼─> Plan(state, allocation, now) ─> RoundPlan (GPU → job or pair)
+//	allocation ─────────┘
+//
+// Plan is a pure function of its inputs. It ranks every (combination, worker
+// type) entry by priority = target fraction ÷ fraction received so far (with a
+// one-round prior, so new jobs start at 1 and nothing divides by zero), breaks
+// ties by deficit (time owed), target, the combination's arrival order and the
+// worker type name, and walks that one global queue: an entry is taken when
+// its worker type still has enough free GPUs and none of its jobs is already
+// placed, so no job runs in two combinations and no GPU is booked twice.
+// Placement puts multi-GPU combinations on as few servers as possible (best
+// fit, largest first) and keeps a combination on the GPUs it had last round
+// when they are still free.
+//
+// The simulator (Simulate) replays a trace on a virtual clock: arrivals join
+// at the next round boundary, jobs finish mid-round, and the allocation is
+// recomputed once per round in which anything arrived or finished (events in
+// the same round coalesce into one solve). Config.GavelCompat switches to
+// Gavel's own simulator semantics (gavel-reference §5): per-worker-type queues
+// walked in Gavel's order, priorities measured since the last reset with the
+// half-round initialization, recomputation only ≥ 1920 s after the last reset,
+// integer step counts and rounds that end when their slowest job ends, so
+// results compare one to one with Gavel's. Two of Gavel's bugs are fixed even
+// there: a multi-GPU job whose last remainder is smaller than its scale factor
+// completes (§11.3), and SLO violations compare the completion time with
+// arrival + deadline (§11.9).
+//
+// ParseTrace reads Gavel's tab-separated traces; Generator draws Gavel-like
+// synthetic jobs (§1.5) from a seeded Go RNG. Continuous and Hierarchical run
+// the paper's two experiments.
+package rounds

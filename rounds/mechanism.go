@@ -1,0 +1,494 @@
+package rounds
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// Job is what the mechanism needs to know about an active job.
+type Job struct {
+	ID          string
+	Type        table.JobType
+	ScaleFactor int
+	// Order is the job's arrival rank; on equal priority the earlier job goes
+	// first (Gavel's dict order, made explicit).
+	Order int
+	// Rates holds the isolated rate (steps/s over all ScaleFactor GPUs) per
+	// worker type; 0 or absent means the job cannot run there.
+	Rates map[string]float64
+}
+
+// PairRates returns the rates of a and b sharing GPUs of type w (0, 0 when
+// they cannot).
+type PairRates func(w string, a, b *Job) (rateA, rateB float64)
+
+// Accounting is the history the mechanism ranks combinations by.
+type Accounting interface {
+	// Priority returns the priority of running c on w next round, and its
+	// deficit (tie-breaker), given c's target fraction on w. inAlloc is false
+	// when the allocation does not mention c at all.
+	Priority(c policy.Combination, w string, target float64, inAlloc bool) (priority, deficit float64)
+}
+
+// Options select the mechanism's variant.
+type Options struct {
+	// GavelCompat walks one queue per worker type in TypeOrder (Gavel's
+	// _schedule_jobs_on_workers_helper) instead of one global queue, uses
+	// Gavel's strided placement, and selects-but-never-places combinations
+	// that are absent from the allocation (their GPUs idle for the round).
+	GavelCompat bool
+	// TypeOrder is the worker-type walk order in compat mode; nil means
+	// sorted. Types missing from it are walked last, sorted.
+	TypeOrder []string
+	// NoBackFill keeps entries with priority 0 off the GPUs (Gavel does this
+	// for FIFO policies only; otherwise idle GPUs are back-filled).
+	NoBackFill bool
+}
+
+// State is the mechanism's input besides the allocation.
+type State struct {
+	Topology *Topology
+	Jobs     map[string]*Job
+	// PairRates is needed only when the allocation has pairs.
+	PairRates PairRates
+	History   Accounting
+	// Previous is last round's placement, for lease extension.
+	Previous map[policy.Combination][]int
+	Options
+}
+
+// Assignment is one combination placed on GPUs for a round.
+type Assignment struct {
+	Combination policy.Combination
+	WorkerType  string
+	GPUs        []int // sorted
+	Priority    float64
+	Target      float64
+	Extended    bool // on the same GPUs as last round
+}
+
+// RoundPlan is the next round: which combination runs on which GPUs.
+type RoundPlan struct {
+	Start       float64
+	Assignments []Assignment // sorted by first GPU
+	// Unplaced lists combinations that were selected but could not be placed
+	// (compat mode: absent from the allocation); their GPUs stay idle.
+	Unplaced []policy.Combination
+}
+
+// Placement returns combination → GPUs.
+func (p *RoundPlan) Placement() map[policy.Combination][]int {
+	m := make(map[policy.Combination][]int, len(p.Assignments))
+	for _, a := range p.Assignments {
+		m[a.Combination] = a.GPUs
+	}
+	return m
+}
+
+// orderKey is a combination's position in arrival order: a single sorts at
+// its own rank, a pair right after its later member, then by earlier member.
+type orderKey struct{ hi, pair, lo int }
+
+func compareOrder(a, b orderKey) int {
+	if c := cmp.Compare(a.hi, b.hi); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.pair, b.pair); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.lo, b.lo)
+}
+
+type entry struct {
+	c        policy.Combination
+	w        string
+	sf       int
+	prio     float64
+	deficit  float64
+	target   float64
+	inAlloc  bool
+	key      orderKey
+	typeRank int
+}
+
+// Plan picks the next round's assignment. It is deterministic: equal
+// priorities are broken by deficit, target, arrival order and worker type
+// name, never by map order. No GPU is booked twice and no job runs in two
+// combinations.
+func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
+	entries := s.entries(alloc)
+	s.sortEntries(entries)
+	sel := s.selectEntries(entries)
+	p := &RoundPlan{Start: now}
+	for _, w := range s.typeOrder() {
+		if s.GavelCompat {
+			s.placeCompat(p, w, sel[w])
+		} else {
+			s.placeConsolidated(p, w, sel[w])
+		}
+	}
+	slices.SortFunc(p.Assignments, func(a, b Assignment) int { return cmp.Compare(a.GPUs[0], b.GPUs[0]) })
+	return p
+}
+
+func (s *State) typeOrder() []string {
+	types := s.Topology.WorkerTypes()
+	if !s.GavelCompat || s.TypeOrder == nil {
+		return types
+	}
+	out := make([]string, 0, len(types))
+	seen := map[string]bool{}
+	for _, w := range s.TypeOrder {
+		if s.Topology.Count(w) > 0 && !seen[w] {
+			out = append(out, w)
+			seen[w] = true
+		}
+	}
+	for _, w := range types {
+		if !seen[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (s *State) entries(alloc *policy.Allocation) []entry {
+	types := s.typeOrder()
+	rank := make(map[string]int, len(types))
+	for i, w := range types {
+		rank[w] = i
+	}
+	var fr map[policy.Combination]map[string]float64
+	if alloc != nil {
+		fr = alloc.Fractions
+	}
+	jobs := make([]*Job, 0, len(s.Jobs))
+	for _, j := range s.Jobs {
+		jobs = append(jobs, j)
+	}
+	slices.SortFunc(jobs, func(a, b *Job) int {
+		return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.ID, b.ID))
+	})
+	out := make([]entry, 0, len(jobs)*len(types))
+	add := func(c policy.Combination, w string, sf int, key orderKey) {
+		x, inAlloc := fr[c]
+		target := x[w]
+		p, d := s.History.Priority(c, w, target, inAlloc)
+		out = append(out, entry{c: c, w: w, sf: sf, prio: p, deficit: d, target: target, inAlloc: inAlloc, key: key, typeRank: rank[w]})
+	}
+	for _, j := range jobs {
+		for _, w := range types {
+			if j.Rates[w] > 0 && j.ScaleFactor <= s.Topology.Count(w) {
+				add(policy.Single(j.ID), w, j.ScaleFactor, orderKey{j.Order, 0, 0})
+			}
+		}
+	}
+	if s.PairRates == nil {
+		return out
+	}
+	for c := range fr {
+		if !c.IsPair() {
+			continue
+		}
+		a, b := s.Jobs[c.A], s.Jobs[c.B]
+		if a == nil || b == nil || a.ScaleFactor != b.ScaleFactor {
+			continue
+		}
+		lo, hi := a.Order, b.Order
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		for _, w := range types {
+			ra, rb := s.PairRates(w, a, b)
+			if ra > 0 && rb > 0 && a.ScaleFactor <= s.Topology.Count(w) {
+				add(c, w, a.ScaleFactor, orderKey{hi, 1, lo})
+			}
+		}
+	}
+	return out
+}
+
+func (s *State) sortEntries(es []entry) {
+	byValue := func(a, b *entry) int {
+		// Descending priority, deficit, target.
+		return cmp.Or(cmp.Compare(b.prio, a.prio), cmp.Compare(b.deficit, a.deficit), cmp.Compare(b.target, a.target))
+	}
+	if s.GavelCompat {
+		// One queue per worker type, concatenated in walk order; ties keep
+		// arrival order (Gavel's stable sort over dict order).
+		slices.SortFunc(es, func(a, b entry) int {
+			return cmp.Or(cmp.Compare(a.typeRank, b.typeRank), byValue(&a, &b), compareOrder(a.key, b.key))
+		})
+		return
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		return cmp.Or(byValue(&a, &b), compareOrder(a.key, b.key), cmp.Compare(a.w, b.w))
+	})
+}
+
+// selectEntries walks the queue once (Gavel's greedy walk): an entry is taken
+// when its type has sf free GPUs and none of its jobs is taken yet. A job
+// that does not fit does not block smaller ones behind it.
+func (s *State) selectEntries(es []entry) map[string][]entry {
+	left := map[string]int{}
+	for _, w := range s.Topology.WorkerTypes() {
+		left[w] = s.Topology.Count(w)
+	}
+	taken := make(map[string]bool, len(s.Jobs))
+	sel := map[string][]entry{}
+	for _, e := range es {
+		if left[e.w] == 0 || taken[e.c.A] || (e.c.IsPair() && taken[e.c.B]) {
+			continue
+		}
+		if s.NoBackFill && e.prio <= 0 {
+			continue
+		}
+		if e.sf > left[e.w] {
+			continue
+		}
+		left[e.w] -= e.sf
+		taken[e.c.A] = true
+		if e.c.IsPair() {
+			taken[e.c.B] = true
+		}
+		sel[e.w] = append(sel[e.w], e)
+	}
+	return sel
+}
+
+// previousOn returns c's GPUs of last round if they were of type w and sf many.
+func (s *State) previousOn(c policy.Combination, w string, sf int) []int {
+	g, ok := s.Previous[c]
+	if !ok || len(g) != sf {
+		return nil
+	}
+	for _, id := range g {
+		if id < 0 || id >= s.Topology.NumGPUs() || s.Topology.WorkerType(id) != w {
+			return nil
+		}
+	}
+	return g
+}
+
+func assignment(e entry, gpus []int, extended bool) Assignment {
+	return Assignment{Combination: e.c, WorkerType: e.w, GPUs: sortedInts(gpus), Priority: e.prio, Target: e.target, Extended: extended}
+}
+
+// placeConsolidated places w's selected combinations, largest first. A
+// combination keeps last round's GPUs when they are all free; otherwise it
+// goes to the fullest server that still fits it (best fit), preferring GPUs
+// that no lease-holder wants back; a combination that fits on no single
+// server takes the emptiest servers first, so it spans as few as possible.
+func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
+	if len(sel) == 0 {
+		return
+	}
+	servers := s.Topology.Servers(w)
+	base := servers[0].GPUs[0]
+	n := s.Topology.Count(w)
+	free := make([]bool, n)
+	reserved := make([]bool, n)
+	nfree := make([]int, len(servers))
+	nres := make([]int, len(servers))
+	for si, srv := range servers {
+		nfree[si] = len(srv.GPUs)
+	}
+	for i := range free {
+		free[i] = true
+	}
+	prev := make([][]int, len(sel))
+	for i, e := range sel {
+		prev[i] = s.previousOn(e.c, w, e.sf)
+		for _, g := range prev[i] {
+			if !reserved[g-base] {
+				reserved[g-base] = true
+				nres[s.Topology.Server(g)]++
+			}
+		}
+	}
+	take := func(g int) {
+		si := s.Topology.Server(g)
+		free[g-base] = false
+		nfree[si]--
+		if reserved[g-base] {
+			reserved[g-base] = false
+			nres[si]--
+		}
+	}
+	idx := make([]int, len(sel))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Or(cmp.Compare(sel[b].sf, sel[a].sf), compareOrder(sel[a].key, sel[b].key))
+	})
+	done := make([]bool, len(sel))
+	for start := 0; start < len(idx); {
+		end := start
+		for end < len(idx) && sel[idx[end]].sf == sel[idx[start]].sf {
+			end++
+		}
+		group := idx[start:end]
+		for _, i := range group {
+			if prev[i] == nil {
+				continue
+			}
+			ok := true
+			for _, g := range prev[i] {
+				ok = ok && free[g-base]
+			}
+			if ok {
+				for _, g := range prev[i] {
+					take(g)
+				}
+				p.Assignments = append(p.Assignments, assignment(sel[i], prev[i], true))
+				done[i] = true
+			}
+		}
+		for _, i := range group {
+			if done[i] {
+				continue
+			}
+			gpus := s.pick(servers, base, sel[i].sf, free, reserved, nfree, nres)
+			for _, g := range gpus {
+				take(g)
+			}
+			p.Assignments = append(p.Assignments, assignment(sel[i], gpus, false))
+		}
+		start = end
+	}
+}
+
+// pick chooses sf free GPUs of one worker type (see placeConsolidated).
+func (s *State) pick(servers []Server, base, sf int, free, reserved []bool, nfree, nres []int) []int {
+	best := -1
+	for si := range servers {
+		if nfree[si] < sf {
+			continue
+		}
+		if best < 0 {
+			best = si
+			continue
+		}
+		cost := func(i int) (int, int) { return max(0, sf-(nfree[i]-nres[i])), nfree[i] }
+		c1, f1 := cost(si)
+		c0, f0 := cost(best)
+		if c1 < c0 || (c1 == c0 && f1 < f0) {
+			best = si
+		}
+	}
+	order := []int{best}
+	if best < 0 {
+		order = order[:0]
+		for si := range servers {
+			if nfree[si] > 0 {
+				order = append(order, si)
+			}
+		}
+		slices.SortStableFunc(order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(nfree[b], nfree[a]), cmp.Compare(nres[a], nres[b]))
+		})
+	}
+	gpus := make([]int, 0, sf)
+	for _, si := range order {
+		// Unreserved GPUs first, then reserved ones, lowest id first.
+		for pass := 0; pass < 2 && len(gpus) < sf; pass++ {
+			for _, g := range servers[si].GPUs {
+				if len(gpus) == sf {
+					break
+				}
+				if free[g-base] && reserved[g-base] == (pass == 1) && !slices.Contains(gpus, g) {
+					gpus = append(gpus, g)
+				}
+			}
+		}
+		if len(gpus) == sf {
+			break
+		}
+	}
+	return gpus
+}
+
+// placeCompat is Gavel's placement: largest scale factor first; a
+// combination that ran on this type last round keeps its GPUs when none is
+// taken yet; the rest fill servers in order through a moving pointer.
+// Combinations absent from the allocation are selected but not placed.
+func (s *State) placeCompat(p *RoundPlan, w string, sel []entry) {
+	if len(sel) == 0 {
+		return
+	}
+	srvs := s.Topology.Servers(w)
+	lists := make([][]int, len(srvs))
+	for i, srv := range srvs {
+		lists[i] = append([]int(nil), srv.GPUs...)
+	}
+	ptr := 0
+	assigned := map[int]bool{}
+	order := append([]entry(nil), sel...)
+	slices.SortStableFunc(order, func(a, b entry) int { return cmp.Compare(b.sf, a.sf) })
+	placed := map[policy.Combination]bool{}
+	for start := 0; start < len(order); {
+		end := start
+		for end < len(order) && order[end].sf == order[start].sf {
+			end++
+		}
+		group := order[start:end]
+		for _, e := range group {
+			prev := s.previousOn(e.c, w, e.sf)
+			if prev == nil {
+				continue
+			}
+			ok := true
+			for _, g := range prev {
+				ok = ok && !assigned[g]
+			}
+			if ok {
+				for _, g := range prev {
+					assigned[g] = true
+				}
+				p.Assignments = append(p.Assignments, assignment(e, prev, true))
+				placed[e.c] = true
+			}
+		}
+		for _, e := range group {
+			if placed[e.c] {
+				continue
+			}
+			if !e.inAlloc {
+				p.Unplaced = append(p.Unplaced, e.c)
+				continue
+			}
+			var gpus []int
+			for len(gpus) < e.sf && ptr < len(lists) {
+				if len(lists[ptr]) == 0 {
+					ptr++
+					continue
+				}
+				g := lists[ptr][0]
+				if !assigned[g] {
+					gpus = append(gpus, g)
+					assigned[g] = true
+				}
+				lists[ptr] = lists[ptr][1:]
+			}
+			if len(gpus) < e.sf {
+				// Gavel raises here; take any free GPUs instead (the
+				// selection guarantees there are enough).
+				for _, srv := range srvs {
+					for _, g := range srv.GPUs {
+						if len(gpus) < e.sf && !assigned[g] {
+							gpus = append(gpus, g)
+							assigned[g] = true
+						}
+					}
+				}
+			}
+			p.Assignments = append(p.Assignments, assignment(e, gpus, false))
+			placed[e.c] = true
+		}
+		start = end
+	}
+}

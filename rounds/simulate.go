@@ -1,0 +1,653 @@
+package rounds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// Gavel's simulator constants (gavel-reference §5.1).
+const (
+	DefaultRoundSeconds  = 360.0
+	GavelResetInterval   = 1920.0
+	gavelPriorityDefault = 1e9
+)
+
+// Config configures a simulation.
+type Config struct {
+	Table         *table.Table
+	Cluster       policy.Cluster
+	GPUsPerServer map[string]int // nil: one GPU per server
+	Policy        policy.Policy
+	Entities      map[string]policy.Entity
+	Prices        policy.Prices // per GPU-hour; nil: no cost
+	RoundSeconds  float64       // 0: 360
+	// GavelCompat reproduces Gavel's simulator (see the package comment).
+	GavelCompat bool
+	// ResetInterval is Gavel's minimum time between allocation resets in
+	// compat mode (0: 1920 s).
+	ResetInterval float64
+	// Seed drives the per-round worker-type shuffle that Gavel applies to
+	// heterogeneity-agnostic policies in compat mode.
+	Seed int64
+	// WindowStart, WindowEnd (arrival ranks, end exclusive; 0, 0 = all jobs):
+	// the simulation stops once those jobs have finished and the averages are
+	// over them (Gavel's jobs_to_complete, §8.1).
+	WindowStart, WindowEnd int
+}
+
+// JobResult is one finished job.
+type JobResult struct {
+	ID         string  `json:"id"`
+	Arrival    float64 `json:"arrival_seconds"`
+	Completion float64 `json:"completion_seconds"`
+	JCT        float64 `json:"jct_seconds"`
+	Deadline   float64 `json:"slo_deadline_seconds,omitempty"` // absolute; 0 = no SLO
+	Violated   bool    `json:"slo_violated,omitempty"`
+	Cost       float64 `json:"cost,omitempty"`
+}
+
+// Result is a simulation's outcome.
+type Result struct {
+	AvgJCT        float64     `json:"avg_jct_seconds"`
+	Makespan      float64     `json:"makespan_seconds"` // end − first arrival
+	End           float64     `json:"end_seconds"`
+	Utilization   float64     `json:"utilization"`
+	Cost          float64     `json:"cost"`
+	SLOViolations int         `json:"slo_violations"`
+	Jobs          []JobResult `json:"jobs"`
+	Rounds        int         `json:"rounds"`
+	Allocations   int         `json:"allocations"` // policy solves
+	SolveSeconds  float64     `json:"solve_seconds"`
+	// LeaseExtensions / LeaseOpportunities: combinations kept on the same
+	// GPUs in the next round / combinations still active after a round.
+	LeaseExtensions    int `json:"lease_extensions"`
+	LeaseOpportunities int `json:"lease_opportunities"`
+}
+
+// JobSource yields jobs in arrival order.
+type JobSource interface {
+	// Peek returns the next job without consuming it.
+	Peek() (policy.Job, bool)
+	Next() (policy.Job, bool)
+}
+
+type sliceSource struct {
+	jobs []policy.Job
+	i    int
+}
+
+func (s *sliceSource) Peek() (policy.Job, bool) {
+	if s.i >= len(s.jobs) {
+		return policy.Job{}, false
+	}
+	return s.jobs[s.i], true
+}
+
+func (s *sliceSource) Next() (policy.Job, bool) {
+	j, ok := s.Peek()
+	s.i++
+	return j, ok
+}
+
+// SliceSource serves jobs (already in arrival order).
+func SliceSource(jobs []policy.Job) JobSource { return &sliceSource{jobs: jobs} }
+
+// ErrStalled is returned when active jobs can never be scheduled.
+var ErrStalled = errors.New("simulation stalled: active jobs but nothing can run and nothing will arrive")
+
+// Simulate runs a trace: jobs must come from Prepare (arrival order, all
+// runnable).
+func Simulate(ctx context.Context, cfg Config, jobs []policy.Job) (*Result, error) {
+	return SimulateSource(ctx, cfg, SliceSource(jobs))
+}
+
+// SimulateSource runs the jobs src yields.
+func SimulateSource(ctx context.Context, cfg Config, src JobSource) (*Result, error) {
+	sim, err := newSimulator(cfg, src)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.GavelCompat {
+		err = sim.runCompat(ctx)
+	} else {
+		err = sim.runDefault(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sim.result(), nil
+}
+
+type active struct {
+	job   policy.Job
+	mech  *Job
+	order int
+	done  float64 // steps run
+	cost  float64
+}
+
+type simulator struct {
+	cfg     Config
+	src     JobSource
+	topo    *Topology
+	types   []string
+	round   float64
+	runtime string // Gavel's policy.name
+	packing bool
+	fifo    bool
+	shuffle bool
+	rng     *rand.Rand
+
+	active   map[string]*active
+	admitted int
+	results  []JobResult
+	first    float64
+	end      float64
+	busyGPU  float64   // GPU-seconds busy (default mode)
+	gpuBusy  []float64 // per GPU (compat mode)
+	res      Result
+	prev     map[policy.Combination][]int
+}
+
+func newSimulator(cfg Config, src JobSource) (*simulator, error) {
+	if cfg.Table == nil || cfg.Policy == nil || len(cfg.Cluster) == 0 {
+		return nil, fmt.Errorf("simulate: table, policy and cluster are required")
+	}
+	topo, err := NewTopology(cfg.Cluster, cfg.GPUsPerServer)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RoundSeconds == 0 {
+		cfg.RoundSeconds = DefaultRoundSeconds
+	}
+	if cfg.RoundSeconds < 0 || math.IsNaN(cfg.RoundSeconds) {
+		return nil, fmt.Errorf("simulate: round length %v must be positive", cfg.RoundSeconds)
+	}
+	if cfg.ResetInterval == 0 {
+		cfg.ResetInterval = GavelResetInterval
+	}
+	s := &simulator{cfg: cfg, src: src, topo: topo, types: topo.WorkerTypes(), round: cfg.RoundSeconds,
+		active: map[string]*active{}, gpuBusy: make([]float64, topo.NumGPUs())}
+	s.runtime = RuntimeName(cfg.Policy)
+	s.packing = strings.Contains(s.runtime, "Packing")
+	s.fifo = strings.HasPrefix(s.runtime, "FIFO")
+	s.shuffle = !strings.Contains(s.runtime, "Perf") && !s.packing
+	s.rng = rand.New(rand.NewPCG(uint64(cfg.Seed)+5, 0x6761_7665_6c))
+	if j, ok := src.Peek(); ok {
+		s.first = j.Arrival
+	}
+	return s, nil
+}
+
+// RuntimeName returns Gavel's policy.name for p (e.g. "MaxMinFairness_Perf"),
+// which decides the mechanism's variant: "Packing" tracks pairs, neither
+// "Perf" nor "Packing" shuffles the compat walk order, "FIFO…" never
+// back-fills.
+func RuntimeName(p policy.Policy) string {
+	if r, ok := p.(interface{ RuntimeName() string }); ok {
+		return r.RuntimeName()
+	}
+	n := p.Name()
+	var b strings.Builder
+	switch {
+	case strings.HasPrefix(n, "fifo"):
+		b.WriteString("FIFO")
+	case n == "gandiva":
+		return "Gandiva_Packing"
+	case strings.HasPrefix(n, "allox"):
+		return "AlloX_Perf"
+	default:
+		b.WriteString(n)
+	}
+	switch {
+	case strings.Contains(n, "packed"):
+		b.WriteString("_Packing")
+	case strings.Contains(n, "perf"):
+		b.WriteString("_Perf")
+	}
+	return b.String()
+}
+
+func (s *simulator) mechJob(j policy.Job, order int) *Job {
+	m := &Job{ID: j.ID, Type: j.Type, ScaleFactor: j.Type.ScaleFactor, Order: order, Rates: map[string]float64{}}
+	for _, w := range s.types {
+		if r, ok := s.cfg.Table.Isolated(w, j.Type); ok && r > 0 {
+			m.Rates[w] = r
+		}
+	}
+	return m
+}
+
+func (s *simulator) pairRates(w string, a, b *Job) (float64, float64) {
+	ra, rb, st := s.cfg.Table.Pair(w, a.Type, b.Type)
+	if st != table.Measured {
+		return 0, 0
+	}
+	return ra, rb
+}
+
+// rate returns member m's rate inside combination c on w.
+func (s *simulator) rate(c policy.Combination, w string, m string) float64 {
+	if !c.IsPair() {
+		return s.active[m].mech.Rates[w]
+	}
+	ra, rb := s.pairRates(w, s.active[c.A].mech, s.active[c.B].mech)
+	if m == c.A {
+		return ra
+	}
+	return rb
+}
+
+func members(c policy.Combination) []string {
+	if c.IsPair() {
+		return []string{c.A, c.B}
+	}
+	return []string{c.A}
+}
+
+func (s *simulator) admit(j policy.Job) {
+	s.active[j.ID] = &active{job: j, mech: s.mechJob(j, s.admitted), order: s.admitted}
+	s.admitted++
+}
+
+func (s *simulator) allocate(ctx context.Context, now float64) (*policy.Allocation, error) {
+	p := &policy.Problem{Table: s.cfg.Table, Cluster: s.cfg.Cluster, Entities: s.cfg.Entities, Prices: s.cfg.Prices}
+	ids := s.activeIDs()
+	for _, id := range ids {
+		a := s.active[id]
+		j := a.job
+		j.StepsDone = math.Min(j.TotalSteps, j.StepsDone+a.done)
+		// Gavel passes the time since arrival (times_since_start).
+		j.TimeRun = now - j.Arrival
+		p.Jobs = append(p.Jobs, j)
+	}
+	start := time.Now()
+	alloc, err := s.cfg.Policy.Allocate(ctx, p)
+	s.res.SolveSeconds += time.Since(start).Seconds()
+	s.res.Allocations++
+	if err != nil {
+		return nil, fmt.Errorf("allocation at t=%.3f s (%d jobs): %w", now, len(p.Jobs), err)
+	}
+	return alloc, nil
+}
+
+func (s *simulator) activeIDs() []string {
+	ids := make([]string, 0, len(s.active))
+	for id := range s.active {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return s.active[a].order - s.active[b].order })
+	return ids
+}
+
+func (s *simulator) mechJobs() map[string]*Job {
+	m := make(map[string]*Job, len(s.active))
+	for id, a := range s.active {
+		m[id] = a.mech
+	}
+	return m
+}
+
+func (s *simulator) inWindow(order int) bool {
+	if s.cfg.WindowEnd <= 0 {
+		return true
+	}
+	return order >= s.cfg.WindowStart && order < s.cfg.WindowEnd
+}
+
+// windowDone reports whether every window job has finished.
+func (s *simulator) windowDone() bool {
+	if s.cfg.WindowEnd <= 0 {
+		return false
+	}
+	if s.admitted < s.cfg.WindowEnd {
+		_, more := s.src.Peek()
+		return !more && s.allWindowFinished()
+	}
+	return s.allWindowFinished()
+}
+
+func (s *simulator) allWindowFinished() bool {
+	for _, a := range s.active {
+		if s.inWindow(a.order) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *simulator) finish(id string, at float64) {
+	a := s.active[id]
+	r := JobResult{ID: id, Arrival: a.job.Arrival, Completion: at, JCT: at - a.job.Arrival, Cost: a.cost}
+	if a.job.SLO > 0 {
+		r.Deadline = a.job.Arrival + a.job.SLO
+		// §11.9: compare the completion time with the absolute deadline.
+		r.Violated = at > r.Deadline
+	}
+	if s.inWindow(a.order) {
+		s.results = append(s.results, r)
+	}
+	delete(s.active, id)
+}
+
+func (s *simulator) countLeases(p *RoundPlan) {
+	for c := range s.prev {
+		if s.active[c.A] != nil || (c.IsPair() && s.active[c.B] != nil) {
+			s.res.LeaseOpportunities++
+		}
+	}
+	for _, a := range p.Assignments {
+		if g, ok := s.prev[a.Combination]; ok && slices.Equal(sortedInts(g), a.GPUs) {
+			s.res.LeaseExtensions++
+		}
+	}
+	s.prev = p.Placement()
+}
+
+// runDefault is our simulator: rounds of fixed length that end early when
+// every job in them has finished; the allocation is recomputed before any
+// round that follows an arrival or a completion.
+func (s *simulator) runDefault(ctx context.Context) error {
+	j, ok := s.src.Peek()
+	if !ok {
+		return nil
+	}
+	now := j.Arrival
+	ledger := NewLedger(s.round)
+	state := &State{Topology: s.topo, PairRates: s.pairRates, History: ledger, Options: Options{NoBackFill: s.fifo}}
+	var alloc *policy.Allocation
+	dirty := true
+	isActive := func(id string) bool { return s.active[id] != nil }
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for {
+			j, ok := s.src.Peek()
+			if !ok || j.Arrival > now {
+				break
+			}
+			s.src.Next()
+			s.admit(j)
+			dirty = true
+		}
+		if s.windowDone() {
+			break
+		}
+		if len(s.active) == 0 {
+			j, ok := s.src.Peek()
+			if !ok {
+				break
+			}
+			now = j.Arrival
+			continue
+		}
+		if dirty {
+			var err error
+			if alloc, err = s.allocate(ctx, now); err != nil {
+				return err
+			}
+			dirty = false
+		}
+		state.Jobs = s.mechJobs()
+		state.Previous = s.prev
+		plan := Plan(state, alloc, now)
+		s.countLeases(plan)
+		if len(plan.Assignments) == 0 {
+			j, ok := s.src.Peek()
+			if !ok {
+				return fmt.Errorf("t=%.3f s, %d active jobs: %w", now, len(s.active), ErrStalled)
+			}
+			now = j.Arrival
+			continue
+		}
+		s.res.Rounds++
+		var busy []Busy
+		longest := 0.0
+		type completion struct {
+			id string
+			at float64
+		}
+		var done []completion
+		for _, a := range plan.Assignments {
+			occupied := 0.0
+			ms := members(a.Combination)
+			for _, m := range ms {
+				act := s.active[m]
+				r := s.rate(a.Combination, a.WorkerType, m)
+				left := act.job.StepsRemaining() - act.done
+				t := s.round
+				if r*s.round >= left {
+					t = left / r
+					done = append(done, completion{m, now + t})
+					act.done = act.job.StepsRemaining()
+				} else {
+					act.done += r * s.round
+				}
+				occupied = math.Max(occupied, t)
+			}
+			if p, ok := s.cfg.Prices[a.WorkerType]; ok {
+				// A pair's members share its GPUs' cost.
+				share := p * occupied / 3600 * float64(len(a.GPUs)) / float64(len(ms))
+				for _, m := range ms {
+					s.active[m].cost += share
+					s.res.Cost += share
+				}
+			}
+			busy = append(busy, Busy{a.Combination, a.WorkerType, occupied})
+			s.busyGPU += occupied * float64(len(a.GPUs))
+			longest = math.Max(longest, occupied)
+		}
+		ledger.Record(alloc, isActive, longest, busy)
+		for _, d := range done {
+			s.finish(d.id, d.at)
+			ledger.Forget(d.id)
+			dirty = true
+		}
+		now += longest
+		s.end = now
+	}
+	return nil
+}
+
+type task struct {
+	c      policy.Combination
+	w      string
+	gpus   []int
+	steps  []float64
+	finish float64
+}
+
+// runCompat is Gavel's Scheduler.simulate in trace mode (gavel-reference
+// §5.3-5.8), step for step.
+func (s *simulator) runCompat(ctx context.Context) error {
+	j, ok := s.src.Peek()
+	if !ok {
+		return nil
+	}
+	now := j.Arrival
+	hist := newGavelHistory(s.round, s.types)
+	state := &State{Topology: s.topo, PairRates: s.pairRates, History: hist,
+		Options: Options{GavelCompat: true, TypeOrder: GavelTypeOrder, NoBackFill: s.fifo}}
+	var alloc *policy.Allocation
+	need := false
+	roundStart, roundEnd, haveEnd := 0.0, 0.0, false
+	var running []task
+	stuck := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, more := s.src.Peek()
+		if (!more && len(s.active) == 0 && len(running) == 0) || s.windowDone() {
+			break
+		}
+		next, hasNext := s.src.Peek()
+		if !hasNext && len(running) == 0 {
+			// Gavel forces a reset when nothing runs and nothing will arrive.
+			hist.lastReset = 0
+		}
+		maxTs := 0.0
+		for _, t := range running {
+			maxTs = math.Max(maxTs, t.finish)
+		}
+		if len(running) > 0 && maxTs > 0 {
+			if haveEnd {
+				roundStart = roundEnd
+			}
+			roundEnd, haveEnd = maxTs, true
+			now = maxTs
+		} else if hasNext {
+			now = next.Arrival
+		}
+		// Gavel pops its heap latest finish first.
+		slices.SortStableFunc(running, func(a, b task) int {
+			switch {
+			case a.finish > b.finish:
+				return -1
+			case a.finish < b.finish:
+				return 1
+			}
+			return 0
+		})
+		for _, t := range running {
+			s.completeCompat(t, now, roundStart, hist, &need)
+		}
+		running = running[:0]
+		for {
+			j, ok := s.src.Peek()
+			if !ok || j.Arrival > now {
+				break
+			}
+			s.src.Next()
+			var partners []string
+			if s.packing {
+				for _, id := range s.activeIDs() {
+					if s.active[id].job.Type.ScaleFactor == j.Type.ScaleFactor {
+						partners = append(partners, id)
+					}
+				}
+			}
+			s.admit(j)
+			hist.addJob(j.ID, partners)
+			need = true
+		}
+		if _, more := s.src.Peek(); s.windowDone() || (!more && len(s.active) == 0) {
+			s.end = now
+			break
+		}
+		if need && (now-hist.lastReset >= s.cfg.ResetInterval || hist.lastReset == 0) {
+			hist.reset(now, alloc)
+			var err error
+			if alloc, err = s.allocate(ctx, now); err != nil {
+				return err
+			}
+			need = false
+		}
+		if s.shuffle {
+			order := append([]string(nil), GavelTypeOrder...)
+			s.rng.Shuffle(len(order), func(i, k int) { order[i], order[k] = order[k], order[i] })
+			state.TypeOrder = order
+		}
+		state.Jobs = s.mechJobs()
+		state.Previous = s.prev
+		plan := Plan(state, alloc, now)
+		s.countLeases(plan)
+		for _, a := range plan.Assignments {
+			t := task{c: a.Combination, w: a.WorkerType, gpus: a.GPUs, finish: now}
+			for _, m := range members(a.Combination) {
+				r := s.rate(a.Combination, a.WorkerType, m)
+				left := s.active[m].job.StepsRemaining() - s.active[m].done
+				steps := math.Min(math.Trunc(r*s.round), left)
+				t.steps = append(t.steps, steps)
+				t.finish = math.Max(t.finish, now+steps/r)
+			}
+			running = append(running, t)
+		}
+		if len(running) > 0 {
+			s.res.Rounds++
+			stuck = 0
+		} else if _, ok := s.src.Peek(); !ok && len(s.active) > 0 {
+			if stuck++; stuck > 2 {
+				return fmt.Errorf("t=%.3f s, %d active jobs: %w", now, len(s.active), ErrStalled)
+			}
+		}
+		s.end = now
+	}
+	return nil
+}
+
+// GavelTypeOrder is the order in which Gavel's mechanism walks worker types;
+// compat mode walks the types present in it first, then any others, sorted.
+var GavelTypeOrder = []string{"v100", "p100", "k80"}
+
+// completeCompat is _done_callback for a finished micro-task.
+func (s *simulator) completeCompat(t task, now, roundStart float64, hist *gavelHistory, need *bool) {
+	exec := t.finish - roundStart
+	var finished []string
+	for i, m := range members(t.c) {
+		act := s.active[m]
+		if act == nil {
+			continue
+		}
+		if p, ok := s.cfg.Prices[t.w]; ok {
+			c := p * exec / 3600 * float64(len(t.gpus))
+			act.cost += c
+			s.res.Cost += c
+		}
+		act.done += t.steps[i]
+		if act.job.StepsRemaining()-act.done <= 0 {
+			finished = append(finished, m)
+		}
+	}
+	hist.record(t.c, t.w, exec)
+	for _, g := range t.gpus {
+		s.gpuBusy[g] += exec
+	}
+	for _, m := range finished {
+		s.finish(m, t.finish)
+		hist.removeJob(m)
+		*need = true
+	}
+}
+
+func (s *simulator) result() *Result {
+	r := s.res
+	r.Jobs = s.results
+	slices.SortFunc(r.Jobs, func(a, b JobResult) int {
+		return cmpIDs(a.ID, b.ID)
+	})
+	for _, j := range r.Jobs {
+		r.AvgJCT += j.JCT
+		if j.Violated {
+			r.SLOViolations++
+		}
+	}
+	if len(r.Jobs) > 0 {
+		r.AvgJCT /= float64(len(r.Jobs))
+	}
+	r.End = s.end
+	r.Makespan = s.end - s.first
+	n := float64(s.topo.NumGPUs())
+	if s.cfg.GavelCompat {
+		// Gavel: mean over workers of busy time / (now − worker start = 0).
+		if s.end > 0 {
+			for _, b := range s.gpuBusy {
+				r.Utilization += b / s.end
+			}
+			r.Utilization /= n
+		}
+	} else if r.Makespan > 0 {
+		r.Utilization = s.busyGPU / (n * r.Makespan)
+	}
+	return &r
+}

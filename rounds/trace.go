@@ -1,0 +1,223 @@
+package rounds
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// TraceJob is one job of a trace.
+type TraceJob struct {
+	policy.Job
+	// SLOFactor is Gavel's SLO multiplier (0 = none): the deadline is
+	// arrival + SLOFactor × the job's duration alone on its fastest worker
+	// type. Ignored when Job.SLO (seconds) is set.
+	SLOFactor float64
+	Line      int // line in the trace file, 0 for jobs files
+}
+
+// ErrTrace is wrapped by every trace syntax error.
+var ErrTrace = errors.New("bad trace")
+
+// ParseTrace reads Gavel's trace format (gavel-reference §1.4): one job per
+// line, 10 tab-separated fields (job_type, command, working_directory,
+// num_steps_arg, needs_data_dir, total_steps, scale_factor, priority_weight,
+// SLO, arrival_time). Jobs get ids "0", "1", … in line order, as Gavel
+// numbers them on arrival; blank lines are skipped. name is used in errors.
+func ParseTrace(r io.Reader, name string) ([]TraceJob, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	var jobs []TraceJob
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		j, err := parseTraceLine(text)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		j.ID = strconv.Itoa(len(jobs))
+		j.Line = line
+		jobs = append(jobs, j)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("%s: %w: no jobs", name, ErrTrace)
+	}
+	return jobs, nil
+}
+
+func parseTraceLine(text string) (TraceJob, error) {
+	f := strings.Split(text, "\t")
+	if len(f) != 10 {
+		return TraceJob{}, fmt.Errorf("%w: %d tab-separated fields, want 10 (job_type, command, working_directory, num_steps_arg, needs_data_dir, total_steps, scale_factor, priority_weight, SLO, arrival_time)", ErrTrace, len(f))
+	}
+	num := func(i int, field string) (float64, error) {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f[i]), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("%w: field %d (%s): %q is not a finite number", ErrTrace, i+1, field, f[i])
+		}
+		return v, nil
+	}
+	var j TraceJob
+	j.Type.Model = strings.TrimSpace(f[0])
+	if j.Type.Model == "" {
+		return j, fmt.Errorf("%w: field 1 (job_type) is empty", ErrTrace)
+	}
+	if s := strings.TrimSpace(f[4]); s != "0" && s != "1" {
+		return j, fmt.Errorf("%w: field 5 (needs_data_dir): %q is not 0 or 1", ErrTrace, f[4])
+	}
+	steps, err := num(5, "total_steps")
+	if err != nil {
+		return j, err
+	}
+	if steps <= 0 {
+		return j, fmt.Errorf("%w: field 6 (total_steps): %v must be positive", ErrTrace, steps)
+	}
+	sf, err := strconv.Atoi(strings.TrimSpace(f[6]))
+	if err != nil || sf < 1 {
+		return j, fmt.Errorf("%w: field 7 (scale_factor): %q is not a positive integer", ErrTrace, f[6])
+	}
+	weight, err := num(7, "priority_weight")
+	if err != nil {
+		return j, err
+	}
+	if weight <= 0 {
+		return j, fmt.Errorf("%w: field 8 (priority_weight): %v must be positive", ErrTrace, weight)
+	}
+	slo, err := num(8, "SLO")
+	if err != nil {
+		return j, err
+	}
+	arrival, err := num(9, "arrival_time")
+	if err != nil {
+		return j, err
+	}
+	if arrival < 0 {
+		return j, fmt.Errorf("%w: field 10 (arrival_time): %v is negative", ErrTrace, arrival)
+	}
+	j.Type.ScaleFactor = sf
+	j.TotalSteps = math.Trunc(steps)
+	j.Weight = weight
+	j.Arrival = arrival
+	if slo > 0 {
+		j.SLOFactor = slo
+	}
+	return j, nil
+}
+
+// FormatTrace writes jobs in Gavel's trace format (commands left empty).
+func FormatTrace(w io.Writer, jobs []TraceJob) error {
+	bw := bufio.NewWriter(w)
+	for _, j := range jobs {
+		slo := -1.0
+		if j.SLOFactor > 0 {
+			slo = j.SLOFactor
+		}
+		fmt.Fprintf(bw, "%s\t\t\t\t0\t%d\t%d\t%d\t%g\t%f\n", j.Type.Model, int64(j.TotalSteps), j.Type.ScaleFactor,
+			int64(j.EffectiveWeight()), slo, j.Arrival)
+	}
+	return bw.Flush()
+}
+
+// LoadTrace reads path as a jobs file (JSON, cli-contract.md) when it starts
+// with '{', else as a Gavel trace. It also returns the jobs file's entities.
+func LoadTrace(path string) ([]TraceJob, map[string]policy.Entity, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
+		jf, err := policy.ReadJobs(bytes.NewReader(data))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		jobs := make([]TraceJob, len(jf.Jobs))
+		for i, j := range jf.Jobs {
+			jobs[i] = TraceJob{Job: j}
+		}
+		return jobs, jf.Entities, nil
+	}
+	jobs, err := ParseTrace(bytes.NewReader(data), path)
+	return jobs, nil, err
+}
+
+// UnrunnableError says a job can never run on the cluster.
+type UnrunnableError struct {
+	Job    string
+	Type   table.JobType
+	Reason string
+}
+
+func (e *UnrunnableError) Error() string {
+	return fmt.Sprintf("job %q (%s): %s", e.Job, e.Type, e.Reason)
+}
+
+// Prepare checks jobs against the table and cluster and returns the mechanism's
+// view of them in arrival order (ties by input order). A job type missing from
+// the table, or a job that can never run (its scale factor exceeds every
+// worker type it has a positive rate on), is an error naming the job. SLO
+// factors become deadlines in seconds.
+func Prepare(t *table.Table, c policy.Cluster, in []TraceJob) ([]policy.Job, error) {
+	idx := make([]int, len(in))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return in[idx[a]].Arrival < in[idx[b]].Arrival })
+	out := make([]policy.Job, 0, len(in))
+	seen := map[string]bool{}
+	for _, i := range idx {
+		tj := in[i]
+		j := tj.Job
+		where := func() string {
+			if tj.Line > 0 {
+				return fmt.Sprintf("line %d: ", tj.Line)
+			}
+			return ""
+		}
+		if seen[j.ID] {
+			return nil, fmt.Errorf("%sjob %q: duplicate id", where(), j.ID)
+		}
+		seen[j.ID] = true
+		if !t.HasJobType(j.Type) {
+			return nil, fmt.Errorf("%sjob %q: job type %s is not in the throughput table", where(), j.ID, j.Type)
+		}
+		best, fits := 0.0, false
+		for _, w := range c.WorkerTypes() {
+			r, _ := t.Isolated(w, j.Type)
+			if r > 0 {
+				best = math.Max(best, r)
+				fits = fits || j.Type.ScaleFactor <= c[w]
+			}
+		}
+		switch {
+		case best == 0:
+			return nil, fmt.Errorf("%s%w", where(), &UnrunnableError{j.ID, j.Type, "rate is zero or missing on every worker type of the cluster"})
+		case !fits:
+			return nil, fmt.Errorf("%s%w", where(), &UnrunnableError{j.ID, j.Type, fmt.Sprintf("scale factor %d exceeds the GPU count of every worker type it can run on", j.Type.ScaleFactor)})
+		}
+		if j.SLO == 0 && tj.SLOFactor > 0 {
+			j.SLO = tj.SLOFactor * j.TotalSteps / best
+		}
+		if j.StepsRemaining() <= 0 {
+			return nil, fmt.Errorf("%sjob %q: no steps left to run", where(), j.ID)
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
