@@ -1,0 +1,187 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// CPUWorkerType is the worker type of the pseudo devices used when no GPU driver is present.
+const CPUWorkerType = "cpu"
+
+// ErrNoDriver is wrapped by OpenNVML's error when the NVIDIA driver (libnvidia-ml) is missing.
+var ErrNoDriver = errors.New("no NVIDIA driver")
+
+// GPU describes one device the profiler can run jobs on.
+type GPU struct {
+	Index       int       `json:"index"`
+	UUID        string    `json:"uuid"`
+	Name        string    `json:"name"`
+	WorkerType  string    `json:"worker_type"`
+	MemoryTotal uint64    `json:"memory_total_bytes"`
+	MemoryFree  uint64    `json:"memory_free_bytes"`
+	MIG         string    `json:"mig"`          // "enabled", "disabled" or "unsupported"
+	ComputeMode string    `json:"compute_mode"` // "default", "exclusive_process", "prohibited", ...
+	Processes   []Process `json:"processes"`
+	// CPU marks a pseudo device: jobs get no GPU (CUDA_VISIBLE_DEVICES is empty).
+	CPU bool `json:"cpu,omitempty"`
+}
+
+// Process is a compute process running on a GPU.
+type Process struct {
+	PID             int    `json:"pid"`
+	Name            string `json:"name,omitempty"`
+	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
+}
+
+// Devices lists the devices of the node and reports the GPU memory of the processes on them.
+// NVML implements it; CPUDevices stands in when there is no driver; tests use fakes.
+type Devices interface {
+	List(ctx context.Context) ([]GPU, error)
+	// ProcessMemory returns the GPU memory used on device index, by process id. Devices that
+	// cannot tell return (nil, nil).
+	ProcessMemory(ctx context.Context, index int) (map[int]uint64, error)
+	Close() error
+}
+
+// CPUDevices returns n pseudo devices of worker type "cpu" (at least one), for profiling
+// without a GPU. Their jobs run side by side on the CPU; memory is not measured.
+func CPUDevices(n int) Devices {
+	if n < 1 {
+		n = 1
+	}
+	return cpuDevices(n)
+}
+
+type cpuDevices int
+
+func (c cpuDevices) List(context.Context) ([]GPU, error) {
+	gpus := make([]GPU, int(c))
+	for i := range gpus {
+		gpus[i] = GPU{Index: i, UUID: fmt.Sprintf("CPU-%d", i), Name: "CPU", WorkerType: CPUWorkerType,
+			MIG: "unsupported", ComputeMode: "default", CPU: true}
+	}
+	return gpus, nil
+}
+
+func (cpuDevices) ProcessMemory(context.Context, int) (map[int]uint64, error) { return nil, nil }
+func (cpuDevices) Close() error                                             { return nil }
+
+// vendorWords are dropped from product names before the model is taken.
+var vendorWords = map[string]bool{"nvidia": true, "tesla": true, "geforce": true, "quadro": true}
+
+// seriesWords are joined with the word after them ("RTX 4090" → "rtx4090").
+var seriesWords = map[string]bool{"rtx": true, "gtx": true, "titan": true}
+
+// WorkerType derives a worker type from a product name: the model without vendor words and
+// without memory or form-factor suffixes, in lower case ("NVIDIA H200" → "h200",
+// "Tesla V100-SXM2-16GB" → "v100", "NVIDIA GeForce RTX 4090" → "rtx4090"). It does not know
+// any GPU by name; use an override where the derived name does not match the table.
+func WorkerType(product string) string {
+	fields := strings.FieldsFunc(strings.ToLower(product), func(r rune) bool {
+		return unicode.IsSpace(r) || r == '-' || r == '_' || r == '/'
+	})
+	var words []string
+	for _, f := range fields {
+		if !vendorWords[f] {
+			words = append(words, f)
+		}
+	}
+	if len(words) == 0 {
+		return "unknown"
+	}
+	w := words[0]
+	if seriesWords[w] && len(words) > 1 {
+		w += words[1]
+	}
+	return w
+}
+
+// WorkerTypeOverrides maps device indices to worker types; index -1 applies to every device.
+type WorkerTypeOverrides map[int]string
+
+// ParseWorkerTypeOverrides reads "h200" (every device) or "0=h200,1=a100".
+func ParseWorkerTypeOverrides(s string) (WorkerTypeOverrides, error) {
+	o := WorkerTypeOverrides{}
+	if strings.TrimSpace(s) == "" {
+		return o, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		k, v, found := strings.Cut(item, "=")
+		if !found {
+			if !validName(item) {
+				return nil, fmt.Errorf("worker type %q: want a name of letters, digits, '-' and '_'", item)
+			}
+			o[-1] = item
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimSpace(k))
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("worker type override %q: %q is not a device index", item, k)
+		}
+		v = strings.TrimSpace(v)
+		if !validName(v) {
+			return nil, fmt.Errorf("worker type override %q: want a name of letters, digits, '-' and '_'", item)
+		}
+		o[i] = v
+	}
+	return o, nil
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Apply sets the worker types of gpus in place.
+func (o WorkerTypeOverrides) Apply(gpus []GPU) {
+	for i := range gpus {
+		if w, ok := o[gpus[i].Index]; ok {
+			gpus[i].WorkerType = w
+		} else if w, ok := o[-1]; ok {
+			gpus[i].WorkerType = w
+		}
+	}
+}
+
+// SelectGPUs keeps the devices named by spec: "all" (or "") or a comma-separated list of indices.
+func SelectGPUs(gpus []GPU, spec string) ([]GPU, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" || spec == "all" {
+		return gpus, nil
+	}
+	byIndex := map[int]GPU{}
+	for _, g := range gpus {
+		byIndex[g.Index] = g
+	}
+	var out []GPU
+	seen := map[int]bool{}
+	for _, s := range strings.Split(spec, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--gpu %q: %q is not a device index", spec, s)
+		}
+		g, ok := byIndex[i]
+		if !ok {
+			return nil, fmt.Errorf("--gpu %q: no device %d (the node has %d)", spec, i, len(gpus))
+		}
+		if !seen[i] {
+			seen[i] = true
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
+	return out, nil
+}

@@ -1,0 +1,107 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// nvmlDevices reads devices through NVML. NVML calls are safe from several goroutines.
+type nvmlDevices struct {
+	lib nvml.Interface
+}
+
+// OpenNVML loads libnvidia-ml and initializes NVML. Without a driver the error wraps
+// ErrNoDriver and says why. Close shuts NVML down.
+func OpenNVML() (Devices, error) {
+	lib := nvml.New()
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED || ret == nvml.ERROR_NO_PERMISSION {
+			return nil, fmt.Errorf("%w: NVML init: %s", ErrNoDriver, nvml.ErrorString(ret))
+		}
+		return nil, fmt.Errorf("NVML init: %s", nvml.ErrorString(ret))
+	}
+	return &nvmlDevices{lib: lib}, nil
+}
+
+func (d *nvmlDevices) Close() error {
+	if ret := d.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("NVML shutdown: %s", nvml.ErrorString(ret))
+	}
+	return nil
+}
+
+func (d *nvmlDevices) List(ctx context.Context) ([]GPU, error) {
+	n, ret := d.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("NVML device count: %s", nvml.ErrorString(ret))
+	}
+	gpus := make([]GPU, 0, n)
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		dev, ret := d.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("NVML device %d: %s", i, nvml.ErrorString(ret))
+		}
+		g := GPU{Index: i, MIG: "unsupported", ComputeMode: "unknown"}
+		if g.Name, ret = dev.GetName(); ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("NVML device %d name: %s", i, nvml.ErrorString(ret))
+		}
+		g.WorkerType = WorkerType(g.Name)
+		g.UUID, _ = dev.GetUUID()
+		if mem, ret := dev.GetMemoryInfo(); ret == nvml.SUCCESS {
+			g.MemoryTotal, g.MemoryFree = mem.Total, mem.Free
+		}
+		if cur, _, ret := dev.GetMigMode(); ret == nvml.SUCCESS {
+			g.MIG = "disabled"
+			if cur == nvml.DEVICE_MIG_ENABLE {
+				g.MIG = "enabled"
+			}
+		}
+		if mode, ret := dev.GetComputeMode(); ret == nvml.SUCCESS {
+			g.ComputeMode = computeModeName(mode)
+		}
+		if procs, ret := dev.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
+			for _, p := range procs {
+				name, _ := d.lib.SystemGetProcessName(int(p.Pid))
+				g.Processes = append(g.Processes, Process{PID: int(p.Pid), Name: name, UsedMemoryBytes: p.UsedGpuMemory})
+			}
+		}
+		gpus = append(gpus, g)
+	}
+	return gpus, nil
+}
+
+func (d *nvmlDevices) ProcessMemory(_ context.Context, index int) (map[int]uint64, error) {
+	dev, ret := d.lib.DeviceGetHandleByIndex(index)
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("NVML device %d: %s", index, nvml.ErrorString(ret))
+	}
+	procs, ret := dev.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("NVML device %d processes: %s", index, nvml.ErrorString(ret))
+	}
+	m := make(map[int]uint64, len(procs))
+	for _, p := range procs {
+		m[int(p.Pid)] += p.UsedGpuMemory
+	}
+	return m, nil
+}
+
+func computeModeName(m nvml.ComputeMode) string {
+	switch m {
+	case nvml.COMPUTEMODE_DEFAULT:
+		return "default"
+	case nvml.COMPUTEMODE_EXCLUSIVE_THREAD:
+		return "exclusive_thread"
+	case nvml.COMPUTEMODE_PROHIBITED:
+		return "prohibited"
+	case nvml.COMPUTEMODE_EXCLUSIVE_PROCESS:
+		return "exclusive_process"
+	}
+	return strings.ToLower(fmt.Sprintf("mode_%d", int(m)))
+}

@@ -1,0 +1,280 @@
+package profile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Command is a job's command line and how to read its progress.
+type Command struct {
+	Argv []string
+	// Shell runs Argv joined by spaces through /bin/sh -c. Off by default: commands are
+	// executed directly.
+	Shell bool
+	// Env holds extra K=V pairs for this job, on top of the runner's base environment.
+	Env []string
+	// Dir is the working directory ("" = the profiler's).
+	Dir      string
+	Progress ProgressFormat
+}
+
+func (c Command) String() string { return strings.Join(c.Argv, " ") }
+
+// maxLine bounds the length of an output line; longer lines are cut (garbage does not grow
+// memory).
+const maxLine = 64 << 10
+
+type eventKind int
+
+const (
+	evProgress eventKind = iota
+	evOOM
+	evMalformed
+	evExit
+)
+
+// event is something a job process did, stamped with the time it was read.
+type event struct {
+	job   int
+	kind  eventKind
+	at    time.Time
+	steps int64
+	text  string
+	err   error
+}
+
+// proc is one running job in its own process group.
+type proc struct {
+	job    int
+	cmd    *exec.Cmd
+	pgid   int
+	mu     sync.Mutex
+	tail   []string // last non-progress lines, for failure reasons
+	exited chan struct{}
+	// abandon is closed once nobody reads the events any more, so that readers of pipes held
+	// open by escaped grandchildren do not block forever.
+	abandon chan struct{}
+}
+
+// startProc starts c with environment env in a new process group. Its output lines and its exit
+// are sent to events (which must be drained until the exit event arrives).
+func startProc(c Command, env []string, job int, events chan<- event) (*proc, error) {
+	if len(c.Argv) == 0 {
+		return nil, errors.New("empty command")
+	}
+	argv := c.Argv
+	if c.Shell {
+		argv = []string{"/bin/sh", "-c", strings.Join(c.Argv, " ")}
+	}
+	path, err := lookPath(argv[0], env)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: c.Dir}
+	// Setpgid: the job and everything it starts form one group that is killed as a whole.
+	// Pdeathsig: the job dies with the profiler even if the profiler is killed hard.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, err
+	}
+	outW.Close()
+	errW.Close()
+	p := &proc{job: job, cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), abandon: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	// One reader per stream; each keeps its own cumulative count so interleaving cannot
+	// reorder a stream's lines, but a job must report on one stream only.
+	reader := &progressReader{format: c.Progress}
+	var rmu sync.Mutex
+	for _, r := range []*os.File{outR, errR} {
+		go func(r *os.File) {
+			defer readers.Done()
+			defer r.Close()
+			p.read(r, reader, &rmu, events)
+		}(r)
+	}
+	go func() {
+		err := cmd.Wait()
+		// Leftover children of the group would keep the pipes open: the job is over.
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		done := make(chan struct{})
+		go func() { readers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
+		close(p.exited)
+		events <- event{job: job, kind: evExit, at: time.Now(), err: err}
+	}()
+	return p, nil
+}
+
+// lookPath resolves argv0 with the job's PATH, not the profiler's.
+func lookPath(argv0 string, env []string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		return argv0, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		f := dir + "/" + argv0
+		if st, err := os.Stat(f); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w in the job's PATH", argv0, exec.ErrNotFound)
+}
+
+func (p *proc) read(r io.Reader, pr *progressReader, mu *sync.Mutex, events chan<- event) {
+	br := bufio.NewReaderSize(r, maxLine)
+	for {
+		line, err := readLine(br)
+		if line != "" || err == nil {
+			now := time.Now()
+			mu.Lock()
+			steps, ok, perr := pr.line(line)
+			mu.Unlock()
+			var ev *event
+			switch {
+			case perr != nil:
+				ev = &event{job: p.job, kind: evMalformed, at: now, err: perr}
+			case ok:
+				ev = &event{job: p.job, kind: evProgress, at: now, steps: steps}
+			default:
+				if isOOM(line) {
+					ev = &event{job: p.job, kind: evOOM, at: now, text: clip(strings.TrimSpace(line), 200)}
+				}
+				p.remember(line)
+			}
+			if ev != nil {
+				select {
+				case events <- *ev:
+				case <-p.abandon:
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readLine returns the next line without its newline, cut to maxLine.
+func readLine(br *bufio.Reader) (string, error) {
+	var b strings.Builder
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if b.Len() < maxLine {
+			b.Write(chunk[:min(len(chunk), maxLine-b.Len())])
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return strings.TrimRight(b.String(), "\r\n"), err
+	}
+}
+
+func (p *proc) remember(line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tail = append(p.tail, clip(line, 200))
+	if len(p.tail) > 3 {
+		p.tail = p.tail[len(p.tail)-3:]
+	}
+}
+
+func (p *proc) lastLines() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, " | ")
+}
+
+// stop sends SIGTERM to the process group, and SIGKILL after grace if the job has not exited.
+// It returns once the job has exited.
+func (p *proc) stop(grace time.Duration) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		<-p.exited
+	}
+	// The group may have members that outlived the leader.
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+}
+
+// exitReason describes how a job ended.
+func exitReason(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by signal " + ws.Signal().String()
+		}
+		return "exited with status " + strconv.Itoa(ee.ExitCode())
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "exited with status 0"
+}
+
+// pgidOf returns the process group of pid, from /proc.
+func pgidOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name may contain spaces and parentheses: fields start after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return 0, false
+	}
+	g, err := strconv.Atoi(f[2])
+	return g, err == nil
+}

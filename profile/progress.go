@@ -1,0 +1,105 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// DefaultProgressPrefix starts the progress lines of the default protocol:
+// "GAVEL_STEPS <cumulative steps>".
+const DefaultProgressPrefix = "GAVEL_STEPS"
+
+// ErrMalformedProgress is returned for a line that claims to be progress but cannot be read, or
+// whose cumulative count goes backwards.
+var ErrMalformedProgress = errors.New("malformed progress line")
+
+// ProgressFormat says which lines of a job's output report progress. The zero value is the
+// default protocol: lines "GAVEL_STEPS <n>" where n is the cumulative step count.
+type ProgressFormat struct {
+	// Regexp, when set, replaces the default protocol. With one capture group the group is the
+	// cumulative step count; with none, each matching line is one step.
+	Regexp *regexp.Regexp
+}
+
+// ParseProgressFormat compiles a --progress-regex value; "" gives the default protocol.
+func ParseProgressFormat(expr string) (ProgressFormat, error) {
+	if expr == "" {
+		return ProgressFormat{}, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return ProgressFormat{}, fmt.Errorf("progress regex %q: %w", expr, err)
+	}
+	if re.NumSubexp() > 1 {
+		return ProgressFormat{}, fmt.Errorf("progress regex %q: has %d capture groups, want 0 (each line is a step) or 1 (cumulative count)", expr, re.NumSubexp())
+	}
+	return ProgressFormat{Regexp: re}, nil
+}
+
+// String gives the format in the form ParseProgressFormat reads ("" for the default).
+func (f ProgressFormat) String() string {
+	if f.Regexp == nil {
+		return ""
+	}
+	return f.Regexp.String()
+}
+
+// progressReader turns output lines into cumulative step counts; one per process.
+type progressReader struct {
+	format ProgressFormat
+	steps  int64
+	seen   bool
+}
+
+// line reads one output line. ok reports whether it was a progress line; steps is then the
+// cumulative count.
+func (p *progressReader) line(s string) (steps int64, ok bool, err error) {
+	s = strings.TrimRight(s, "\r\n")
+	var field string
+	if re := p.format.Regexp; re != nil {
+		m := re.FindStringSubmatch(s)
+		if m == nil {
+			return 0, false, nil
+		}
+		if len(m) == 1 {
+			p.steps++
+			p.seen = true
+			return p.steps, true, nil
+		}
+		field = m[1]
+	} else {
+		rest, found := strings.CutPrefix(strings.TrimSpace(s), DefaultProgressPrefix)
+		if !found || (rest != "" && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '=' && rest[0] != ':') {
+			return 0, false, nil
+		}
+		field = strings.TrimLeft(rest, " \t=:")
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(field), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false, fmt.Errorf("%w: %q", ErrMalformedProgress, clip(s, 80))
+	}
+	if p.seen && n < p.steps {
+		return 0, false, fmt.Errorf("%w: count went backwards from %d to %d", ErrMalformedProgress, p.steps, n)
+	}
+	p.steps, p.seen = n, true
+	return n, true, nil
+}
+
+// clip shortens s for error messages and keeps it printable.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// oomPattern matches the messages CUDA, PyTorch, TensorFlow and JAX print when the device runs
+// out of memory.
+var oomPattern = regexp.MustCompile(`(?i)(CUDA out of memory|out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|RESOURCE_EXHAUSTED)`)
+
+// isOOM reports whether an output line says the device ran out of memory.
+func isOOM(line string) bool { return oomPattern.MatchString(line) }

@@ -1,0 +1,138 @@
+package profile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Reference is a reference job: a known training command that new jobs are co-located with.
+//
+// References file format:
+//
+//	{"references": [
+//	  {"name": "ResNet-18 (batch size 64)", "scale_factor": 1,
+//	   "command": ["python3", "examples/pytorch/resnet.py", "--batch-size", "64"],
+//	   "env": {"OMP_NUM_THREADS": "4"}, "dir": "", "progress_regex": ""}
+//	]}
+//
+// name and command are required; scale_factor defaults to 1; env, dir and progress_regex are
+// optional. Commands are executed directly, never through a shell.
+type Reference struct {
+	Name          string            `json:"name"`
+	ScaleFactor   int               `json:"scale_factor"`
+	Command       []string          `json:"command"`
+	Env           map[string]string `json:"env,omitempty"`
+	Dir           string            `json:"dir,omitempty"`
+	ProgressRegex string            `json:"progress_regex,omitempty"`
+}
+
+// References is the content of a references file.
+type References struct {
+	References []Reference `json:"references"`
+}
+
+// LoadReferences reads and checks a references file.
+func LoadReferences(path string) (*References, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("references %s: %w", path, err)
+	}
+	defer f.Close()
+	return ReadReferences(f, path)
+}
+
+// ReadReferences reads a references file; file names it in errors.
+func ReadReferences(r io.Reader, file string) (*References, error) {
+	var refs References
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&refs); err != nil {
+		return nil, fmt.Errorf("references %s: %w", file, err)
+	}
+	seen := map[string]bool{}
+	var errs []error
+	for i := range refs.References {
+		ref := &refs.References[i]
+		where := fmt.Sprintf("references %s: entry %d (%q)", file, i, ref.Name)
+		if ref.ScaleFactor == 0 {
+			ref.ScaleFactor = 1
+		}
+		switch {
+		case strings.TrimSpace(ref.Name) == "":
+			errs = append(errs, fmt.Errorf("%s: name is required", where))
+		case seen[ref.Name]:
+			errs = append(errs, fmt.Errorf("%s: name appears twice", where))
+		}
+		seen[ref.Name] = true
+		if len(ref.Command) == 0 || ref.Command[0] == "" {
+			errs = append(errs, fmt.Errorf("%s: command is required (an argv list)", where))
+		}
+		if ref.ScaleFactor < 1 {
+			errs = append(errs, fmt.Errorf("%s: scale_factor %d, want >= 1", where, ref.ScaleFactor))
+		}
+		for k := range ref.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				errs = append(errs, fmt.Errorf("%s: env name %q is not valid", where, k))
+			}
+		}
+		if _, err := ParseProgressFormat(ref.ProgressRegex); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &refs, nil
+}
+
+// Command returns the reference's command.
+func (r Reference) ProfileCommand() Command {
+	keys := make([]string, 0, len(r.Env))
+	for k := range r.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys))
+	for _, k := range keys {
+		env = append(env, k+"="+r.Env[k])
+	}
+	pf, _ := ParseProgressFormat(r.ProgressRegex) // checked when read
+	return Command{Argv: r.Command, Env: env, Dir: r.Dir, Progress: pf}
+}
+
+// Suggestion is one entry of `gavel-profile suggest --json`.
+type Suggestion struct {
+	WorkerType  string `json:"worker_type"`
+	Job         string `json:"job"`
+	Partner     string `json:"partner"`
+	ScaleFactor int    `json:"scale_factor"`
+	Reason      string `json:"reason"`
+}
+
+// LoadSuggestions reads the JSON printed by `gavel-profile suggest --json`.
+func LoadSuggestions(path string) ([]Suggestion, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("suggestions %s: %w", path, err)
+	}
+	var s struct {
+		Measurements []Suggestion `json:"measurements"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("suggestions %s: %w", path, err)
+	}
+	for i, m := range s.Measurements {
+		if m.WorkerType == "" || m.Job == "" || m.Partner == "" {
+			return nil, fmt.Errorf("suggestions %s: measurement %d: worker_type, job and partner are required", path, i)
+		}
+		if m.ScaleFactor == 0 {
+			s.Measurements[i].ScaleFactor = 1
+		}
+	}
+	return s.Measurements, nil
+}

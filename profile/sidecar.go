@@ -1,0 +1,159 @@
+package profile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// Sharing says how co-located jobs share a GPU.
+type Sharing string
+
+const (
+	TimeSlicing Sharing = "time-slicing" // plain CUDA time-slicing, the driver's default
+	MPS         Sharing = "mps"          // NVIDIA Multi-Process Service
+)
+
+// ParseSharing reads "time-slicing" (also "timeslicing", "default", "") or "mps".
+func ParseSharing(s string) (Sharing, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "time-slicing", "timeslicing", "default":
+		return TimeSlicing, nil
+	case "mps":
+		return MPS, nil
+	}
+	return "", fmt.Errorf("sharing mode %q: want time-slicing or mps", s)
+}
+
+// Record is one measurement as kept in the sidecar: everything the Gavel table cannot hold.
+type Record struct {
+	WorkerType         string `json:"worker_type"`
+	Job                string `json:"job"`
+	ScaleFactor        int    `json:"scale_factor"`
+	Partner            string `json:"partner,omitempty"`
+	PartnerScaleFactor int    `json:"partner_scale_factor,omitempty"`
+	// Kind is "isolated", "pair", or "refresh" (an isolated re-measurement taken next to pairs
+	// to correct for drift; it does not replace the table's isolated rate).
+	Kind   string `json:"kind"`
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Rate and PartnerRate are the values written to the table. For pairs they are the measured
+	// rates scaled by table isolated rate / isolated rate measured close in time.
+	Rate        float64 `json:"rate"`
+	PartnerRate float64 `json:"partner_rate,omitempty"`
+	// Raw rates as measured, and the recent isolated rates used to normalize a pair.
+	RawRate             float64 `json:"raw_rate"`
+	RawPartnerRate      float64 `json:"raw_partner_rate,omitempty"`
+	IsolatedRate        float64 `json:"isolated_rate,omitempty"`
+	PartnerIsolatedRate float64 `json:"partner_isolated_rate,omitempty"`
+	// CI half-widths (95%, steps/s) of the raw rates.
+	CIHalfWidth        float64 `json:"ci_half_width"`
+	PartnerCIHalfWidth float64 `json:"partner_ci_half_width,omitempty"`
+	Samples            int     `json:"samples"` // batches of the batch-means estimator
+	PartnerSamples     int     `json:"partner_samples,omitempty"`
+	Seconds            float64 `json:"seconds"` // measurement window
+	WarmupSeconds      float64 `json:"warmup_seconds"`
+	TotalSeconds       float64 `json:"total_seconds"`
+	PeakMemoryBytes    uint64  `json:"peak_memory_bytes,omitempty"`
+	PartnerPeakMemory  uint64  `json:"partner_peak_memory_bytes,omitempty"`
+	PrecisionReached   bool    `json:"precision_reached"`
+	Sharing            Sharing `json:"sharing"`
+	GPUs               []int   `json:"gpus"`
+	Finished           string  `json:"finished"` // RFC 3339
+}
+
+// JobType returns the record's job as a table job type.
+func (r *Record) JobType() table.JobType { return table.JobType{Model: r.Job, ScaleFactor: r.ScaleFactor} }
+
+// PartnerType returns the partner as a table job type (zero when isolated).
+func (r *Record) PartnerType() table.JobType {
+	return table.JobType{Model: r.Partner, ScaleFactor: r.PartnerScaleFactor}
+}
+
+// Sidecar holds the measurement records of one table, in the order they were made.
+type Sidecar struct {
+	Version      int      `json:"version"`
+	Sharing      Sharing  `json:"sharing"`
+	Measurements []Record `json:"measurements"`
+}
+
+// SidecarPath returns the sidecar file of a table: out.json → out.measurements.json.
+func SidecarPath(tablePath string) string {
+	return strings.TrimSuffix(tablePath, ".json") + ".measurements.json"
+}
+
+// LoadSidecar reads a sidecar file; a missing file gives an empty sidecar.
+func LoadSidecar(path string) (*Sidecar, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Sidecar{Version: 1}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readSidecar(f, path)
+}
+
+func readSidecar(r io.Reader, path string) (*Sidecar, error) {
+	var s Sidecar
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("sidecar %s: %w", path, err)
+	}
+	if s.Version != 1 {
+		return nil, fmt.Errorf("sidecar %s: version %d, want 1", path, s.Version)
+	}
+	for i, m := range s.Measurements {
+		if m.WorkerType == "" || m.Job == "" || m.ScaleFactor < 1 {
+			return nil, fmt.Errorf("sidecar %s: measurement %d: worker_type, job and scale_factor >= 1 are required", path, i)
+		}
+		switch m.Status {
+		case StatusOK, StatusInfeasible, StatusFailed:
+		default:
+			return nil, fmt.Errorf("sidecar %s: measurement %d: status %q, want ok, infeasible or failed", path, i, m.Status)
+		}
+	}
+	return &s, nil
+}
+
+// Save writes the sidecar atomically.
+func (s *Sidecar) Save(path string) error {
+	return table.WriteFileAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	})
+}
+
+// modes returns the sharing modes of the sidecar's pair measurements (isolated runs do not
+// share, whatever the mode).
+func (s *Sidecar) modes() map[Sharing]int {
+	m := map[Sharing]int{}
+	for _, r := range s.Measurements {
+		if r.Partner != "" && r.Status != StatusFailed {
+			m[r.Sharing]++
+		}
+	}
+	return m
+}
+
+// peakMemory returns the largest peak memory recorded for j running alone on w (0 if none).
+func (s *Sidecar) peakMemory(w string, j table.JobType) uint64 {
+	var peak uint64
+	for _, r := range s.Measurements {
+		if r.WorkerType == w && r.Partner == "" && r.Status == StatusOK && r.JobType() == j {
+			peak = max(peak, r.PeakMemoryBytes)
+		}
+	}
+	return peak
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339) }
