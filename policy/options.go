@@ -1,6 +1,10 @@
 package policy
 
-import "time"
+import (
+	"time"
+
+	"github.com/gavelkit/gavel/policy/lp"
+)
 
 // Option configures a policy built by New.
 type Option func(*options)
@@ -12,7 +16,18 @@ type options struct {
 	reference   string // worker type used as the reference by agnostic FTF/makespan; "" = fastest
 	timeLimit   time.Duration
 	method      Method
+	solverImpl  lp.Solver
 }
+
+func (o *options) solver() lp.Solver {
+	if o.solverImpl != nil {
+		return o.solverImpl
+	}
+	return lp.Default()
+}
+
+// WithSolver replaces the LP backend (default: COIN-OR CLP/CBC).
+func WithSolver(s lp.Solver) Option { return func(o *options) { o.solverImpl = s } }
 
 func (o *options) defaults() {
 	o.alloxAlpha = 1

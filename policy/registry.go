@@ -19,7 +19,31 @@ type entry struct {
 // registry maps Gavel's CLI names (gavel-reference §2.1) to implementations.
 // It is built per call so that there is no package-level mutable state.
 func registry() map[string]entry {
-	return map[string]entry{}
+	return map[string]entry{
+		"max_min_fairness":        {"MaxMinFairness", maxMinFairness(agnostic)},
+		"max_min_fairness_perf":   {"MaxMinFairness_Perf", maxMinFairness(perf)},
+		"max_min_fairness_packed": {"MaxMinFairness_Packing", maxMinFairness(packed)},
+
+		"max_min_fairness_water_filling":        {"MaxMinFairnessWaterFilling", waterFilling(agnostic)},
+		"max_min_fairness_water_filling_perf":   {"MaxMinFairnessWaterFilling_Perf", waterFilling(perf)},
+		"max_min_fairness_water_filling_packed": {"MaxMinFairnessWaterFilling_Packing", waterFilling(packed)},
+
+		"finish_time_fairness":        {"FinishTimeFairness", finishTimeFairness(agnostic, &ftfState{})},
+		"finish_time_fairness_perf":   {"FinishTimeFairness_Perf", finishTimeFairness(perf, &ftfState{})},
+		"finish_time_fairness_packed": {"FinishTimeFairness_Packing", finishTimeFairness(packed, &ftfState{})},
+
+		"min_total_duration":        {"MinTotalDuration", makespan(agnostic)},
+		"min_total_duration_perf":   {"MinTotalDuration_Perf", makespan(perf)},
+		"min_total_duration_packed": {"MinTotalDuration_Packing", makespan(packed)},
+
+		"max_sum_throughput_perf":                           {"ThroughputSumWithPerf", throughputSum(perf, false, false)},
+		"max_sum_throughput_normalized_by_cost_perf":        {"ThroughputNormalizedByCostSum_Perf", throughputSum(perf, true, false)},
+		"max_sum_throughput_normalized_by_cost_perf_SLOs":   {"ThroughputNormalizedByCostSum_PerfSLOs", throughputSum(perf, true, true)},
+		"max_sum_throughput_normalized_by_cost_packed_SLOs": {"ThroughputNormalizedByCostSum_PackingSLOs", throughputSum(packed, true, true)},
+
+		"isolated":     {"Isolated", isolated},
+		"proportional": {"Proportional", proportional},
+	}
 }
 
 // Names returns the registered policy names, sorted. allox_alpha=<a> is also

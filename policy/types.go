@@ -215,6 +215,7 @@ type Allocation struct {
 	Normalized map[string]float64                 // job id → effective / equal-share rate
 	Objective  float64
 	Stats      SolveStats
+	Warnings   []string // what the policy had to relax (e.g. SLOs dropped), for the user
 }
 
 // Combinations returns the combinations with an allocation, sorted.

@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"context"
+	"time"
+
+	"github.com/gavelkit/gavel/policy/lp"
+)
+
+// builder holds an LP over the time fractions x[c][w] with the base
+// constraints of gavel-reference §2.3/§2.5 already added:
+//
+//	0 ≤ x_cw ≤ 1, and x_cw exists only where c can run on w
+//	Σ_c sf_c·x_cw ≤ n_w              for every worker type (a pair takes sf GPUs)
+//	Σ_{c∋i} Σ_w x_cw ≤ 1             for every job, over its own combinations
+type builder struct {
+	in  *instance
+	m   *lp.Model
+	col [][]int // [combo][worker] → column, -1 where c cannot run on w
+}
+
+func (in *instance) newBuilder(sense lp.Sense) *builder {
+	b := &builder{in: in, m: lp.NewModel(sense), col: make([][]int, len(in.combos))}
+	capIdx := make([][]int, in.nw())
+	capVal := make([][]float64, in.nw())
+	for c := range in.combos {
+		cb := &in.combos[c]
+		b.col[c] = make([]int, in.nw())
+		for w := range in.workers {
+			b.col[c][w] = -1
+			if !cb.runnable(w) {
+				continue
+			}
+			j := b.m.AddCol(0, 1, 0)
+			b.col[c][w] = j
+			capIdx[w] = append(capIdx[w], j)
+			capVal[w] = append(capVal[w], float64(cb.sf))
+		}
+	}
+	for w := range in.workers {
+		b.m.AddRow(-lp.Inf, in.cap[w], capIdx[w], capVal[w])
+	}
+	for i := range in.jobs {
+		var idx []int
+		var val []float64
+		for _, c := range in.byJob[i] {
+			for _, j := range b.col[c] {
+				if j >= 0 {
+					idx = append(idx, j)
+					val = append(val, 1)
+				}
+			}
+		}
+		b.m.AddRow(-lp.Inf, 1, idx, val)
+	}
+	return b
+}
+
+// rateFunc gives job i's rate inside combination c on worker w.
+type rateFunc func(i, c, w int) float64
+
+// trueRates reads the table's rates.
+func (in *instance) trueRates() rateFunc {
+	return func(i, c, w int) float64 { return in.combos[c].rateOf(i, w) }
+}
+
+// viewRates uses view[i][w] for singles (an agnostic or reference view) and
+// the true rates for pairs.
+func (in *instance) viewRates(view [][]float64) rateFunc {
+	return func(i, c, w int) float64 {
+		if in.combos[c].pair() {
+			return in.combos[c].rateOf(i, w)
+		}
+		return view[i][w]
+	}
+}
+
+// expr returns Σ_{c∋i} Σ_w scale·rate(i,c,w)·x_cw: job i's throughput.
+func (b *builder) expr(i int, rate rateFunc, scale float64) (idx []int, val []float64) {
+	for _, c := range b.in.byJob[i] {
+		for w, j := range b.col[c] {
+			if j < 0 {
+				continue
+			}
+			if r := rate(i, c, w) * scale; r != 0 {
+				idx = append(idx, j)
+				val = append(val, r)
+			}
+		}
+	}
+	return idx, val
+}
+
+// objective adds coef·x_cw to the objective for every column.
+func (b *builder) addObjective(coef func(c, w int) float64) {
+	for c := range b.col {
+		for w, j := range b.col[c] {
+			if j >= 0 {
+				b.m.SetObj(j, coef(c, w))
+			}
+		}
+	}
+}
+
+// solve runs the LP with the method the options ask for, or (automatic)
+// barrier with presolve for large space-sharing LPs (many columns, few rows)
+// and dual simplex otherwise, as measured in solver-and-library-notes.md.
+func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
+	o := lp.Options{TimeLimit: opt.timeLimit, Tolerance: 1e-9}
+	switch opt.method {
+	case MethodDual:
+		o.Method = lp.Dual
+	case MethodBarrier:
+		o.Method = lp.Barrier
+	default:
+		o.Method = lp.Dual
+		if len(b.in.combos) > b.in.m() && b.m.NumCols() > 20000 {
+			o.Method = lp.Barrier
+		}
+	}
+	t0 := time.Now()
+	res, err := opt.solver().Solve(ctx, b.m, o)
+	iters := 0
+	if res != nil {
+		iters = res.Iterations
+	}
+	st.add(b.m.NumRows(), b.m.NumCols(), iters, time.Since(t0))
+	return res, err
+}
+
+// fractions reads x[c][w] from a solution.
+func (b *builder) fractions(res *lp.Result) [][]float64 {
+	x := make([][]float64, len(b.col))
+	for c := range b.col {
+		x[c] = make([]float64, len(b.col[c]))
+		for w, j := range b.col[c] {
+			if j >= 0 {
+				x[c][w] = res.X[j]
+			}
+		}
+	}
+	return x
+}
+
+// value evaluates an expression at a solution.
+func value(res *lp.Result, idx []int, val []float64) float64 {
+	s := 0.0
+	for k, j := range idx {
+		s += val[k] * res.X[j]
+	}
+	return s
+}

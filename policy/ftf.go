@@ -1,0 +1,148 @@
+package policy
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"github.com/gavelkit/gavel/policy/lp"
+)
+
+// ftfState is finish-time fairness's memory across calls (§3.3): per job,
+// the isolated time it has accumulated and the previous call's isolated
+// rate and remaining steps.
+type ftfState struct {
+	mu      sync.Mutex
+	cumIso  map[string]float64
+	prevIso map[string]float64
+	prevRem map[string]float64
+}
+
+// finishTimeFairness minimizes max_i ρ_i with
+//
+//	ρ_i = E_alloc_i / E_iso_i,  E_alloc_i = TimeRun_i + steps_i/eff_i,
+//	E_iso_i = cumIso_i + steps_i/iso_i
+//
+// exactly. ρ_i = (TimeRun_i·eff_i + steps_i)/(E_iso_i·eff_i) is a ratio of
+// affine functions of x, so the min-max is a generalized fractional program;
+// it is solved by the Dinkelbach-type method of Crouzeix, Ferland and
+// Schaible (1985): at ρ_k solve the LP
+//
+//	minimize z  s.t.  steps_i + (TimeRun_i − ρ_k·E_iso_i)·eff_i(x) ≤ z·E_iso_i·eff_i(x_{k−1})
+//
+// then ρ_{k+1} = max_i ρ_i(x_k); it stops when z ≥ 0 (ρ_k is optimal).
+// Gavel solves the same objective as an SOCP with ECOS. Like Gavel, weights
+// are not used; unlike Gavel, state for jobs that left is dropped.
+func finishTimeFairness(md mode, st *ftfState) allocator {
+	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
+		in, err := prepare(p, md, opt)
+		if err != nil {
+			return nil, err
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if in.m() == 0 {
+			st.cumIso, st.prevIso, st.prevRem = nil, nil, nil
+			return emptyAllocation(), nil
+		}
+		view, err := in.familyView(md, opt)
+		if err != nil {
+			return nil, err
+		}
+		iso := in.isolated(view)
+		// Update the accumulated isolated time (on a copy: committed only on success).
+		cum := map[string]float64{}
+		eIso := make([]float64, in.m())
+		for i, j := range in.jobs {
+			c := st.cumIso[j.ID]
+			if prev, ok := st.prevIso[j.ID]; ok && prev > 0 {
+				c += (st.prevRem[j.ID] - j.StepsRemaining()) / prev
+			}
+			cum[j.ID] = c
+			eIso[i] = c + j.StepsRemaining()/iso[i]
+		}
+		rate := in.viewRates(view)
+		var stats SolveStats
+		a, rho, err := solveFTF(ctx, in, opt, rate, eIso, iso, &stats)
+		if err != nil {
+			return nil, err
+		}
+		st.cumIso, st.prevIso, st.prevRem = cum, map[string]float64{}, map[string]float64{}
+		for i, j := range in.jobs {
+			st.prevIso[j.ID] = iso[i]
+			st.prevRem[j.ID] = j.StepsRemaining()
+		}
+		a.Objective, a.Stats = rho, stats
+		return a, nil
+	}
+}
+
+func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eIso, iso []float64, st *SolveStats) (*Allocation, float64, error) {
+	var active []int // jobs with work left; done jobs do not constrain the objective
+	for i, j := range in.jobs {
+		if j.StepsRemaining() > 0 {
+			active = append(active, i)
+		}
+	}
+	// Start from the isolated allocation (x = equal share), which every job
+	// can use: eff_i > 0 because each job runs somewhere.
+	x := isolatedFractions(in)
+	effAt := func(x [][]float64) []float64 {
+		e := make([]float64, in.m())
+		for i := range in.jobs {
+			for _, c := range in.byJob[i] {
+				for w := range in.workers {
+					e[i] += rate(i, c, w) * x[c][w]
+				}
+			}
+		}
+		return e
+	}
+	ratio := func(e []float64) float64 {
+		r := 0.0
+		for _, i := range active {
+			j := in.jobs[i]
+			if e[i] <= 0 {
+				return math.Inf(1)
+			}
+			r = math.Max(r, (j.TimeRun+j.StepsRemaining()/e[i])/eIso[i])
+		}
+		return r
+	}
+	if len(active) == 0 {
+		a := in.allocation(x)
+		return a, 0, nil
+	}
+	eff := effAt(x)
+	rho := ratio(eff)
+	for k := 0; k < 100; k++ {
+		b := in.newBuilder(lp.Minimize)
+		z := b.m.AddCol(-lp.Inf, lp.Inf, 1)
+		for _, i := range active {
+			j := in.jobs[i]
+			// steps + (a − ρE)·eff(x) ≤ z·E·eff(x_prev), divided by steps for scale.
+			s := j.StepsRemaining()
+			idx, val := b.expr(i, rate, (j.TimeRun-rho*eIso[i])/s)
+			b.m.AddRow(-lp.Inf, -1, append(idx, z), append(val, -eIso[i]*eff[i]/s))
+		}
+		res, err := b.solve(ctx, opt, st)
+		if err != nil {
+			return nil, 0, err
+		}
+		if res.Objective >= -1e-9 {
+			break
+		}
+		nx := b.fractions(res)
+		ne := effAt(nx)
+		nr := ratio(ne)
+		if !(nr < rho) {
+			break
+		}
+		done := rho-nr <= 1e-10*rho
+		x, eff, rho = nx, ne, nr
+		if done {
+			break
+		}
+	}
+	return in.allocation(x), rho, nil
+}

@@ -1,0 +1,408 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// ErrInput is matched (errors.Is) by every error about bad input: unknown job
+// types, impossible scale factors, bad weights, missing prices, an empty
+// cluster. Solver failures are lp.StatusError instead.
+var ErrInput = errors.New("invalid policy input")
+
+// InputError describes bad input.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string        { return e.Msg }
+func (e *InputError) Is(target error) bool { return target == ErrInput }
+
+func inputErr(format string, args ...any) error {
+	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// combo is a single job (b < 0) or a pair of jobs with equal scale factors,
+// with each member's rate per worker type (0 = cannot run there).
+type combo struct {
+	a, b   int
+	sf     int
+	ra, rb []float64
+}
+
+func (c *combo) pair() bool { return c.b >= 0 }
+
+// rateOf returns job i's rate inside c on worker index w.
+func (c *combo) rateOf(i, w int) float64 {
+	if i == c.a {
+		return c.ra[w]
+	}
+	return c.rb[w]
+}
+
+// runnable reports whether c may be placed on worker index w.
+func (c *combo) runnable(w int) bool {
+	if c.pair() {
+		return c.ra[w] > 0 && c.rb[w] > 0
+	}
+	return c.ra[w] > 0
+}
+
+// instance is a validated Problem in index form. Jobs are sorted by id,
+// worker types by name (only those with GPUs).
+type instance struct {
+	p       *Problem
+	jobs    []Job
+	idx     map[string]int
+	workers []string
+	cap     []float64
+	total   float64     // GPUs
+	rate    [][]float64 // [job][worker] isolated rate; 0 where the job cannot run (rate 0 or sf > GPUs)
+	weight  []float64
+	prop    []float64 // proportional throughput (§2.4)
+	iso     []float64 // isolated (equal-share) throughput (§2.4)
+	combos  []combo   // singles first (index = job index), then pairs
+	byJob   [][]int   // job → its combinations, own single first
+}
+
+// newInstance validates p and builds the singles.
+func newInstance(p *Problem) (*instance, error) {
+	if p == nil || p.Table == nil {
+		return nil, inputErr("no throughput table")
+	}
+	in := &instance{p: p, idx: map[string]int{}}
+	for _, w := range p.Cluster.WorkerTypes() {
+		n := p.Cluster[w]
+		if n < 0 {
+			return nil, inputErr("cluster: worker type %q: negative count %d", w, n)
+		}
+		if n > 0 {
+			in.workers = append(in.workers, w)
+			in.cap = append(in.cap, float64(n))
+			in.total += float64(n)
+		}
+	}
+	if len(in.workers) == 0 {
+		return nil, inputErr("cluster is empty: no worker type has GPUs")
+	}
+	in.jobs = append([]Job(nil), p.Jobs...)
+	sort.SliceStable(in.jobs, func(a, b int) bool { return in.jobs[a].ID < in.jobs[b].ID })
+	maxCap := 0.0
+	for _, c := range in.cap {
+		maxCap = math.Max(maxCap, c)
+	}
+	for i, j := range in.jobs {
+		if j.ID == "" {
+			return nil, inputErr("job %d: empty id", i)
+		}
+		if _, dup := in.idx[j.ID]; dup {
+			return nil, inputErr("job %q: duplicate id", j.ID)
+		}
+		in.idx[j.ID] = i
+		if j.Weight < 0 || math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) {
+			return nil, inputErr("job %q: weight %v must be positive", j.ID, j.Weight)
+		}
+		if j.Type.ScaleFactor < 1 {
+			return nil, inputErr("job %q: scale factor %d must be at least 1", j.ID, j.Type.ScaleFactor)
+		}
+		if float64(j.Type.ScaleFactor) > maxCap {
+			return nil, inputErr("job %q: scale factor %d exceeds the GPUs of every worker type (cluster %s)",
+				j.ID, j.Type.ScaleFactor, p.Cluster)
+		}
+		if !p.Table.HasJobType(j.Type) {
+			return nil, inputErr("job %q: job type %s is not in the throughput table", j.ID, j.Type)
+		}
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"total steps", j.TotalSteps}, {"steps done", j.StepsDone}, {"time run", j.TimeRun}, {"arrival", j.Arrival}, {"SLO", j.SLO}} {
+			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+				return nil, inputErr("job %q: %s %v must be finite and non-negative", j.ID, f.name, f.v)
+			}
+		}
+		row := make([]float64, len(in.workers))
+		any := false
+		for w, wt := range in.workers {
+			r, ok := p.Table.Isolated(wt, j.Type)
+			if !ok {
+				return nil, inputErr("job %q: job type %s has no isolated rate on worker type %q in the table", j.ID, j.Type, wt)
+			}
+			if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+				return nil, inputErr("job %q: job type %s: bad rate %v on worker type %q", j.ID, j.Type, r, wt)
+			}
+			if float64(j.Type.ScaleFactor) > in.cap[w] {
+				r = 0 // can never get sf GPUs of this type at once
+			}
+			row[w] = r
+			any = any || r > 0
+		}
+		if !any {
+			return nil, inputErr("job %q: job type %s cannot run on any worker type of cluster %s (rate 0 or too few GPUs)",
+				j.ID, j.Type, p.Cluster)
+		}
+		in.rate = append(in.rate, row)
+		in.weight = append(in.weight, j.EffectiveWeight())
+		in.combos = append(in.combos, combo{a: i, b: -1, sf: j.Type.ScaleFactor, ra: row})
+		in.byJob = append(in.byJob, []int{i})
+	}
+	if p.Entities != nil {
+		for _, j := range in.jobs {
+			if j.Entity == "" {
+				continue
+			}
+			e, ok := p.Entities[j.Entity]
+			if !ok {
+				return nil, inputErr("job %q: entity %q is not defined", j.ID, j.Entity)
+			}
+			if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
+				return nil, inputErr("entity %q: weight %v must be positive", j.Entity, e.Weight)
+			}
+			if e.Policy != "" && e.Policy != EntityFairness && e.Policy != EntityFIFO {
+				return nil, inputErr("entity %q: policy %q: want %q or %q", j.Entity, e.Policy, EntityFairness, EntityFIFO)
+			}
+		}
+	}
+	in.prop = in.proportional(in.rate)
+	in.iso = in.isolated(in.rate)
+	return in, nil
+}
+
+func (in *instance) m() int           { return len(in.jobs) }
+func (in *instance) nw() int          { return len(in.workers) }
+func (in *instance) sf(i int) float64 { return float64(in.jobs[i].Type.ScaleFactor) }
+
+// proportional returns prop_i = Σ_w T_iw·n_w/N (gavel-reference §2.4).
+func (in *instance) proportional(rate [][]float64) []float64 {
+	out := make([]float64, len(rate))
+	for i, row := range rate {
+		for w, r := range row {
+			out[i] += r * in.cap[w] / in.total
+		}
+	}
+	return out
+}
+
+// isolated returns iso_i = Σ_w T_iw·n_w / max(m·sf_i, N), the rate of an
+// equal 1/m share of the cluster (§2.4).
+func (in *instance) isolated(rate [][]float64) []float64 {
+	out := make([]float64, len(rate))
+	m := float64(len(rate))
+	for i, row := range rate {
+		den := math.Max(m*in.sf(i), in.total)
+		for w, r := range row {
+			out[i] += r * in.cap[w] / den
+		}
+	}
+	return out
+}
+
+// agnosticRates returns 1 wherever a job can run and 0 elsewhere: the
+// heterogeneity-agnostic view of LAS (§3.1.2), minus Gavel's allocation on
+// types where the job cannot run.
+func (in *instance) agnosticRates() [][]float64 {
+	out := make([][]float64, in.m())
+	for i, row := range in.rate {
+		out[i] = make([]float64, len(row))
+		for w, r := range row {
+			if r > 0 {
+				out[i][w] = 1
+			}
+		}
+	}
+	return out
+}
+
+// referenceRates gives every job one rate on every type it can run on: its
+// rate on the reference worker type, or (ref == "") its fastest isolated
+// rate. It is the agnostic view of FTF and makespan without Gavel's
+// hard-coded "v100" (§11.6).
+func (in *instance) referenceRates(ref string) ([][]float64, error) {
+	out := make([][]float64, in.m())
+	for i, row := range in.rate {
+		v := 0.0
+		if ref == "" {
+			for _, r := range row {
+				v = math.Max(v, r)
+			}
+		} else {
+			r, ok := in.p.Table.Isolated(ref, in.jobs[i].Type)
+			if !ok || r <= 0 {
+				return nil, inputErr("job %q: job type %s has no positive rate on reference worker type %q",
+					in.jobs[i].ID, in.jobs[i].Type, ref)
+			}
+			v = r
+		}
+		out[i] = make([]float64, len(row))
+		for w, r := range row {
+			if r > 0 {
+				out[i][w] = v
+			}
+		}
+	}
+	return out, nil
+}
+
+// addPairs adds a pair combination for every two jobs with equal scale
+// factors whose pair is measured (non-infeasible) with both rates positive
+// on some worker type; with maxPartners > 0 a pair is kept only if it is
+// among the top maxPartners partners (by best combined normalized rate) of
+// one of its members. Gavel pairs all same-sf jobs (§11.19).
+func (in *instance) addPairs(maxPartners int) {
+	type key struct{ a, b table.JobType }
+	type rates struct {
+		ra, rb []float64
+		score  float64
+		ok     bool
+	}
+	cache := map[key]*rates{}
+	lookup := func(a, b int) *rates {
+		ta, tb := in.jobs[a].Type, in.jobs[b].Type
+		k := key{ta, tb}
+		if r, ok := cache[k]; ok {
+			return r
+		}
+		r := &rates{ra: make([]float64, in.nw()), rb: make([]float64, in.nw())}
+		for w, wt := range in.workers {
+			if in.rate[a][w] == 0 || in.rate[b][w] == 0 {
+				continue
+			}
+			x, y, s := in.p.Table.Pair(wt, ta, tb)
+			if s != table.Measured || !(x > 0) || !(y > 0) || math.IsInf(x, 0) || math.IsInf(y, 0) {
+				continue
+			}
+			r.ra[w], r.rb[w] = x, y
+			r.ok = true
+			r.score = math.Max(r.score, x/in.rate[a][w]+y/in.rate[b][w])
+		}
+		cache[k] = r
+		return r
+	}
+	// Group jobs by scale factor: pairs exist only within a group (§11.2).
+	groups := map[int][]int{}
+	for i, j := range in.jobs {
+		groups[j.Type.ScaleFactor] = append(groups[j.Type.ScaleFactor], i)
+	}
+	sfs := make([]int, 0, len(groups))
+	for sf := range groups {
+		sfs = append(sfs, sf)
+	}
+	sort.Ints(sfs)
+	for _, sf := range sfs {
+		g := groups[sf]
+		var keep map[[2]int]bool
+		if maxPartners > 0 {
+			keep = map[[2]int]bool{}
+			for _, a := range g {
+				type cand struct {
+					b     int
+					score float64
+				}
+				var cs []cand
+				for _, b := range g {
+					if b == a {
+						continue
+					}
+					x, y := a, b
+					if y < x {
+						x, y = y, x
+					}
+					if r := lookup(x, y); r.ok {
+						cs = append(cs, cand{b, r.score})
+					}
+				}
+				sort.Slice(cs, func(i, j int) bool {
+					if cs[i].score != cs[j].score {
+						return cs[i].score > cs[j].score
+					}
+					return cs[i].b < cs[j].b
+				})
+				for k := 0; k < len(cs) && k < maxPartners; k++ {
+					x, y := a, cs[k].b
+					if y < x {
+						x, y = y, x
+					}
+					keep[[2]int{x, y}] = true
+				}
+			}
+		}
+		for ai, a := range g {
+			for _, b := range g[ai+1:] {
+				if keep != nil && !keep[[2]int{a, b}] {
+					continue
+				}
+				r := lookup(a, b)
+				if !r.ok {
+					continue
+				}
+				c := len(in.combos)
+				in.combos = append(in.combos, combo{a: a, b: b, sf: sf, ra: r.ra, rb: r.rb})
+				in.byJob[a] = append(in.byJob[a], c)
+				in.byJob[b] = append(in.byJob[b], c)
+			}
+		}
+	}
+}
+
+// key returns the Combination of combo c.
+func (in *instance) key(c int) Combination {
+	cb := &in.combos[c]
+	if !cb.pair() {
+		return Single(in.jobs[cb.a].ID)
+	}
+	return PairOf(in.jobs[cb.a].ID, in.jobs[cb.b].ID)
+}
+
+// allocation turns per-combination fractions x[c][w] into an Allocation with
+// effective and normalized throughputs from the true rates. Values within
+// 1e-9 of 0 or 1 are snapped; every single appears, pairs only when used.
+func (in *instance) allocation(x [][]float64) *Allocation {
+	a := &Allocation{
+		Fractions:  map[Combination]map[string]float64{},
+		Effective:  map[string]float64{},
+		Normalized: map[string]float64{},
+	}
+	for c := range in.combos {
+		cb := &in.combos[c]
+		used := false
+		fr := make(map[string]float64, in.nw())
+		for w, wt := range in.workers {
+			v := 0.0
+			if x[c] != nil {
+				v = x[c][w]
+			}
+			switch {
+			case v < 1e-9:
+				v = 0
+			case v > 1-1e-9 && v < 1+1e-6:
+				v = 1
+			}
+			fr[wt] = v
+			if v > 0 {
+				used = true
+				a.Effective[in.jobs[cb.a].ID] += cb.ra[w] * v
+				if cb.pair() {
+					a.Effective[in.jobs[cb.b].ID] += cb.rb[w] * v
+				}
+			}
+		}
+		if cb.pair() && !used {
+			continue
+		}
+		a.Fractions[in.key(c)] = fr
+	}
+	for i, j := range in.jobs {
+		e := a.Effective[j.ID]
+		a.Effective[j.ID] = e
+		if in.iso[i] > 0 {
+			a.Normalized[j.ID] = e / in.iso[i]
+		}
+	}
+	return a
+}
+
+// emptyAllocation is returned when there are no jobs.
+func emptyAllocation() *Allocation {
+	return &Allocation{Fractions: map[Combination]map[string]float64{}, Effective: map[string]float64{}, Normalized: map[string]float64{}}
+}

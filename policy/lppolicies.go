@@ -1,0 +1,213 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/gavelkit/gavel/policy/lp"
+)
+
+// mode is the heterogeneity view of a policy family (gavel-reference §4).
+type mode int
+
+const (
+	agnostic mode = iota // every GPU alike
+	perf                 // heterogeneity-aware
+	packed               // aware, with space sharing (pairs)
+)
+
+// prepare validates p and, for packed policies, adds the pair combinations.
+func prepare(p *Problem, md mode, opt *options) (*instance, error) {
+	in, err := newInstance(p)
+	if err != nil {
+		return nil, err
+	}
+	if md == packed {
+		in.addPairs(opt.maxPartners)
+	}
+	return in, nil
+}
+
+// maxMinFairness is LAS (§3.1): maximize min_i sf_i·eff_i/(w_i·prop_i).
+// agnostic: every rate 1 where the job can run; packed: over pairs too.
+func maxMinFairness(md mode) allocator {
+	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
+		in, err := prepare(p, md, opt)
+		if err != nil || in.m() == 0 {
+			return orEmpty(err)
+		}
+		view := in.rate
+		if md == agnostic {
+			view = in.agnosticRates()
+		}
+		prop := in.proportional(view)
+		rate := in.viewRates(view)
+		b := in.newBuilder(lp.Maximize)
+		t := b.m.AddCol(0, lp.Inf, 1)
+		for i := range in.jobs {
+			idx, val := b.expr(i, rate, in.sf(i)/(in.weight[i]*prop[i]))
+			b.m.AddRow(0, lp.Inf, append(idx, t), append(val, -1))
+		}
+		var st SolveStats
+		res, err := b.solve(ctx, opt, &st)
+		if err != nil {
+			return nil, err
+		}
+		a := in.allocation(b.fractions(res))
+		a.Objective, a.Stats = res.Objective, st
+		return a, nil
+	}
+}
+
+func orEmpty(err error) (*Allocation, error) {
+	if err != nil {
+		return nil, err
+	}
+	return emptyAllocation(), nil
+}
+
+// rates returns the per-job view of a family: true rates (perf, packed) or
+// the reference view (agnostic FTF/makespan).
+func (in *instance) familyView(md mode, opt *options) ([][]float64, error) {
+	if md == agnostic {
+		return in.referenceRates(opt.reference)
+	}
+	return in.rate, nil
+}
+
+// makespan (§3.5) exactly: with s = 1/T, "every job finishes by T" is
+// eff_i ≥ steps_i·s, so maximizing s is one LP (Gavel bisects on T to 5%).
+// s is scaled by T0 = max_i steps_i/iso_i so that the LP's numbers are O(1).
+// The objective is T in seconds.
+func makespan(md mode) allocator {
+	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
+		in, err := prepare(p, md, opt)
+		if err != nil || in.m() == 0 {
+			return orEmpty(err)
+		}
+		view, err := in.familyView(md, opt)
+		if err != nil {
+			return nil, err
+		}
+		t0 := 0.0
+		for i, j := range in.jobs {
+			if r := j.StepsRemaining(); r > 0 {
+				t0 = math.Max(t0, r/in.iso[i])
+			}
+		}
+		if t0 == 0 {
+			return nil, inputErr("makespan: no job has steps remaining (total_steps - steps_done)")
+		}
+		rate := in.viewRates(view)
+		b := in.newBuilder(lp.Maximize)
+		u := b.m.AddCol(0, lp.Inf, 1) // u = T0/T
+		for i, j := range in.jobs {
+			r := j.StepsRemaining()
+			if r == 0 {
+				continue
+			}
+			idx, val := b.expr(i, rate, t0/r)
+			b.m.AddRow(0, lp.Inf, append(idx, u), append(val, -1))
+		}
+		var st SolveStats
+		res, err := b.solve(ctx, opt, &st)
+		if err != nil {
+			return nil, err
+		}
+		if !(res.Objective > 0) {
+			return nil, &lp.StatusError{Status: lp.Numerical, Detail: "makespan LP returned a non-positive rate of progress"}
+		}
+		a := in.allocation(b.fractions(res))
+		a.Objective, a.Stats = t0/res.Objective, st
+		return a, nil
+	}
+}
+
+// throughputSum (§3.6): maximize Σ_i eff_i/cost, where cost is the price of
+// the worker type (1 without prices), optionally subject to SLOs
+// eff_i ≥ steps_i/(SLO_i − TimeRun_i). Like Gavel, an infeasible SLO set is
+// dropped and the LP re-solved, but the allocation says so in Warnings.
+func throughputSum(md mode, useCost, slos bool) allocator {
+	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
+		in, err := prepare(p, md, opt)
+		if err != nil || in.m() == 0 {
+			return orEmpty(err)
+		}
+		cost := make([]float64, in.nw())
+		for w, wt := range in.workers {
+			cost[w] = 1
+			if useCost {
+				pr, ok := p.Prices[wt]
+				if !ok {
+					return nil, inputErr("prices: no price for worker type %q (cost policies need one per worker type)", wt)
+				}
+				if !(pr > 0) || math.IsInf(pr, 0) {
+					return nil, inputErr("prices: worker type %q: price %v must be positive", wt, pr)
+				}
+				cost[w] = pr
+			}
+		}
+		var warnings []string
+		build := func(withSLO bool) *builder {
+			b := in.newBuilder(lp.Maximize)
+			b.addObjective(func(c, w int) float64 {
+				cb := &in.combos[c]
+				r := cb.ra[w]
+				if cb.pair() {
+					r += cb.rb[w]
+				}
+				return r / cost[w]
+			})
+			if !withSLO {
+				return b
+			}
+			for i, j := range in.jobs {
+				if j.SLO == 0 || j.StepsRemaining() == 0 {
+					continue
+				}
+				left := j.SLO - j.TimeRun
+				if left <= 0 {
+					warnings = append(warnings, fmt.Sprintf("job %q: SLO already missed (time run %gs ≥ SLO %gs); no SLO constraint", j.ID, j.TimeRun, j.SLO))
+					continue
+				}
+				// Row scaled by left/steps so that coefficients are seconds·rate/steps = O(1).
+				idx, val := b.expr(i, in.trueRates(), left/j.StepsRemaining())
+				b.m.AddRow(1, lp.Inf, idx, val)
+			}
+			return b
+		}
+		var st SolveStats
+		b := build(slos)
+		res, err := b.solve(ctx, opt, &st)
+		if slos && errors.Is(err, lp.ErrInfeasible) {
+			warnings = append(warnings, "SLOs cannot all be met; solved without SLO constraints (as Gavel does)")
+			b = build(false)
+			res, err = b.solve(ctx, opt, &st)
+		}
+		if err != nil {
+			return nil, err
+		}
+		a := in.allocation(b.fractions(res))
+		a.Objective, a.Stats, a.Warnings = res.Objective, st, warnings
+		return a, nil
+	}
+}
+
+// sortedJobOrder returns job indices by (Arrival, ID): FIFO order.
+func (in *instance) fifoOrder() []int {
+	ord := make([]int, in.m())
+	for i := range ord {
+		ord[i] = i
+	}
+	sort.SliceStable(ord, func(a, b int) bool {
+		ja, jb := in.jobs[ord[a]], in.jobs[ord[b]]
+		if ja.Arrival != jb.Arrival {
+			return ja.Arrival < jb.Arrival
+		}
+		return ja.ID < jb.ID
+	})
+	return ord
+}

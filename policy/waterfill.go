@@ -1,0 +1,209 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/gavelkit/gavel/policy/lp"
+)
+
+// waterFilling is max-min fairness by progressive filling (§3.2): raise the
+// normalized throughput norm_i = eff_i/prop_i of every unfrozen job at speed
+// w_i/sf_i until some job cannot rise any further, freeze those jobs, and
+// repeat. With Problem.Entities it is hierarchical: each entity's weight is
+// shared among its unfrozen jobs by job weight ("fairness") or all given to
+// its first unfrozen job by (arrival, id) ("fifo"); a job without an entity
+// is an entity of its own.
+//
+// Each iteration is one LP for the level, then an exact LP-only bottleneck
+// test instead of Gavel's MILP with big-M and slack (§11.13): maximize
+// Σ_{i∈U} y_i with norm_i ≥ level_i + y_i (i ∈ U), 0 ≤ y_i ≤ 1, and every
+// other job at its level. A job with y_i > 0 can rise and leaves U; when the
+// optimum is 0, no job left in U can rise alone (if one could, that single
+// raise would make the sum positive), so U is exactly the bottleneck set.
+// Usually one or two LPs. Solver errors are returned, never hidden.
+func waterFilling(md mode) allocator {
+	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
+		in, err := prepare(p, md, opt)
+		if err != nil || in.m() == 0 {
+			return orEmpty(err)
+		}
+		view := in.rate
+		if md == agnostic {
+			view = in.agnosticRates()
+		}
+		prop := in.proportional(view)
+		rate := in.viewRates(view)
+		m := in.m()
+		level := make([]float64, m)
+		frozen := make([]bool, m)
+		nFrozen := 0
+		var st SolveStats
+		var x [][]float64
+		groups := in.entityGroups()
+		stall := 0
+		for iter := 0; nFrozen < m; iter++ {
+			if iter > 4*m+10 || stall > 3 {
+				return nil, &lp.StatusError{Status: lp.Numerical, Detail: fmt.Sprintf("water filling made no progress after %d iterations", iter)}
+			}
+			wts := in.iterationWeights(groups, frozen)
+			// Level LP.
+			b := in.newBuilder(lp.Maximize)
+			c := b.m.AddCol(0, lp.Inf, 1)
+			var active []int
+			for i := range in.jobs {
+				idx, val := b.expr(i, rate, 1/prop[i])
+				if !frozen[i] && wts[i] > 0 {
+					active = append(active, i)
+					idx = append(idx, c)
+					val = append(val, -wts[i]/in.sf(i))
+				}
+				b.m.AddRow(level[i], lp.Inf, idx, val)
+			}
+			if len(active) == 0 {
+				return nil, &lp.StatusError{Status: lp.Numerical, Detail: "water filling: unfrozen jobs but none with weight"}
+			}
+			res, err := b.solve(ctx, opt, &st)
+			if err != nil {
+				return nil, fmt.Errorf("water filling level LP (iteration %d): %w", iter+1, err)
+			}
+			x = b.fractions(res)
+			cv := math.Max(0, res.Objective)
+			for _, i := range active {
+				level[i] += cv * wts[i] / in.sf(i)
+			}
+			bott, err := in.bottlenecks(ctx, opt, &st, rate, prop, level, active)
+			if err != nil {
+				return nil, fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
+			}
+			if len(bott) == 0 {
+				stall++
+				continue
+			}
+			stall = 0
+			for _, i := range bott {
+				frozen[i] = true
+				nFrozen++
+			}
+		}
+		a := in.allocation(x)
+		a.Objective = math.Inf(1)
+		for _, l := range level {
+			a.Objective = math.Min(a.Objective, l)
+		}
+		a.Stats = st
+		return a, nil
+	}
+}
+
+// bottlenecks returns the jobs of cand that cannot rise above their level
+// while every job keeps at least its level (see waterFilling).
+func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStats, rate rateFunc, prop, level []float64, cand []int) ([]int, error) {
+	u := map[int]bool{}
+	for _, i := range cand {
+		u[i] = true
+	}
+	for len(u) > 0 {
+		b := in.newBuilder(lp.Maximize)
+		y := map[int]int{}
+		for i := range in.jobs {
+			idx, val := b.expr(i, rate, 1/prop[i])
+			if u[i] {
+				y[i] = b.m.AddCol(0, 1, 1)
+				idx = append(idx, y[i])
+				val = append(val, -1)
+			}
+			b.m.AddRow(level[i], lp.Inf, idx, val)
+		}
+		res, err := b.solve(ctx, opt, st)
+		if err != nil {
+			return nil, err
+		}
+		raised := 0
+		for i, col := range y {
+			if res.X[col] > 1e-7*math.Max(1, level[i]) {
+				delete(u, i)
+				raised++
+			}
+		}
+		if raised == 0 {
+			break
+		}
+	}
+	out := make([]int, 0, len(u))
+	for _, i := range cand {
+		if u[i] {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// entityGroup is an entity's jobs in FIFO order.
+type entityGroup struct {
+	weight float64
+	fifo   bool
+	jobs   []int
+}
+
+func (in *instance) entityGroups() []entityGroup {
+	if len(in.p.Entities) == 0 {
+		return nil
+	}
+	byName := map[string]int{}
+	var gs []entityGroup
+	for _, i := range in.fifoOrder() {
+		j := in.jobs[i]
+		if j.Entity == "" {
+			gs = append(gs, entityGroup{weight: in.weight[i], jobs: []int{i}})
+			continue
+		}
+		g, ok := byName[j.Entity]
+		if !ok {
+			e := in.p.Entities[j.Entity]
+			g = len(gs)
+			byName[j.Entity] = g
+			gs = append(gs, entityGroup{weight: e.Weight, fifo: e.Policy == EntityFIFO})
+		}
+		gs[g].jobs = append(gs[g].jobs, i)
+	}
+	return gs
+}
+
+// iterationWeights returns each job's weight for this water-filling
+// iteration (0 for frozen jobs and FIFO jobs that are not first).
+func (in *instance) iterationWeights(groups []entityGroup, frozen []bool) []float64 {
+	w := make([]float64, in.m())
+	if groups == nil {
+		for i := range w {
+			if !frozen[i] {
+				w[i] = in.weight[i]
+			}
+		}
+		return w
+	}
+	for _, g := range groups {
+		if g.fifo {
+			for _, i := range g.jobs {
+				if !frozen[i] {
+					w[i] = g.weight
+					break
+				}
+			}
+			continue
+		}
+		sum := 0.0
+		for _, i := range g.jobs {
+			if !frozen[i] {
+				sum += in.weight[i]
+			}
+		}
+		for _, i := range g.jobs {
+			if !frozen[i] {
+				w[i] = g.weight * in.weight[i] / sum
+			}
+		}
+	}
+	return w
+}
