@@ -69,7 +69,7 @@ func (c cpuDevices) List(context.Context) ([]GPU, error) {
 }
 
 func (cpuDevices) ProcessMemory(context.Context, int) (map[int]uint64, error) { return nil, nil }
-func (cpuDevices) Close() error                                             { return nil }
+func (cpuDevices) Close() error                                               { return nil }
 
 // vendorWords are dropped from product names before the model is taken.
 var vendorWords = map[string]bool{"nvidia": true, "tesla": true, "geforce": true, "quadro": true}

@@ -69,7 +69,9 @@ type Record struct {
 }
 
 // JobType returns the record's job as a table job type.
-func (r *Record) JobType() table.JobType { return table.JobType{Model: r.Job, ScaleFactor: r.ScaleFactor} }
+func (r *Record) JobType() table.JobType {
+	return table.JobType{Model: r.Job, ScaleFactor: r.ScaleFactor}
+}
 
 // PartnerType returns the partner as a table job type (zero when isolated).
 func (r *Record) PartnerType() table.JobType {

@@ -1,0 +1,305 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+func TestRunIsolated(t *testing.T) {
+	model := jt("model")
+	r := newRunner(t, 1, map[table.JobType]Command{
+		model: workload("-rate", "200", "-noise", "0.25", "-warmup-steps", "30"),
+	})
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: model}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Status != StatusOK {
+		t.Fatalf("records = %+v, want one ok", recs)
+	}
+	rec := recs[0]
+	within(t, "rate", rec.Rate, 200, 0.3)
+	if rec.Samples < 5 || rec.CIHalfWidth <= 0 || rec.Seconds <= 0 || rec.Sharing != TimeSlicing {
+		t.Errorf("record = %+v: want >= 5 samples, a positive CI half-width and seconds, time-slicing", rec)
+	}
+	tbl, err := table.Load(r.TablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := tbl.Isolated("cpu", model); !ok || got != rec.Rate {
+		t.Errorf("table isolated = %v, %v; want %v", got, ok, rec.Rate)
+	}
+	side, err := LoadSidecar(SidecarPath(r.TablePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(side.Measurements) != 1 || side.Measurements[0].Rate != rec.Rate || side.Sharing != TimeSlicing {
+		t.Errorf("sidecar = %+v", side)
+	}
+	checkNoLeftovers(t)
+}
+
+func TestRunProgressFormats(t *testing.T) {
+	iter, _ := ParseProgressFormat(`^iter (\d+)/`)
+	tick, _ := ParseProgressFormat(`^step done$`)
+	cmds := map[table.JobType]Command{}
+	c := workload("-rate", "150", "-format", "iter")
+	c.Progress = iter
+	cmds[jt("iter")] = c
+	c = workload("-rate", "150", "-format", "tick", "-report-every", "5", "-stderr")
+	c.Progress = tick
+	cmds[jt("tick")] = c
+	r := newRunner(t, 2, cmds)
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: jt("iter")}, {WorkerType: "cpu", Job: jt("tick")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"iter", "tick"} {
+		rec := findRecord(recs, "isolated", name, "")
+		if rec == nil || rec.Status != StatusOK {
+			t.Fatalf("%s: record %+v", name, rec)
+		}
+		within(t, name+" rate", rec.Rate, 150, 0.3)
+	}
+}
+
+// TestRunPairs co-locates jobs on simulated devices where k jobs share time equally: each
+// keeps about half its isolated rate.
+func TestRunPairs(t *testing.T) {
+	share := t.TempDir()
+	model, ref := jt("model"), jt("ref")
+	r := newRunner(t, 2, map[table.JobType]Command{
+		model: workload("-rate", "200", "-share-dir", share),
+		ref:   workload("-rate", "100", "-share-dir", share),
+	})
+	tasks, _, err := Plan(PlanSpec{Model: model, References: []table.JobType{ref}, WorkerTypes: []string{"cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 4 {
+		t.Fatalf("plan = %v, want 2 isolated and 2 pairs", tasks)
+	}
+	var planned int
+	r.OnPlanned = func(todo, skipped int) { planned = todo }
+	recs, err := r.Run(context.Background(), tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if planned != 4 {
+		t.Errorf("planned = %d, want 4", planned)
+	}
+	tbl, err := table.Load(r.TablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iso, _ := tbl.Isolated("cpu", model)
+	within(t, "model isolated", iso, 200, 0.3)
+	isoRef, _ := tbl.Isolated("cpu", ref)
+	within(t, "ref isolated", isoRef, 100, 0.3)
+	for _, p := range [][2]table.JobType{{model, ref}, {model, model}} {
+		na, nb, s := tbl.Normalized("cpu", p[0], p[1])
+		if s != table.Measured {
+			t.Fatalf("pair %v: state %v; records %+v", p, s, recs)
+		}
+		within(t, p[0].Model+" normalized", na, 0.5, 0.3)
+		within(t, p[1].Model+" normalized", nb, 0.5, 0.3)
+	}
+	rec := findRecord(recs, "pair", "model", "ref")
+	if rec == nil || rec.Samples < 5 || rec.PartnerSamples < 5 || rec.Sharing != TimeSlicing {
+		t.Fatalf("pair record = %+v", rec)
+	}
+	within(t, "raw pair rate of model", rec.RawRate, 100, 0.3)
+	within(t, "raw pair rate of ref", rec.RawPartnerRate, 50, 0.3)
+	checkNoLeftovers(t)
+}
+
+// TestRunDriftNormalization: the table's isolated rate came from an earlier, faster session.
+// The pair is normalized by the isolated rate measured now, so the slowdown in the table is
+// the real one (0.5), not 0.25.
+func TestRunDriftNormalization(t *testing.T) {
+	share := t.TempDir()
+	model := jt("model")
+	r := newRunner(t, 1, map[table.JobType]Command{model: workload("-rate", "200", "-share-dir", share)})
+	old := table.New()
+	old.SetIsolated("cpu", model, 400)
+	if err := old.Save(r.TablePath); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: model}, {WorkerType: "cpu", Job: model, Partner: model}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refresh := findRecord(recs, "refresh", "model", "")
+	if refresh == nil || refresh.Status != StatusOK {
+		t.Fatalf("no isolated re-measurement before the pair: %+v", recs)
+	}
+	within(t, "re-measured isolated", refresh.Rate, 200, 0.3)
+	tbl, _ := table.Load(r.TablePath)
+	if iso, _ := tbl.Isolated("cpu", model); iso != 400 {
+		t.Errorf("table isolated = %v, want the original 400", iso)
+	}
+	ra, rb, _ := tbl.Pair("cpu", model, model)
+	within(t, "stored pair rate", ra, 200, 0.3) // raw ~100 × 400/200
+	within(t, "stored pair rate (partner)", rb, 200, 0.3)
+	na, _, _ := tbl.Normalized("cpu", model, model)
+	within(t, "normalized", na, 0.5, 0.3)
+}
+
+func TestRunFaults(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		status Status
+		reason string
+	}{
+		{"crash", []string{"-fault", "crash", "-fault-after", "20"}, StatusFailed, "exited with status 3"},
+		{"hang", []string{"-fault", "hang", "-fault-after", "20", "-spawn-child"}, StatusFailed, "killed as hung"},
+		{"never reports", []string{"-fault", "silent"}, StatusFailed, "no progress report within"},
+		{"stops reporting", []string{"-fault", "stall", "-fault-after", "20"}, StatusFailed, "killed as hung"},
+		{"garbage", []string{"-fault", "garbage", "-fault-after", "5"}, StatusFailed, "malformed progress line"},
+		{"out of memory", []string{"-fault", "oom", "-fault-after", "5"}, StatusInfeasible, "CUDA out of memory"},
+		{"exits early", []string{"-fault", "exit", "-fault-after", "10"}, StatusFailed, "before the measurement finished"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad, good := jt("bad"), jt("good")
+			r := newRunner(t, 2, map[table.JobType]Command{
+				bad:  workload(append([]string{"-rate", "200"}, tc.args...)...),
+				good: workload("-rate", "200"),
+			})
+			recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: bad}, {WorkerType: "cpu", Job: good}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := findRecord(recs, "isolated", "bad", "")
+			if rec == nil || rec.Status != tc.status || !strings.Contains(rec.Reason, tc.reason) {
+				t.Fatalf("bad job's record = %+v, want status %s with reason containing %q", rec, tc.status, tc.reason)
+			}
+			if g := findRecord(recs, "isolated", "good", ""); g == nil || g.Status != StatusOK {
+				t.Errorf("the good job's measurement did not go on: %+v", g)
+			}
+			tbl, err := table.Load(r.TablePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rate, ok := tbl.Isolated("cpu", bad)
+			switch tc.status {
+			case StatusInfeasible:
+				if !ok || rate != 0 {
+					t.Errorf("table isolated of an out-of-memory job = %v, %v; want 0 (cannot run)", rate, ok)
+				}
+			case StatusFailed:
+				if ok {
+					t.Errorf("a failed measurement reached the table: %v", rate)
+				}
+			}
+			side, _ := LoadSidecar(SidecarPath(r.TablePath))
+			if len(side.Measurements) != 2 {
+				t.Errorf("sidecar has %d records, want 2", len(side.Measurements))
+			}
+			checkNoLeftovers(t)
+		})
+	}
+}
+
+// TestRunPairOutOfMemory: a pair whose job runs out of memory only when sharing is recorded
+// infeasible, and the run goes on.
+func TestRunPairOutOfMemory(t *testing.T) {
+	share := t.TempDir()
+	model, ref := jt("model"), jt("big")
+	r := newRunner(t, 1, map[table.JobType]Command{
+		model: workload("-rate", "200", "-share-dir", share),
+		ref:   workload("-rate", "200", "-share-dir", share, "-fault", "oom-shared"),
+	})
+	recs, err := r.Run(context.Background(), []Task{
+		{WorkerType: "cpu", Job: model}, {WorkerType: "cpu", Job: ref},
+		{WorkerType: "cpu", Job: ref, Partner: model},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := findRecord(recs, "pair", "big", "model")
+	if rec == nil || rec.Status != StatusInfeasible || !strings.Contains(rec.Reason, "out of memory") {
+		t.Fatalf("pair record = %+v", rec)
+	}
+	tbl, _ := table.Load(r.TablePath)
+	if _, _, s := tbl.Pair("cpu", model, ref); s != table.Infeasible {
+		t.Errorf("table pair state = %v, want infeasible", s)
+	}
+	checkNoLeftovers(t)
+}
+
+func TestRunResume(t *testing.T) {
+	model, ref := jt("model"), jt("crashy")
+	r := newRunner(t, 2, map[table.JobType]Command{
+		model: workload("-rate", "200"),
+		ref:   workload("-rate", "200", "-fault", "crash", "-fault-after", "5"),
+	})
+	tasks := []Task{{WorkerType: "cpu", Job: model}, {WorkerType: "cpu", Job: ref}}
+	first, err := r.Run(context.Background(), tasks)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("first run: %v, %+v", err, first)
+	}
+	var todo, skipped int
+	r.OnPlanned = func(t, s int) { todo, skipped = t, s }
+	second, err := r.Run(context.Background(), tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The measured job is skipped; the failed one is tried again.
+	if todo != 1 || skipped != 1 || len(second) != 1 || second[0].Job != "crashy" {
+		t.Errorf("second run: todo %d skipped %d records %+v; want only the failed job again", todo, skipped, second)
+	}
+	side, _ := LoadSidecar(SidecarPath(r.TablePath))
+	if len(side.Measurements) != 3 {
+		t.Errorf("sidecar has %d records, want 3 (nothing lost)", len(side.Measurements))
+	}
+	tbl, _ := table.Load(r.TablePath)
+	if rate, _ := tbl.Isolated("cpu", model); rate != findRecord(first, "isolated", "model", "").Rate {
+		t.Errorf("table rate changed on resume: %v", rate)
+	}
+}
+
+// TestRunInterrupt cancels the run after the first result: every job is killed, Run returns
+// the cancellation, and the table holds exactly what was finished.
+func TestRunInterrupt(t *testing.T) {
+	short, long := jt("short"), jt("long")
+	r := newRunner(t, 2, map[table.JobType]Command{
+		// Exits by itself about two seconds in, during its measurement: an ok record.
+		short: workload("-rate", "200", "-fault", "exit", "-fault-after", "400"),
+		// Never reaches the precision and ignores SIGTERM: runs until killed.
+		long: workload("-rate", "200", "-noise", "0.9", "-ignore-term", "-spawn-child"),
+	})
+	r.Settings.MaxWindow = time.Minute
+	r.Settings.Precision = 1e-6
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.OnRecord = func(Record) { cancel() }
+	recs, err := r.Run(ctx, []Task{{WorkerType: "cpu", Job: long}, {WorkerType: "cpu", Job: short}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run error = %v, want context.Canceled", err)
+	}
+	if len(recs) != 1 || recs[0].Job != "short" || recs[0].Status != StatusOK {
+		t.Fatalf("records = %+v, want the short job's only", recs)
+	}
+	checkNoLeftovers(t)
+	tbl, err := table.Load(r.TablePath)
+	if err != nil {
+		t.Fatalf("table after interrupt: %v", err)
+	}
+	if _, ok := tbl.Isolated("cpu", long); ok {
+		t.Error("the interrupted measurement reached the table")
+	}
+	if rate, ok := tbl.Isolated("cpu", short); !ok || rate != recs[0].Rate {
+		t.Errorf("finished measurement lost: %v, %v", rate, ok)
+	}
+	side, err := LoadSidecar(SidecarPath(r.TablePath))
+	if err != nil || len(side.Measurements) != 1 {
+		t.Fatalf("sidecar after interrupt: %v, %+v", err, side)
+	}
+}
