@@ -1,0 +1,208 @@
+package profile
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+func TestWorkerType(t *testing.T) {
+	tests := map[string]string{
+		"NVIDIA H200":             "h200",
+		"NVIDIA H100 80GB HBM3":   "h100",
+		"Tesla V100-SXM2-16GB":    "v100",
+		"Tesla P100-PCIE-16GB":    "p100",
+		"Tesla K80":               "k80",
+		"NVIDIA A100-SXM4-80GB":   "a100",
+		"NVIDIA GeForce RTX 4090": "rtx4090",
+		"NVIDIA L40S":             "l40s",
+		"NVIDIA":                  "unknown",
+	}
+	for name, want := range tests {
+		if got := WorkerType(name); got != want {
+			t.Errorf("WorkerType(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestWorkerTypeOverrides(t *testing.T) {
+	gpus := []GPU{{Index: 0, WorkerType: "h200"}, {Index: 1, WorkerType: "h200"}}
+	o, err := ParseWorkerTypeOverrides("1=h200-slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Apply(gpus)
+	if gpus[0].WorkerType != "h200" || gpus[1].WorkerType != "h200-slow" {
+		t.Errorf("after override: %+v", gpus)
+	}
+	o, _ = ParseWorkerTypeOverrides("v100")
+	o.Apply(gpus)
+	if gpus[0].WorkerType != "v100" || gpus[1].WorkerType != "v100" {
+		t.Errorf("after global override: %+v", gpus)
+	}
+	for _, bad := range []string{"x=h200", "0=", "a b", "-1=k80"} {
+		if _, err := ParseWorkerTypeOverrides(bad); err == nil {
+			t.Errorf("ParseWorkerTypeOverrides(%q): no error", bad)
+		}
+	}
+}
+
+func TestSelectGPUs(t *testing.T) {
+	gpus := []GPU{{Index: 0}, {Index: 1}, {Index: 2}}
+	got, err := SelectGPUs(gpus, "2,0,2")
+	if err != nil || len(got) != 2 || got[0].Index != 0 || got[1].Index != 2 {
+		t.Errorf("SelectGPUs = %+v, %v", got, err)
+	}
+	if got, _ := SelectGPUs(gpus, "all"); len(got) != 3 {
+		t.Errorf("all: %d devices", len(got))
+	}
+	for _, bad := range []string{"3", "x", "0,,1"} {
+		if _, err := SelectGPUs(gpus, bad); err == nil {
+			t.Errorf("SelectGPUs(%q): no error", bad)
+		}
+	}
+}
+
+func TestOpenNVMLWithoutDriver(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	d, err := OpenNVML()
+	if err == nil {
+		d.Close()
+		t.Skip("NVML loaded without /dev/nvidiactl")
+	}
+	if !strings.Contains(err.Error(), "NVML") {
+		t.Errorf("error %q does not say NVML failed", err)
+	}
+}
+
+// fakeGPUs is a node of GPUs whose jobs are the test workload: the memory of a process is the
+// workload's -mem flag (MiB), on the device named by its GAVEL_DEVICE.
+type fakeGPUs struct {
+	gpus []GPU
+}
+
+func (f fakeGPUs) List(context.Context) ([]GPU, error) { return append([]GPU{}, f.gpus...), nil }
+func (f fakeGPUs) Close() error                        { return nil }
+
+func (f fakeGPUs) ProcessMemory(_ context.Context, index int) (map[int]uint64, error) {
+	m := map[int]uint64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err1 := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		environ, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if args[0] != workloadBin {
+			continue
+		}
+		onDevice := false
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			onDevice = onDevice || kv == "GAVEL_DEVICE="+strconv.Itoa(index)
+		}
+		for i, a := range args {
+			if a == "-mem" && i+1 < len(args) && onDevice {
+				mb, _ := strconv.Atoi(args[i+1])
+				m[pid] = uint64(mb) << 20
+			}
+		}
+	}
+	return m, nil
+}
+
+// TestRunMemoryInfeasible: peak memory is read per process group; a pair whose isolated peaks
+// add up to more than the device has is recorded infeasible without being run.
+func TestRunMemoryInfeasible(t *testing.T) {
+	share := t.TempDir()
+	dev := fakeGPUs{gpus: []GPU{{Index: 0, UUID: "GPU-fake-0", Name: "Fake GPU", WorkerType: "fake", MemoryTotal: 1000 << 20, ComputeMode: "default"}}}
+	big, small := jt("big"), jt("small")
+	r := newRunner(t, 1, map[table.JobType]Command{
+		big:   workload("-rate", "200", "-share-dir", share, "-mem", "600"),
+		small: workload("-rate", "200", "-share-dir", share, "-mem", "300"),
+	})
+	r.GPUs, r.Devices = dev.gpus, dev
+	recs, err := r.Run(context.Background(), []Task{
+		{WorkerType: "fake", Job: big}, {WorkerType: "fake", Job: small},
+		{WorkerType: "fake", Job: big, Partner: big},
+		{WorkerType: "fake", Job: big, Partner: small},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := findRecord(recs, "isolated", "big", ""); rec == nil || rec.PeakMemoryBytes != 600<<20 {
+		t.Fatalf("isolated record of big = %+v, want peak memory 600 MiB", rec)
+	}
+	self := findRecord(recs, "pair", "big", "big")
+	if self == nil || self.Status != StatusInfeasible || !strings.Contains(self.Reason, "600 MiB + 600 MiB = 1200 MiB exceed the device's 1000 MiB") || self.TotalSeconds != 0 {
+		t.Fatalf("big+big = %+v, want infeasible by memory without running", self)
+	}
+	mixed := findRecord(recs, "pair", "big", "small")
+	if mixed == nil || mixed.Status != StatusOK || mixed.PeakMemoryBytes != 600<<20 || mixed.PartnerPeakMemory != 300<<20 {
+		t.Fatalf("big+small = %+v, want measured with both peaks", mixed)
+	}
+	tbl, _ := table.Load(r.TablePath)
+	if _, _, s := tbl.Pair("fake", big, big); s != table.Infeasible {
+		t.Errorf("big+big state %v", s)
+	}
+	for _, rec := range recs {
+		if !reflect.DeepEqual(rec.GPUs, []int{0}) {
+			t.Errorf("record on devices %v, want [0]", rec.GPUs)
+		}
+	}
+}
+
+// TestRunParallelDevices: with two devices, two measurements run at the same time, each pinned
+// to its own device.
+func TestRunParallelDevices(t *testing.T) {
+	gpus := []GPU{
+		{Index: 0, UUID: "GPU-a", WorkerType: "fake", ComputeMode: "default"},
+		{Index: 1, UUID: "GPU-b", WorkerType: "fake", ComputeMode: "default"},
+	}
+	a, b := jt("a"), jt("b")
+	r := newRunner(t, 1, map[table.JobType]Command{a: workload("-rate", "200"), b: workload("-rate", "200")})
+	r.GPUs = gpus
+	start := time.Now()
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "fake", Job: a}, {WorkerType: "fake", Job: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start).Seconds()
+	if sum := recs[0].TotalSeconds + recs[1].TotalSeconds; elapsed > 0.8*sum {
+		t.Errorf("run took %.2fs for measurements of %.2fs in all: not in parallel", elapsed, sum)
+	}
+	used := map[int]bool{}
+	for _, rec := range recs {
+		used[rec.GPUs[0]] = true
+	}
+	if len(recs) != 2 || !used[0] || !used[1] {
+		t.Errorf("records %+v: want one measurement on each device", recs)
+	}
+}
+
+func TestRunComputeModeForbidsSharing(t *testing.T) {
+	a := jt("a")
+	r := newRunner(t, 1, map[table.JobType]Command{a: workload("-rate", "200")})
+	r.GPUs = []GPU{{Index: 0, UUID: "GPU-x", WorkerType: "fake", ComputeMode: "exclusive_process"}}
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "fake", Job: a}, {WorkerType: "fake", Job: a, Partner: a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := findRecord(recs, "pair", "a", "a")
+	if p == nil || p.Status != StatusFailed || !strings.Contains(p.Reason, "exclusive_process") {
+		t.Errorf("pair record = %+v", p)
+	}
+}

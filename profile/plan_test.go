@@ -1,0 +1,286 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+func TestPlanAllPairs(t *testing.T) {
+	m, r1, r2 := jt("m"), jt("r1"), jt("r2")
+	tasks, notes, err := Plan(PlanSpec{Model: m, References: []table.JobType{r2, r1}, WorkerTypes: []string{"v100", "k80"}})
+	if err != nil || len(notes) > 0 {
+		t.Fatal(err, notes)
+	}
+	var got []string
+	for _, tk := range tasks {
+		got = append(got, tk.String())
+	}
+	want := []string{
+		"k80: ('m', 1)", "k80: ('r1', 1)", "k80: ('r2', 1)",
+		"v100: ('m', 1)", "v100: ('r1', 1)", "v100: ('r2', 1)",
+		"k80: ('m', 1) + ('m', 1)", "k80: ('m', 1) + ('r1', 1)", "k80: ('m', 1) + ('r2', 1)",
+		"v100: ('m', 1) + ('m', 1)", "v100: ('m', 1) + ('r1', 1)", "v100: ('m', 1) + ('r2', 1)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("plan:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestPlanNoReferences(t *testing.T) {
+	tasks, _, err := Plan(PlanSpec{Model: jt("m"), WorkerTypes: []string{"cpu"}})
+	if err != nil || len(tasks) != 1 || tasks[0].IsPair() {
+		t.Errorf("plan = %v, %v; want the isolated rate only", tasks, err)
+	}
+}
+
+func TestPlanFraction(t *testing.T) {
+	refs := []table.JobType{}
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		refs = append(refs, jt(n))
+	}
+	spec := PlanSpec{Model: jt("m"), References: refs, WorkerTypes: []string{"x", "y"}, Fraction: 0.5, Seed: 7}
+	count := func(ts []Task) (n int) {
+		for _, t := range ts {
+			if t.IsPair() {
+				n++
+			}
+		}
+		return n
+	}
+	a, _, _ := Plan(spec)
+	b, _, _ := Plan(spec)
+	if !reflect.DeepEqual(a, b) {
+		t.Error("same seed, different plans")
+	}
+	if n := count(a); n == 0 || n == 22 {
+		t.Errorf("fraction 0.5 chose %d of 22 pairs", n)
+	}
+	spec.Seed = 8
+	c, _, _ := Plan(spec)
+	if reflect.DeepEqual(a, c) {
+		t.Error("different seeds, same plan")
+	}
+	spec.Fraction = 1
+	if all, _, _ := Plan(spec); count(all) != 22 {
+		t.Errorf("fraction 1 chose %d of 22 pairs", count(all))
+	}
+	spec.Fraction = 1.5
+	if _, _, err := Plan(spec); err == nil {
+		t.Error("fraction 1.5 accepted")
+	}
+}
+
+func TestPlanPartnersAndSuggestions(t *testing.T) {
+	m, r1, r2 := jt("m"), jt("r1"), jt("r2")
+	spec := PlanSpec{Model: m, References: []table.JobType{r1, r2}, WorkerTypes: []string{"v100"}, Partners: []string{"r2", "r1+r2"}}
+	tasks, _, err := Plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Task{{"v100", m, table.JobType{}}, {"v100", r1, table.JobType{}}, {"v100", r2, table.JobType{}},
+		{"v100", m, r2}, {"v100", r1, r2}}
+	if !reflect.DeepEqual(tasks, want) {
+		t.Errorf("plan = %v, want %v", tasks, want)
+	}
+	spec.Partners = []string{"nope"}
+	if _, _, err := Plan(spec); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown partner: %v", err)
+	}
+	spec.Partners = nil
+	spec.Suggestions = []Suggestion{
+		{WorkerType: "v100", Job: "r1", Partner: "m", ScaleFactor: 1},
+		{WorkerType: "k80", Job: "m", Partner: "r1", ScaleFactor: 1},
+		{WorkerType: "v100", Job: "m", Partner: "zzz", ScaleFactor: 1},
+		{WorkerType: "v100", Job: "m", Partner: "r2", ScaleFactor: 2},
+	}
+	tasks, notes, err := Plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []Task{{"v100", m, table.JobType{}}, {"v100", r1, table.JobType{}}, {"v100", m, r1}}
+	if !reflect.DeepEqual(tasks, want) || len(notes) != 3 {
+		t.Errorf("plan = %v, notes %q", tasks, notes)
+	}
+}
+
+func TestReadReferences(t *testing.T) {
+	good := `{"references":[{"name":"ResNet-18 (batch size 64)","command":["python3","r.py"],"env":{"A":"1","B":"2"}},
+		{"name":"LM","scale_factor":1,"command":["lm"],"progress_regex":"step (\\d+)"}]}`
+	refs, err := ReadReferences(strings.NewReader(good), "refs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs.References[0].ScaleFactor != 1 {
+		t.Error("scale factor does not default to 1")
+	}
+	c := refs.References[0].ProfileCommand()
+	if !reflect.DeepEqual(c.Env, []string{"A=1", "B=2"}) || c.Shell {
+		t.Errorf("command = %+v", c)
+	}
+	if refs.References[1].ProfileCommand().Progress.String() != `step (\d+)` {
+		t.Error("progress regex lost")
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"references":[{"name":"","command":["x"]}]}`, "name is required"},
+		{`{"references":[{"name":"a","command":[]}]}`, "command is required"},
+		{`{"references":[{"name":"a","command":["x"]},{"name":"a","command":["y"]}]}`, "appears twice"},
+		{`{"references":[{"name":"a","command":["x"],"scale_factor":-1}]}`, "scale_factor -1"},
+		{`{"references":[{"name":"a","command":["x"],"progress_regex":"(a)(b)"}]}`, "capture groups"},
+		{`{"references":[{"name":"a","cmd":["x"]}]}`, "unknown field"},
+	} {
+		_, err := ReadReferences(strings.NewReader(tc.in), "refs.json")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "refs.json") {
+			t.Errorf("%s: error %v, want one naming the file and %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestLoadSuggestions(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.json")
+	os.WriteFile(p, []byte(`{"measurements":[{"worker_type":"v100","job":"a","partner":"b","scale_factor":1,"reason":"x"}]}`), 0o644)
+	s, err := LoadSuggestions(p)
+	if err != nil || len(s) != 1 || s[0].Partner != "b" {
+		t.Errorf("%+v %v", s, err)
+	}
+	os.WriteFile(p, []byte(`{"measurements":[{"worker_type":"v100","job":"a"}]}`), 0o644)
+	if _, err := LoadSuggestions(p); err == nil {
+		t.Error("suggestion without partner accepted")
+	}
+}
+
+func TestBaseEnv(t *testing.T) {
+	parent := []string{"PATH=/bin", "HOME=/h", "SECRET_TOKEN=x", "VIRTUAL_ENV=/v", "CUDA_VISIBLE_DEVICES=3"}
+	env, err := BaseEnv(parent, []string{"VIRTUAL_ENV", "OMP_NUM_THREADS=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PATH=/bin", "HOME=/h", "VIRTUAL_ENV=/v", "OMP_NUM_THREADS=4"}
+	if !reflect.DeepEqual(env, want) {
+		t.Errorf("env = %v, want %v", env, want)
+	}
+	for _, bad := range []string{"CUDA_VISIBLE_DEVICES=1", "NOT_SET", "=x"} {
+		if _, err := BaseEnv(parent, []string{bad}); err == nil {
+			t.Errorf("--env %q accepted", bad)
+		}
+	}
+	if got := deviceEnv([]GPU{{Index: 2, UUID: "GPU-abc", WorkerType: "h200"}}); !reflect.DeepEqual(got,
+		[]string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=GPU-abc", "GAVEL_DEVICE=2", "GAVEL_WORKER_TYPE=h200"}) {
+		t.Errorf("device env = %v", got)
+	}
+}
+
+// TestRunEnvIsExplicit: a job sees the allowlist, its own variables and its device, nothing
+// else of the profiler's environment.
+func TestRunEnvIsExplicit(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "env")
+	t.Setenv("GAVEL_TEST_SECRET", "leak")
+	// The command dumps its environment through a shell, which --shell allows.
+	c := Command{Argv: []string{"env", ">", out, "; exec", workloadBin, "-rate", "200"}, Shell: true, Env: []string{"MINE=1"}}
+	r := newRunner(t, 1, map[table.JobType]Command{jt("a"): c})
+	if _, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: jt("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(b)
+	for _, want := range []string{"MINE=1", "GAVEL_DEVICE=cpu0", "CUDA_VISIBLE_DEVICES=\n", "PATH="} {
+		if !strings.Contains(env, want) {
+			t.Errorf("job environment lacks %q:\n%s", want, env)
+		}
+	}
+	if strings.Contains(env, "GAVEL_TEST_SECRET") {
+		t.Errorf("job environment leaks the profiler's:\n%s", env)
+	}
+}
+
+func TestRunRefusesMixedSharing(t *testing.T) {
+	a := jt("a")
+	r := newRunner(t, 1, map[table.JobType]Command{a: workload("-rate", "200")})
+	side := &Sidecar{Version: 1, Sharing: MPS, Measurements: []Record{{WorkerType: "cpu", Job: "a", ScaleFactor: 1,
+		Partner: "a", PartnerScaleFactor: 1, Kind: "pair", Status: StatusOK, Sharing: MPS}}}
+	if err := side.Save(SidecarPath(r.TablePath)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: a}}); !errors.Is(err, ErrSharingMismatch) {
+		t.Fatalf("error = %v, want ErrSharingMismatch", err)
+	}
+	r.ForceSharing = true
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: a}})
+	if err != nil || len(recs) != 1 || recs[0].Sharing != TimeSlicing {
+		t.Fatalf("forced: %v %+v", err, recs)
+	}
+	got, err := LoadSidecar(SidecarPath(r.TablePath))
+	if err != nil || len(got.Measurements) != 2 || got.Measurements[0].Sharing != MPS {
+		t.Errorf("sidecar after forced run: %v %+v", err, got)
+	}
+}
+
+func TestSidecarPathAndErrors(t *testing.T) {
+	if got := SidecarPath("/x/out.json"); got != "/x/out.measurements.json" {
+		t.Errorf("SidecarPath = %q", got)
+	}
+	for _, bad := range []string{`{"version":2}`, `{"version":1,"measurements":[{"worker_type":"a","job":"b","scale_factor":1,"status":"meh"}]}`, `{`} {
+		if _, err := readSidecar(strings.NewReader(bad), "s.json"); err == nil || !strings.Contains(err.Error(), "s.json") {
+			t.Errorf("%s: error %v", bad, err)
+		}
+	}
+}
+
+// TestMPS drives a stand-in control program: started with private directories when none is
+// running, quit through its stdin afterwards, left alone when one is already running.
+func TestMPS(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	control := filepath.Join(dir, "nvidia-cuda-mps-control")
+	script := "#!/bin/sh\necho \"args:$* pipe:$CUDA_MPS_PIPE_DIRECTORY\" >> " + log + "\n" +
+		"if [ \"$1\" = -d ]; then mkfifo \"$CUDA_MPS_PIPE_DIRECTORY/control\"; else cat >> " + log + "; fi\n"
+	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + dir + ":/usr/bin:/bin"}
+	d, err := StartMPS(context.Background(), "", filepath.Join(dir, "none"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Started() || len(d.Env()) != 2 || !strings.HasPrefix(d.Env()[0], "CUDA_MPS_PIPE_DIRECTORY=") {
+		t.Fatalf("daemon = %+v", d)
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(log)
+	if !strings.Contains(string(b), "args:-d pipe:"+d.pipeDir) || !strings.Contains(string(b), "quit") {
+		t.Errorf("control program saw:\n%s", b)
+	}
+	if _, err := os.Stat(d.pipeDir); !os.IsNotExist(err) {
+		t.Error("private directories not removed")
+	}
+	// A daemon already listening is used and not stopped.
+	sys := filepath.Join(dir, "sys")
+	os.Mkdir(sys, 0o755)
+	os.WriteFile(filepath.Join(sys, "control"), nil, 0o644)
+	os.Remove(log)
+	d, err = StartMPS(context.Background(), "", sys, env)
+	if err != nil || d.Started() || d.Env()[0] != "CUDA_MPS_PIPE_DIRECTORY="+sys {
+		t.Fatalf("existing daemon: %+v %v", d, err)
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Error("control program called for a daemon we did not start")
+	}
+	if _, err := StartMPS(context.Background(), "no-such-mps-control", filepath.Join(dir, "none"), env); err == nil {
+		t.Error("missing control program accepted")
+	}
+}

@@ -1,0 +1,109 @@
+package profile
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestProgressReader(t *testing.T) {
+	type want struct {
+		steps int64
+		ok    bool
+		bad   bool
+	}
+	tests := []struct {
+		name  string
+		regex string
+		lines []string
+		want  []want
+	}{
+		{"default", "", []string{"GAVEL_STEPS 10", "loss 0.3", "  GAVEL_STEPS=25", "GAVEL_STEPSX 3", "GAVEL_STEPS: 30"},
+			[]want{{10, true, false}, {0, false, false}, {25, true, false}, {0, false, false}, {30, true, false}}},
+		{"default malformed", "", []string{"GAVEL_STEPS 1x"}, []want{{0, false, true}}},
+		{"default negative", "", []string{"GAVEL_STEPS -4"}, []want{{0, false, true}}},
+		{"default backwards", "", []string{"GAVEL_STEPS 9", "GAVEL_STEPS 8"}, []want{{9, true, false}, {0, false, true}}},
+		{"capture group", `iter (\d+)/`, []string{"iter 7/100", "eval", "iter 9/100"}, []want{{7, true, false}, {0, false, false}, {9, true, false}}},
+		{"capture group garbage", `^iter (\S+)`, []string{"iter seven"}, []want{{0, false, true}}},
+		{"each line a step", `^step done$`, []string{"step done", "noise", "step done", "step done"},
+			[]want{{1, true, false}, {0, false, false}, {2, true, false}, {3, true, false}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ParseProgressFormat(tc.regex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &progressReader{format: f}
+			for i, line := range tc.lines {
+				steps, ok, err := p.line(line)
+				w := tc.want[i]
+				if (err != nil) != w.bad || (err != nil && !errors.Is(err, ErrMalformedProgress)) {
+					t.Errorf("line %q: error %v, want malformed=%v", line, err, w.bad)
+				}
+				if steps != w.steps || ok != w.ok {
+					t.Errorf("line %q: (%d, %v), want (%d, %v)", line, steps, ok, w.steps, w.ok)
+				}
+			}
+		})
+	}
+	if _, err := ParseProgressFormat(`(a)(b)`); err == nil {
+		t.Error("two capture groups accepted")
+	}
+	if _, err := ParseProgressFormat(`(`); err == nil {
+		t.Error("bad regex accepted")
+	}
+}
+
+func TestIsOOM(t *testing.T) {
+	for line, want := range map[string]bool{
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB": true,
+		"RuntimeError: CUDA error: out of memory":                                 true,
+		"2024 W tensorflow ... RESOURCE_EXHAUSTED: OOM when allocating tensor":    true,
+		"epoch 3 loss 0.2 memory 3.1GB":                                           false,
+	} {
+		if isOOM(line) != want {
+			t.Errorf("isOOM(%q) = %v", line, !want)
+		}
+	}
+}
+
+func TestBatches(t *testing.T) {
+	var b batches
+	if !math.IsInf(b.halfWidth(), 1) || b.rate() != 0 {
+		t.Error("empty batches")
+	}
+	// Batch rates 10, 20, 30 over 1, 1, 2 seconds: 10+20+60 steps in 4 s.
+	b.add(10, 1)
+	b.add(20, 1)
+	b.add(60, 2)
+	if got := b.rate(); got != 22.5 {
+		t.Errorf("rate = %v, want 22.5 (total steps / total time)", got)
+	}
+	// Mean 20, sd 10, t(0.975, 2) = 4.302653.
+	want := 4.302653 * 10 / math.Sqrt(3)
+	if got := b.halfWidth(); math.Abs(got-want) > 1e-4 {
+		t.Errorf("half-width = %v, want %v", got, want)
+	}
+	if got := b.relHalfWidth(); math.Abs(got-want/22.5) > 1e-5 {
+		t.Errorf("relative half-width = %v", got)
+	}
+	if got := tQuantile975(1000); math.Abs(got-1.962339) > 1e-4 {
+		t.Errorf("t(1000) = %v", got)
+	}
+}
+
+func TestBatchesSettled(t *testing.T) {
+	var b batches
+	for _, r := range []float64{50, 80, 100, 104} {
+		b.add(r, 1)
+	}
+	if b.settled(2, 0.1) {
+		t.Error("65 → 102 counted as settled")
+	}
+	b.add(98, 1)
+	b.add(101, 1)
+	if !b.settled(2, 0.1) {
+		t.Error("102 → 99.5 not settled")
+	}
+}
