@@ -41,6 +41,19 @@ func registry() map[string]entry {
 		"max_sum_throughput_normalized_by_cost_perf_SLOs":   {"ThroughputNormalizedByCostSum_PerfSLOs", throughputSum(perf, true, true)},
 		"max_sum_throughput_normalized_by_cost_packed_SLOs": {"ThroughputNormalizedByCostSum_PackingSLOs", throughputSum(packed, true, true)},
 
+		"fifo":        {"FIFO", fifo(agnostic, &fifoState{})},
+		"fifo_perf":   {"FIFO_Perf", fifo(perf, &fifoState{})},
+		"fifo_packed": {"FIFO_Packing", fifo(packed, &fifoState{})},
+
+		"gandiva": {"Gandiva_Packing", func() allocator {
+			st := &gandivaState{}
+			return func(ctx context.Context, p *Problem, o *options) (*Allocation, error) { return gandiva(ctx, p, o, st) }
+		}()},
+		"allox": {"AlloX_Perf", func() allocator {
+			st := &alloxState{}
+			return func(ctx context.Context, p *Problem, o *options) (*Allocation, error) { return allox(ctx, p, o, st) }
+		}()},
+
 		"isolated":     {"Isolated", isolated},
 		"proportional": {"Proportional", proportional},
 	}

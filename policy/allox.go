@@ -1,0 +1,206 @@
+package policy
+
+import (
+	"context"
+	"math"
+	"sort"
+	"sync"
+)
+
+// alloxState remembers AlloX's previous assignment (it is non-preemptive).
+type alloxState struct {
+	mu   sync.Mutex
+	prev map[string]string // job id → worker type
+}
+
+// allox is AlloX (§3.7): minimum mean completion time by a min-cost
+// assignment of jobs to (GPU, position) slots, non-preemptive. Jobs that
+// were running keep their GPU; the others, oldest (largest TimeRun) first
+// and at most max(α·waiting, free GPUs) of them, are assigned by the
+// Hungarian method with cost k·steps_i/T_i,w for the job k-th from the end of
+// GPU w's queue; the job at the head of each GPU's queue gets fraction 1 on
+// its worker type. AlloX needs every scale factor to be 1 (like Gavel).
+// Objective: the assignment's total cost, Σ completion times in seconds.
+func allox(ctx context.Context, p *Problem, opt *options, st *alloxState) (*Allocation, error) {
+	in, err := newInstance(p)
+	if err != nil || in.m() == 0 {
+		return orEmpty(err)
+	}
+	for _, j := range in.jobs {
+		if j.Type.ScaleFactor != 1 {
+			return nil, inputErr("job %q: AlloX supports scale factor 1 only, got %d", j.ID, j.Type.ScaleFactor)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	wIdx := map[string]int{}
+	for w, wt := range in.workers {
+		wIdx[wt] = w
+	}
+	free := append([]float64(nil), in.cap...)
+	place := make([]int, in.m())
+	var waiting []int
+	for i, j := range in.jobs {
+		place[i] = -1
+		if w, ok := wIdx[st.prev[j.ID]]; ok && free[w] >= 1 && in.rate[i][w] > 0 {
+			place[i] = w
+			free[w]--
+			continue
+		}
+		waiting = append(waiting, i)
+	}
+	var slots []int // free GPUs as worker indices, in worker order
+	for w := range in.workers {
+		for k := 0; k < int(free[w]); k++ {
+			slots = append(slots, w)
+		}
+	}
+	sort.SliceStable(waiting, func(a, b int) bool {
+		ja, jb := in.jobs[waiting[a]], in.jobs[waiting[b]]
+		if ja.TimeRun != jb.TimeRun {
+			return ja.TimeRun > jb.TimeRun
+		}
+		return ja.ID < jb.ID
+	})
+	keep := int(opt.alloxAlpha * float64(len(waiting)))
+	if keep < len(slots) {
+		keep = len(slots)
+	}
+	if keep > len(waiting) {
+		keep = len(waiting)
+	}
+	waiting = waiting[:keep]
+	total := 0.0
+	if len(slots) > 0 && len(waiting) > 0 {
+		r, f := len(waiting), len(slots)
+		q := make([][]float64, r)
+		maxQ := 0.0
+		for a, i := range waiting {
+			q[a] = make([]float64, f)
+			for s, w := range slots {
+				if in.rate[i][w] > 0 {
+					q[a][s] = in.jobs[i].StepsRemaining() / in.rate[i][w]
+					maxQ = math.Max(maxQ, q[a][s])
+				} else {
+					q[a][s] = math.Inf(1)
+				}
+			}
+		}
+		// Forbidden cells cost more than any feasible assignment.
+		big := (maxQ*float64(r)*float64(r) + 1) * 10
+		cost := make([][]float64, r)
+		for a := range q {
+			cost[a] = make([]float64, f*r)
+			for k := 0; k < r; k++ {
+				for s := 0; s < f; s++ {
+					v := q[a][s]
+					if math.IsInf(v, 1) {
+						cost[a][k*f+s] = big
+					} else {
+						cost[a][k*f+s] = float64(k+1) * v
+					}
+				}
+			}
+		}
+		assign := hungarian(cost)
+		head := make([]int, f) // per slot: row in the highest block, -1
+		headK := make([]int, f)
+		for s := range head {
+			head[s] = -1
+		}
+		for a, col := range assign {
+			k, s := col/f, col%f
+			if cost[a][col] >= big {
+				continue
+			}
+			total += cost[a][col]
+			if head[s] < 0 || k > headK[s] {
+				head[s], headK[s] = a, k
+			}
+		}
+		for s, a := range head {
+			if a >= 0 {
+				place[waiting[a]] = slots[s]
+			}
+		}
+	}
+	x := make([][]float64, len(in.combos))
+	st.prev = map[string]string{}
+	for i := range in.jobs {
+		x[i] = make([]float64, in.nw())
+		if place[i] >= 0 {
+			x[i][place[i]] = 1
+			st.prev[in.jobs[i].ID] = in.workers[place[i]]
+		}
+	}
+	a := in.allocation(x)
+	a.Objective = total
+	return a, nil
+}
+
+// hungarian solves the rectangular assignment problem (rows ≤ columns):
+// every row gets a distinct column minimizing the total cost. It returns the
+// column of each row. O(rows²·columns), shortest augmenting paths with
+// potentials; ties go to the lowest column index.
+func hungarian(cost [][]float64) []int {
+	n := len(cost)
+	if n == 0 {
+		return nil
+	}
+	m := len(cost[0])
+	inf := math.Inf(1)
+	u := make([]float64, n+1)
+	v := make([]float64, m+1)
+	p := make([]int, m+1) // column → row (1-based), 0 = free
+	way := make([]int, m+1)
+	minv := make([]float64, m+1)
+	used := make([]bool, m+1)
+	for i := 1; i <= n; i++ {
+		p[0] = i
+		j0 := 0
+		for j := range minv {
+			minv[j] = inf
+			used[j] = false
+		}
+		for {
+			used[j0] = true
+			i0, delta, j1 := p[j0], inf, 0
+			for j := 1; j <= m; j++ {
+				if used[j] {
+					continue
+				}
+				cur := cost[i0-1][j-1] - u[i0] - v[j]
+				if cur < minv[j] {
+					minv[j], way[j] = cur, j0
+				}
+				if minv[j] < delta {
+					delta, j1 = minv[j], j
+				}
+			}
+			for j := 0; j <= m; j++ {
+				if used[j] {
+					u[p[j]] += delta
+					v[j] -= delta
+				} else {
+					minv[j] -= delta
+				}
+			}
+			j0 = j1
+			if p[j0] == 0 {
+				break
+			}
+		}
+		for j0 != 0 {
+			j1 := way[j0]
+			p[j0] = p[j1]
+			j0 = j1
+		}
+	}
+	out := make([]int, n)
+	for j := 1; j <= m; j++ {
+		if p[j] > 0 {
+			out[p[j]-1] = j - 1
+		}
+	}
+	return out
+}
