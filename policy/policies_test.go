@@ -1,0 +1,497 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// Hand-solved instances for what §9.2 does not cover. Each comment solves
+// the LP by hand.
+
+// Agnostic LAS on worker types with made-up names (nothing hard-coded):
+// cluster alpha=2, beta=1; J1, J2 sf 1, J3 sf 2 (fits only on alpha).
+// Agnostic: maximize t with s1 ≥ t, s2 ≥ t, 2·s3 ≥ t (s = time share).
+// GPUs: s1 + s2 + 2·s3 ≤ 3 → 3t ≤ 3 → t* = 1 (s1 = s2 = 1, s3 = 1/2:
+// J3 takes 1 alpha GPU-time, J1 and J2 the rest). Rates do not matter.
+// With J1 weight 2: s1/2 ≥ t and s1 ≤ 1 → t* = 1/2.
+func TestLASAgnosticHand(t *testing.T) {
+	ws := []string{"alpha", "beta"}
+	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
+	tb := rateTable(ws, map[table.JobType][]float64{x: {10, 1}, y: {7, 3}})
+	p := &Problem{Table: tb, Cluster: Cluster{"alpha": 2, "beta": 1},
+		Jobs: []Job{job("J1", x, 1), job("J2", x, 1), job("J3", y, 1)}}
+	a := mustAllocate(t, "max_min_fairness", p)
+	if !approx(a.Objective, 1, 1e-9) {
+		t.Fatalf("t* = %v, want 1", a.Objective)
+	}
+	if a.Fractions[Single("J3")]["beta"] != 0 {
+		t.Fatal("sf-2 job placed on a 1-GPU worker type")
+	}
+	p.Jobs[0].Weight = 2
+	a = mustAllocate(t, "max_min_fairness", p)
+	if !approx(a.Objective, 0.5, 1e-9) {
+		t.Fatalf("weighted t* = %v, want 0.5", a.Objective)
+	}
+}
+
+// Zero isolated rate: the job cannot run there and gets no time there
+// (Gavel's agnostic LAS allocates it anyway, §3.1.2).
+func TestZeroRateForcesZero(t *testing.T) {
+	tb := rateTable(kpv, map[table.JobType][]float64{jt("A"): {0, 1, 1}, jt("B"): {1, 1, 1}})
+	p := &Problem{Table: tb, Cluster: cluster(4, 1, 1), Jobs: []Job{job("a", jt("A"), 1), job("b", jt("B"), 1)}}
+	for _, name := range Names() {
+		if strings.Contains(name, "cost") {
+			p.Prices = Prices{"k80": 1, "p100": 1, "v100": 1}
+		}
+		a := mustAllocate(t, name, p) // checkFeasible rejects time on a zero rate
+		if a.Fractions[Single("a")]["k80"] != 0 {
+			t.Fatalf("%s: job a on k80", name)
+		}
+	}
+}
+
+// Gavel's own test_isolated (§9.1): Isolated's smallest GPU share equals
+// agnostic max-min's optimum, and its fractions are 1/3 per type on 4:4:4
+// and (k80 1/3, p100 4/9, v100 2/9) on k80 6, p100 8, v100 4.
+func TestIsolatedGavel(t *testing.T) {
+	for _, c := range []struct {
+		cl   Cluster
+		frac []float64
+	}{{cluster(4, 4, 4), []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}}, {cluster(6, 8, 4), []float64{1.0 / 3, 4.0 / 9, 2.0 / 9}}} {
+		for k, sfs := range [][2]int{{1, 1}, {2, 1}, {2, 2}, {4, 1}} {
+			want := []float64{1, 1, 2, 1}[k]
+			ta := table.JobType{Model: "A", ScaleFactor: sfs[0]}
+			tb := table.JobType{Model: "B", ScaleFactor: sfs[1]}
+			p := &Problem{Table: rateTable(kpv, map[table.JobType][]float64{ta: {1, 2, 3}, tb: {1, 1, 1}}), Cluster: c.cl,
+				Jobs: []Job{job("0", ta, 1), job("1", tb, 1)}}
+			iso := mustAllocate(t, "isolated", p)
+			las := mustAllocate(t, "max_min_fairness", p)
+			if !approx(iso.Objective, want, 1e-9) || !approx(las.Objective, want, 1e-7) {
+				t.Fatalf("%v sf %v: isolated %v, LAS %v, want %v", c.cl, sfs, iso.Objective, las.Objective, want)
+			}
+			for _, id := range []string{"0", "1"} {
+				for w, wt := range kpv {
+					if !approx(iso.Fractions[Single(id)][wt], c.frac[w], 1e-9) {
+						t.Fatalf("%v sf %v job %s: %v", c.cl, sfs, id, iso.Fractions[Single(id)])
+					}
+				}
+			}
+		}
+	}
+}
+
+// Proportional on k80 3, p100 2, v100 2 (N = 7): x_w = n_w/N, times
+// min(1, N/Σsf). Jobs sf 2,2,2,2 (Σ = 8): x = (3/8, 2/8, 2/8); k80 takes
+// 8·3/8 = 3 GPUs exactly. Smallest share 2·(7/8) = 1.75. On k80 3, p100 2,
+// v100 1 the sf-2 jobs cannot use v100 at all (checked by checkFeasible).
+func TestProportionalHand(t *testing.T) {
+	ty := table.JobType{Model: "A", ScaleFactor: 2}
+	p := &Problem{Table: rateTable(kpv, map[table.JobType][]float64{ty: {1, 2, 4}}), Cluster: cluster(3, 2, 2)}
+	for i := 0; i < 4; i++ {
+		p.Jobs = append(p.Jobs, job(fmt.Sprint(i), ty, 1))
+	}
+	a := mustAllocate(t, "proportional", p)
+	if !approx(a.Objective, 1.75, 1e-12) {
+		t.Fatalf("objective %v", a.Objective)
+	}
+	for w, want := range []float64{3.0 / 8, 2.0 / 8, 2.0 / 8} {
+		if got := a.Fractions[Single("2")][kpv[w]]; !approx(got, want, 1e-12) {
+			t.Fatalf("%s: %v want %v", kpv[w], got, want)
+		}
+	}
+	p.Cluster = cluster(3, 2, 1)
+	mustAllocate(t, "proportional", p)
+	// Gavel's proportional throughput of §2.4's example: T = (.5, 1, 2) on 3:2:1 → 5.5/6.
+	in, _ := newInstance(&Problem{Table: rateTable(kpv, map[table.JobType][]float64{jt("T"): {.5, 1, 2}}),
+		Cluster: cluster(3, 2, 1), Jobs: []Job{job("x", jt("T"), 1)}})
+	if !approx(in.prop[0], 5.5/6, 1e-12) {
+		t.Fatalf("prop %v", in.prop[0])
+	}
+}
+
+// Agnostic water filling, cluster 1:1:1. J0 runs only on v100 (rate 5), J1
+// and J2 anywhere (rate 1). Agnostic view: rates 1 where runnable, so
+// prop = (1/3, 1, 1) and norm = (3·x0, s1, s2). Rising together: s1, s2 ≤ 1
+// cap the level at 1 (J0 then needs x0 = 1/3); J1 and J2 are frozen. J0
+// rises alone: J1 and J2 move to k80 and p100, J0 gets v100 fully: norm 3.
+// Final norms (3, 1, 1), true throughputs (5, 1, 1). Plain LAS stops at 1.
+func TestWaterFillingAgnosticHand(t *testing.T) {
+	p := wfProblem([][]float64{{0, 0, 5}, {1, 1, 1}, {1, 1, 1}}, []float64{1, 1, 1}, cluster(1, 1, 1))
+	a := mustAllocate(t, "max_min_fairness_water_filling", p)
+	for i, want := range []float64{5, 1, 1} {
+		if !approx(a.Effective[p.Jobs[i].ID], want, 1e-7) {
+			t.Fatalf("effective %v", a.Effective)
+		}
+	}
+	if l := mustAllocate(t, "max_min_fairness", p); !approx(l.Objective, 1, 1e-7) {
+		t.Fatalf("LAS %v", l.Objective)
+	}
+}
+
+// packPair is one v100; A and B (type X, rate 2 alone) pair at 1.5 each
+// (normalized 0.75 + 0.75); C (type Z, rate 1) pairs with nobody.
+func packPair(withC bool) *Problem {
+	x, z := jt("X"), jt("Z")
+	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}, z: {1}})
+	tb.SetPair("v100", x, x, 1.5, 1.5)
+	p := &Problem{Table: tb, Cluster: Cluster{"v100": 1}, Jobs: []Job{job("A", x, 300), job("B", x, 300)}}
+	if withC {
+		p.Jobs = append(p.Jobs, job("C", z, 300))
+	}
+	return p
+}
+
+// Packed water filling: norms (eff/prop) with prop = (2, 2, 1). Raising A
+// and B together costs 1/0.75 GPU-time per unit in the pair versus 2 as
+// singles, so a = 0: 0.75·p = c (A, B), x_C = c, p + c = 1 → c = 3/7, and
+// then no job can rise alone (the GPU is full). Norms (3/7, 3/7, 3/7).
+func TestWaterFillingPackedHand(t *testing.T) {
+	p := packPair(true)
+	a := mustAllocate(t, "max_min_fairness_water_filling_packed", p)
+	for _, j := range p.Jobs {
+		want := 3.0 / 7 * map[string]float64{"A": 2, "B": 2, "C": 1}[j.ID]
+		if !approx(a.Effective[j.ID], want, 1e-7) {
+			t.Fatalf("effective %v", a.Effective)
+		}
+	}
+	if got := a.Fractions[PairOf("A", "B")]["v100"]; !approx(got, 4.0/7, 1e-7) {
+		t.Fatalf("pair fraction %v, want 4/7", got)
+	}
+}
+
+// Packed FTF and makespan on packPair: iso = 2·1/max(2, 1) = 1, so
+// E_iso = 300 s. Packed: the pair full-time gives 1.5 each: ρ = 200/300 =
+// 2/3 and makespan 200 s. Without packing each gets half the GPU (rate 1):
+// ρ = 1 and makespan 300 s.
+func TestPackedFTFAndMakespanHand(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{{"finish_time_fairness_packed", 2.0 / 3}, {"finish_time_fairness_perf", 1},
+		{"min_total_duration_packed", 200}, {"min_total_duration_perf", 300}} {
+		a := mustAllocate(t, tc.name, packPair(false))
+		if !approx(a.Objective, tc.want, 1e-7) {
+			t.Fatalf("%s: %v, want %v", tc.name, a.Objective, tc.want)
+		}
+	}
+}
+
+// FTF with ages (TimeRun > 0) needs the fractional-programming iterations.
+// One v100; A (rate 2, 100 steps, ran 100 s) and B (rate 2, 100 steps, new).
+// iso = 1, E_iso = 100 for both. ρ_A = (100 + 100/(2a))/100, ρ_B =
+// (100/(2b))/100 with a + b = 1. Equal: 1 + 1/(2a) = 1/(2(1−a)); times
+// 2a(1−a): 2a − 2a² + 1 − a = a → 2a² = 1 → a = 1/√2;
+// ρ = 1/(2(1 − 1/√2)) = 1.707107.
+func TestFTFWithAgeHand(t *testing.T) {
+	x := jt("X")
+	p := &Problem{Table: rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}}), Cluster: Cluster{"v100": 1},
+		Jobs: []Job{{ID: "A", Type: x, TotalSteps: 100, TimeRun: 100}, {ID: "B", Type: x, TotalSteps: 100}}}
+	a := mustAllocate(t, "finish_time_fairness_perf", p)
+	want := 1 / (2 * (1 - 1/math.Sqrt2))
+	if !approx(a.Objective, want, 1e-7) {
+		t.Fatalf("ρ = %v, want %v", a.Objective, want)
+	}
+	if !approx(a.Fractions[Single("A")]["v100"], 1/math.Sqrt2, 1e-6) {
+		t.Fatalf("%v", a.Fractions)
+	}
+}
+
+// Agnostic makespan, cluster k80 1, v100 1: A (k80 1, v100 4, 400 steps),
+// B (k80 1, v100 2, 200 steps). Reference = each job's fastest rate (A 4,
+// B 2 everywhere): both full-time give T = 100 s in the planner's view.
+// Reference k80: rates 1 → T = 400. Aware: b = B's v100 share, A gets the
+// rest: (4 − 3b)/400 = (1 + b)/200 → b = 0.4, T = 200/1.4 = 1000/7.
+func TestMakespanAgnosticHand(t *testing.T) {
+	a, b := jt("A"), jt("B")
+	ws := []string{"k80", "v100"}
+	p := &Problem{Table: rateTable(ws, map[table.JobType][]float64{a: {1, 4}, b: {1, 2}}), Cluster: Cluster{"k80": 1, "v100": 1},
+		Jobs: []Job{job("a", a, 400), job("b", b, 200)}}
+	if got := mustAllocate(t, "min_total_duration", p).Objective; !approx(got, 100, 1e-7) {
+		t.Fatalf("agnostic fastest: %v", got)
+	}
+	if got := mustAllocate(t, "min_total_duration", p, WithReference("k80")).Objective; !approx(got, 400, 1e-7) {
+		t.Fatalf("agnostic k80: %v", got)
+	}
+	if got := mustAllocate(t, "min_total_duration_perf", p).Objective; !approx(got, 1000.0/7, 1e-7) {
+		t.Fatalf("aware: %v", got)
+	}
+	pol, _ := New("min_total_duration", WithReference("tpu"))
+	if _, err := pol.Allocate(context.Background(), p); !errors.Is(err, ErrInput) {
+		t.Fatalf("unknown reference: %v", err)
+	}
+}
+
+// Packing with mixed scale factors (Gavel's reshape bug, §11.2). Two v100s;
+// A, B sf 1 (rate 2, pair 1.5 each), C sf 2 (rate 4). LAS coefficients
+// sf·eff/prop give t ≤ a + 0.75p (A, B with singles a each and pair p),
+// t ≤ 2c (C), a + p ≤ 1, 2a + p + 2c ≤ 2. p = 1 − a, c = (1 − a)/2 →
+// 0.75 + 0.25a = 1 − a → a = 0.2, t* = 0.8. Dual certificate: multipliers
+// 0.8, 0.2 on the t rows, 0.4 on A's time row, 0.2 on capacity: bound 0.8.
+func TestPackedMixedScaleFactors(t *testing.T) {
+	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
+	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}, y: {4}})
+	tb.SetPair("v100", x, x, 1.5, 1.5)
+	tb.SetPair("v100", y, y, 3, 3)
+	p := &Problem{Table: tb, Cluster: Cluster{"v100": 2}, Jobs: []Job{job("A", x, 1), job("B", x, 1), job("C", y, 1)}}
+	a := mustAllocate(t, "max_min_fairness_packed", p)
+	if !approx(a.Objective, 0.8, 1e-7) {
+		t.Fatalf("t* = %v, want 0.8", a.Objective)
+	}
+	in, _ := prepare(p, packed, &options{})
+	if len(in.combos) != 4 { // A, B, C, A+B — never A+C or B+C
+		t.Fatalf("%d combinations", len(in.combos))
+	}
+}
+
+// Cost with SLOs, packed. v100 (price 2) and k80 (price 1), one each; A, B
+// type X: v100 2, k80 1; the pair runs only on v100 at 1.5 each (infeasible
+// on k80). Objective Σ rate/price: pair 3/2 = 1.5 per unit, single on v100
+// 1, on k80 1. Dual y_v100 = y_k80 = 0, job rows 1, 1 bounds it by 2;
+// A on k80 + B on v100 reaches 2. SLOs A, B ≥ 1.5 steps/s (150 steps in
+// 100 s): with pair share p the best is 2 − p/2, p = 0: each half v100,
+// half k80 (1 + 0.5 = 1.5 each): still 2. An SLO of 3 steps/s cannot be
+// met (max 2): dropped with a warning.
+func TestCostPackedSLOHand(t *testing.T) {
+	x := jt("X")
+	tb := rateTable([]string{"k80", "v100"}, map[table.JobType][]float64{x: {1, 2}})
+	tb.SetPair("v100", x, x, 1.5, 1.5)
+	tb.SetInfeasible("k80", x, x)
+	p := &Problem{Table: tb, Cluster: Cluster{"k80": 1, "v100": 1}, Prices: Prices{"k80": 1, "v100": 2},
+		Jobs: []Job{{ID: "A", Type: x, TotalSteps: 150, SLO: 100}, {ID: "B", Type: x, TotalSteps: 150, SLO: 100}}}
+	a := mustAllocate(t, "max_sum_throughput_normalized_by_cost_packed_SLOs", p)
+	if !approx(a.Objective, 2, 1e-7) || a.Effective["A"] < 1.5-1e-7 || a.Effective["B"] < 1.5-1e-7 {
+		t.Fatalf("objective %v effective %v", a.Objective, a.Effective)
+	}
+	p.Jobs[0].TotalSteps = 300
+	a = mustAllocate(t, "max_sum_throughput_normalized_by_cost_packed_SLOs", p)
+	if !approx(a.Objective, 2, 1e-7) || len(a.Warnings) == 0 {
+		t.Fatalf("objective %v warnings %v", a.Objective, a.Warnings)
+	}
+	p.Prices = Prices{"v100": 2}
+	pol, _ := New("max_sum_throughput_normalized_by_cost_packed_SLOs")
+	if _, err := pol.Allocate(context.Background(), p); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "k80") {
+		t.Fatalf("missing price: %v", err)
+	}
+}
+
+// FIFO, aware: four T0 jobs on 1:1:1 go to v100, p100, k80 in arrival
+// order; the fourth waits.
+func TestFIFOPerfHand(t *testing.T) {
+	p := &Problem{Table: t0t1(false), Cluster: cluster(1, 1, 1)}
+	for i := 0; i < 4; i++ {
+		j := job(fmt.Sprint(i), jt("T0"), 1)
+		j.Arrival = float64(10 - i) // arrival order 3, 2, 1, 0
+		p.Jobs = append(p.Jobs, j)
+	}
+	a := mustAllocate(t, "fifo_perf", p)
+	want := map[string]string{"3": "v100", "2": "p100", "1": "k80"}
+	for id, w := range want {
+		if a.Fractions[Single(id)][w] != 1 {
+			t.Fatalf("job %s: %v, want %s", id, a.Fractions[Single(id)], w)
+		}
+	}
+	if a.Effective["0"] != 0 || a.Objective != 3 {
+		t.Fatalf("job 0 should wait: %v", a.Effective)
+	}
+}
+
+// FIFO, agnostic: Gavel puts all 6 jobs of 2:2:2 on v100 (§11.1); ours uses
+// each type exactly twice, is deterministic per seed, and keeps jobs on
+// their type across calls.
+func TestFIFOAgnostic(t *testing.T) {
+	p := &Problem{Table: t0t1(false), Cluster: cluster(2, 2, 2)}
+	for i := 0; i < 6; i++ {
+		p.Jobs = append(p.Jobs, job(fmt.Sprint(i), jt("T1"), 1))
+	}
+	pol, _ := New("fifo", WithSeed(7))
+	a, err := pol.Allocate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFeasible(t, p, a)
+	for _, w := range kpv {
+		n := 0.0
+		for _, fr := range a.Fractions {
+			n += fr[w]
+		}
+		if n != 2 {
+			t.Fatalf("%s used %v times: %v", w, n, a.Fractions)
+		}
+	}
+	b := mustAllocate(t, "fifo", p, WithSeed(7))
+	if !reflect.DeepEqual(a.Fractions, b.Fractions) {
+		t.Fatal("same seed, different allocation")
+	}
+	// Call 2: job 0 leaves, job 6 arrives and takes job 0's type.
+	p2 := &Problem{Table: p.Table, Cluster: p.Cluster, Jobs: append(append([]Job(nil), p.Jobs[1:]...), job("6", jt("T1"), 1))}
+	c, err := pol.Allocate(context.Background(), p2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFeasible(t, p2, c)
+	for i := 1; i < 6; i++ {
+		id := Single(fmt.Sprint(i))
+		if !reflect.DeepEqual(a.Fractions[id], c.Fractions[id]) {
+			t.Fatalf("job %s moved", id.A)
+		}
+	}
+	if !reflect.DeepEqual(c.Fractions[Single("6")], a.Fractions[Single("0")]) {
+		t.Fatalf("job 6 %v, job 0 had %v", c.Fractions[Single("6")], a.Fractions[Single("0")])
+	}
+}
+
+// Head-of-line blocking: two v100s; A (sf 1) runs, B (sf 2) cannot fit, so
+// C (sf 1) waits although a GPU is free.
+func TestFIFOHeadOfLine(t *testing.T) {
+	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
+	p := &Problem{Table: rateTable([]string{"v100"}, map[table.JobType][]float64{x: {1}, y: {1}}), Cluster: Cluster{"v100": 2},
+		Jobs: []Job{{ID: "A", Type: x, TotalSteps: 1}, {ID: "B", Type: y, TotalSteps: 1, Arrival: 1}, {ID: "C", Type: x, TotalSteps: 1, Arrival: 2}}}
+	a := mustAllocate(t, "fifo_perf", p)
+	if a.Effective["A"] != 1 || a.Effective["B"] != 0 || a.Effective["C"] != 0 {
+		t.Fatalf("%v", a.Effective)
+	}
+}
+
+// FIFO packed: one v100; A runs alone, B joins it when the pair's summed
+// normalized rate 1.8/2 + 1.8/2 = 1.8 > 1.5, but not at 1.4/2·2 = 1.4.
+func TestFIFOPacked(t *testing.T) {
+	for _, tc := range []struct {
+		pair    float64
+		running float64
+	}{{1.8, 2}, {1.4, 1}} {
+		x := jt("X")
+		tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}})
+		tb.SetPair("v100", x, x, tc.pair, tc.pair)
+		p := &Problem{Table: tb, Cluster: Cluster{"v100": 1}, Jobs: []Job{job("A", x, 1), job("B", x, 1)}}
+		a := mustAllocate(t, "fifo_packed", p)
+		if a.Objective != tc.running {
+			t.Fatalf("pair %v: %v running, want %v (%v)", tc.pair, a.Objective, tc.running, a.Fractions)
+		}
+	}
+}
+
+// Gandiva: with enough GPUs it is Isolated; when oversubscribed it forms
+// seeded random pairs of equal scale factor only where measured.
+func TestGandiva(t *testing.T) {
+	p := &Problem{Table: t0t1(true), Cluster: cluster(2, 2, 2), Jobs: []Job{job("0", jt("T0"), 1), job("1", jt("T1"), 1)}}
+	g := mustAllocate(t, "gandiva", p)
+	iso := mustAllocate(t, "isolated", p)
+	if !reflect.DeepEqual(g.Fractions, iso.Fractions) {
+		t.Fatalf("gandiva %v, isolated %v", g.Fractions, iso.Fractions)
+	}
+	x := jt("X")
+	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}, jt("Y"): {1}})
+	tb.SetPair("v100", x, x, 1.5, 1.5)
+	tb.SetInfeasible("v100", x, jt("Y"))
+	p = &Problem{Table: tb, Cluster: Cluster{"v100": 1}}
+	for i := 0; i < 6; i++ {
+		p.Jobs = append(p.Jobs, job(fmt.Sprint(i), x, 1))
+	}
+	p.Jobs = append(p.Jobs, job("y", jt("Y"), 1))
+	pol, _ := New("gandiva", WithSeed(3))
+	a, err := pol.Allocate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFeasible(t, p, a)
+	if a.Objective < 1 {
+		t.Fatalf("no pairs formed: %v", a.Fractions)
+	}
+	for c := range a.Fractions {
+		if c.IsPair() && (c.A == "y" || c.B == "y") {
+			t.Fatalf("infeasible pair %s", c)
+		}
+	}
+	b := mustAllocate(t, "gandiva", p, WithSeed(3))
+	if !reflect.DeepEqual(a.Fractions, b.Fractions) {
+		t.Fatal("same seed, different allocation")
+	}
+	// Second call: pairs with score 1.5 ≥ 1 persist.
+	c, err := pol.Allocate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range a.Fractions {
+		if _, ok := c.Fractions[k]; k.IsPair() && !ok {
+			t.Fatalf("pair %s dissolved", k)
+		}
+	}
+}
+
+// AlloX, Gavel's test_allox (§9.1). Call 1 on v100 2, p100 1, k80 3 with
+// rates (v100, p100, k80) T0 (2,1,.5), T1 (3,2,1), (4,3,2), (1,1,1) and
+// steps 300/500/1000/500: six free GPUs, so each job is first on its GPU
+// and the cost is Σ steps/rate. Best: 0 and 1 on v100 (150 + 166.7), 2 on
+// p100 (333.3), 3 on k80 (500) = 1150 (tied with 0, 2 on v100 and 1 on
+// p100: 150 + 250 + 250 + 500). Call 2 keeps the survivors' GPUs; job 4
+// takes the free v100.
+func TestAlloXGavel(t *testing.T) {
+	ty := func(s string) table.JobType { return jt(s) }
+	tb := rateTable(kpv, map[table.JobType][]float64{ty("J0"): {.5, 1, 2}, ty("J1"): {1, 2, 3}, ty("J2"): {2, 3, 4}, ty("J3"): {1, 1, 1}, ty("J4"): {1, 2, 4}})
+	cl := Cluster{"v100": 2, "p100": 1, "k80": 3}
+	p := &Problem{Table: tb, Cluster: cl, Jobs: []Job{job("0", ty("J0"), 300), job("1", ty("J1"), 500), job("2", ty("J2"), 1000), job("3", ty("J3"), 500)}}
+	pol, _ := New("allox")
+	a, err := pol.Allocate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFeasible(t, p, a)
+	if !approx(a.Objective, 1150, 1e-9) {
+		t.Fatalf("cost %v, want 1150", a.Objective)
+	}
+	if a.Fractions[Single("0")]["v100"] != 1 || a.Fractions[Single("3")]["k80"] != 1 {
+		t.Fatalf("%v", a.Fractions)
+	}
+	p2 := &Problem{Table: tb, Cluster: cl, Jobs: []Job{
+		{ID: "1", Type: ty("J1"), TotalSteps: 100, TimeRun: 200}, {ID: "2", Type: ty("J2"), TotalSteps: 800, TimeRun: 200},
+		{ID: "3", Type: ty("J3"), TotalSteps: 400, TimeRun: 200}, {ID: "4", Type: ty("J4"), TotalSteps: 100}}}
+	b, err := pol.Allocate(context.Background(), p2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFeasible(t, p2, b)
+	for _, id := range []string{"1", "2", "3"} {
+		if !reflect.DeepEqual(a.Fractions[Single(id)], b.Fractions[Single(id)]) {
+			t.Fatalf("job %s moved: %v → %v", id, a.Fractions[Single(id)], b.Fractions[Single(id)])
+		}
+	}
+	if b.Fractions[Single("4")]["v100"] != 1 {
+		t.Fatalf("job 4: %v", b.Fractions[Single("4")])
+	}
+	// sf > 1 is rejected.
+	y := table.JobType{Model: "Y", ScaleFactor: 2}
+	tb.SetIsolated("v100", y, 1)
+	tb.SetIsolated("p100", y, 1)
+	tb.SetIsolated("k80", y, 1)
+	p.Jobs = append(p.Jobs, job("big", y, 1))
+	if _, err := pol.Allocate(context.Background(), p); !errors.Is(err, ErrInput) {
+		t.Fatalf("sf 2 accepted: %v", err)
+	}
+}
+
+func TestHungarianBruteForce(t *testing.T) {
+	// 3 rows × 4 columns, checked against all 24 injective maps.
+	c := [][]float64{{4, 1, 3, 9}, {2, 0, 5, 3}, {3, 2, 2, 7}}
+	got := hungarian(c)
+	sum := func(a []int) float64 { return c[0][a[0]] + c[1][a[1]] + c[2][a[2]] }
+	best := math.Inf(1)
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 4; j++ {
+			for k := 0; k < 4; k++ {
+				if i != j && j != k && i != k {
+					best = math.Min(best, sum([]int{i, j, k}))
+				}
+			}
+		}
+	}
+	if sum(got) != best {
+		t.Fatalf("hungarian %v cost %v, brute force %v", got, sum(got), best)
+	}
+}
