@@ -21,19 +21,30 @@ func NewLedger(roundSeconds float64) *Ledger {
 	return &Ledger{round: roundSeconds, owed: map[policy.Combination]map[string]float64{}, got: map[policy.Combination]map[string]float64{}}
 }
 
-// Priority is target fraction ÷ received fraction, both over c's history on
-// w, with one round at exactly the target added to each side as a prior: a
-// new combination starts at 1, one behind its target rises above 1, one
-// ahead falls below. The deficit is the time owed by the end of next round.
-// A zero target gives priority 0 (back-fill only).
-func (l *Ledger) Priority(c policy.Combination, w string, target float64, inAlloc bool) (float64, float64) {
+// Rank orders c on w like Pfair (PD²) scheduling with early release. c is
+// eligible when running it this round would not put it a full round ahead of
+// its target (owed + target·T > received); eligible entries go first, then
+// the rest (so GPUs are not left idle), each by pseudo-deadline, earliest
+// first: the time from now at which owed will exceed received plus one more
+// round, (received + T − owed) ÷ target. This keeps a combination within
+// about one round of its target on a steady job set, which a bare ratio does
+// not (it lets small targets steal rounds from large ones, or starves them,
+// by rounding). The reported priority is Gavel's notion, target fraction ÷
+// received fraction, both measured at the end of the round being planned as
+// if c ran in it: (owed + target·T) ÷ (received + T). A zero target ranks
+// last (back-fill), least-served first.
+func (l *Ledger) Rank(c policy.Combination, w string, target float64, inAlloc bool) Rank {
 	got := l.got[c][w]
 	if target <= 0 {
-		return 0, -got
+		return Rank{Class: 0, Key: -got}
 	}
-	prior := target * l.round
-	owed := l.owed[c][w] + prior
-	return owed / (got + prior), owed - got
+	owed := l.owed[c][w]
+	class := 1
+	if owed+target*l.round > got+1e-9*l.round {
+		class = 2
+	}
+	due := (got + l.round - owed) / (target * l.round) // rounds from now
+	return Rank{Class: class, Priority: (owed + target*l.round) / (got + l.round), Key: -due, Tie: target}
 }
 
 // Busy is the time one combination occupied its GPUs in a round.
@@ -182,8 +193,13 @@ func (h *gavelHistory) record(c policy.Combination, w string, exec float64) {
 	}
 }
 
-// Priority is _update_priorities for one entry.
-func (h *gavelHistory) Priority(c policy.Combination, w string, target float64, inAlloc bool) (float64, float64) {
+// Rank is _update_priorities for one entry; ties go by deficit.
+func (h *gavelHistory) Rank(c policy.Combination, w string, target float64, inAlloc bool) Rank {
+	p, d := h.priority(c, w, target, inAlloc)
+	return Rank{Priority: p, Key: p, Tie: d}
+}
+
+func (h *gavelHistory) priority(c policy.Combination, w string, target float64, inAlloc bool) (float64, float64) {
 	d := h.deficits[w][c]
 	if !inAlloc || target == 0 {
 		return 0, d

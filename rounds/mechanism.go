@@ -25,12 +25,19 @@ type Job struct {
 // they cannot).
 type PairRates func(w string, a, b *Job) (rateA, rateB float64)
 
+// Rank orders queue entries: higher Class, then higher Key, then higher Tie
+// goes first. Priority is reported in plans; an entry whose Priority is 0 is
+// back-fill.
+type Rank struct {
+	Class              int
+	Priority, Key, Tie float64
+}
+
 // Accounting is the history the mechanism ranks combinations by.
 type Accounting interface {
-	// Priority returns the priority of running c on w next round, and its
-	// deficit (tie-breaker), given c's target fraction on w. inAlloc is false
-	// when the allocation does not mention c at all.
-	Priority(c policy.Combination, w string, target float64, inAlloc bool) (priority, deficit float64)
+	// Rank ranks running c on w next round, given c's target fraction on w.
+	// inAlloc is false when the allocation does not mention c at all.
+	Rank(c policy.Combination, w string, target float64, inAlloc bool) Rank
 }
 
 // Options select the mechanism's variant.
@@ -107,10 +114,12 @@ type entry struct {
 	w        string
 	sf       int
 	prio     float64
-	deficit  float64
+	class    int
+	key      float64
+	tie      float64
 	target   float64
 	inAlloc  bool
-	key      orderKey
+	order    orderKey
 	typeRank int
 }
 
@@ -176,8 +185,8 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 	add := func(c policy.Combination, w string, sf int, key orderKey) {
 		x, inAlloc := fr[c]
 		target := x[w]
-		p, d := s.History.Priority(c, w, target, inAlloc)
-		out = append(out, entry{c: c, w: w, sf: sf, prio: p, deficit: d, target: target, inAlloc: inAlloc, key: key, typeRank: rank[w]})
+		r := s.History.Rank(c, w, target, inAlloc)
+		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
 	}
 	for _, j := range jobs {
 		for _, w := range types {
@@ -213,19 +222,19 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 
 func (s *State) sortEntries(es []entry) {
 	byValue := func(a, b *entry) int {
-		// Descending priority, deficit, target.
-		return cmp.Or(cmp.Compare(b.prio, a.prio), cmp.Compare(b.deficit, a.deficit), cmp.Compare(b.target, a.target))
+		// Descending class, key, tie, target.
+		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
 	}
 	if s.GavelCompat {
 		// One queue per worker type, concatenated in walk order; ties keep
 		// arrival order (Gavel's stable sort over dict order).
 		slices.SortFunc(es, func(a, b entry) int {
-			return cmp.Or(cmp.Compare(a.typeRank, b.typeRank), byValue(&a, &b), compareOrder(a.key, b.key))
+			return cmp.Or(cmp.Compare(a.typeRank, b.typeRank), byValue(&a, &b), compareOrder(a.order, b.order))
 		})
 		return
 	}
 	slices.SortFunc(es, func(a, b entry) int {
-		return cmp.Or(byValue(&a, &b), compareOrder(a.key, b.key), cmp.Compare(a.w, b.w))
+		return cmp.Or(byValue(&a, &b), compareOrder(a.order, b.order), cmp.Compare(a.w, b.w))
 	})
 }
 
@@ -323,7 +332,7 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(sel[b].sf, sel[a].sf), compareOrder(sel[a].key, sel[b].key))
+		return cmp.Or(cmp.Compare(sel[b].sf, sel[a].sf), compareOrder(sel[a].order, sel[b].order))
 	})
 	done := make([]bool, len(sel))
 	for start := 0; start < len(idx); {

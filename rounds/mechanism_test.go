@@ -1,0 +1,238 @@
+package rounds
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/gavelkit/gavel/policy"
+	"pgregory.net/rapid"
+)
+
+// world is a random cluster, job set and allocation for property tests.
+type world struct {
+	topo  *Topology
+	jobs  map[string]*Job
+	alloc *policy.Allocation
+}
+
+func drawWorld(t *rapid.T, maxSF, perServer int) world {
+	names := []string{"zeta", "alpha", "mid"}
+	nTypes := rapid.IntRange(1, 3).Draw(t, "types")
+	cluster := policy.Cluster{}
+	per := map[string]int{}
+	for _, w := range names[:nTypes] {
+		cluster[w] = rapid.IntRange(1, 16).Draw(t, "count_"+w)
+		if perServer == 0 {
+			per[w] = rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "per_"+w)
+		} else {
+			per[w] = perServer
+		}
+	}
+	topo, err := NewTopology(cluster, per)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := rapid.IntRange(1, 24).Draw(t, "jobs")
+	jobs := map[string]*Job{}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	var sfs []int
+	for s := 1; s <= maxSF; s *= 2 {
+		sfs = append(sfs, s)
+	}
+	for i := 0; i < n; i++ {
+		id := strconv.Itoa(i)
+		j := &Job{ID: id, ScaleFactor: rapid.SampledFrom(sfs).Draw(t, "sf"), Order: i, Rates: map[string]float64{}}
+		x := map[string]float64{}
+		for _, w := range names[:nTypes] {
+			if rapid.IntRange(0, 4).Draw(t, "zero") > 0 {
+				j.Rates[w] = rapid.Float64Range(0.1, 100).Draw(t, "rate")
+			}
+			x[w] = rapid.Float64Range(0, 1).Draw(t, "x")
+		}
+		jobs[id] = j
+		alloc.Fractions[policy.Single(id)] = x
+	}
+	return world{topo, jobs, alloc}
+}
+
+// checkPlan verifies the mechanism's invariants on one plan.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func checkPlan(t fataler, s *State, p *RoundPlan) {
+	t.Helper()
+	gpuUsed := map[int]policy.Combination{}
+	jobUsed := map[string]policy.Combination{}
+	perType := map[string]int{}
+	for _, a := range p.Assignments {
+		for _, m := range members(a.Combination) {
+			j := s.Jobs[m]
+			if j == nil {
+				t.Fatalf("assignment %v: job %s is not active", a.Combination, m)
+			}
+			if prev, dup := jobUsed[m]; dup {
+				t.Fatalf("job %s runs in %v and %v", m, prev, a.Combination)
+			}
+			jobUsed[m] = a.Combination
+			if len(a.GPUs) != j.ScaleFactor {
+				t.Fatalf("%v: %d GPUs, scale factor %d", a.Combination, len(a.GPUs), j.ScaleFactor)
+			}
+			if !a.Combination.IsPair() && j.Rates[a.WorkerType] <= 0 {
+				t.Fatalf("%v placed on %s where its rate is 0", a.Combination, a.WorkerType)
+			}
+		}
+		for _, g := range a.GPUs {
+			if prev, dup := gpuUsed[g]; dup {
+				t.Fatalf("GPU %d booked for %v and %v", g, prev, a.Combination)
+			}
+			gpuUsed[g] = a.Combination
+			if w := s.Topology.WorkerType(g); w != a.WorkerType {
+				t.Fatalf("%v on %s got GPU %d of type %s", a.Combination, a.WorkerType, g, w)
+			}
+		}
+		perType[a.WorkerType] += len(a.GPUs)
+	}
+	for w, n := range perType {
+		if n > s.Topology.Count(w) {
+			t.Fatalf("type %s: %d GPUs used of %d", w, n, s.Topology.Count(w))
+		}
+	}
+}
+
+func TestPlanInvariants(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		wd := drawWorld(t, 8, 0)
+		ledger := NewLedger(360)
+		s := &State{Topology: wd.topo, Jobs: wd.jobs, History: ledger}
+		for r := 0; r < 6; r++ {
+			p := Plan(s, wd.alloc, float64(r)*360)
+			checkPlan(t, s, p)
+			if again := Plan(s, wd.alloc, float64(r)*360); !reflect.DeepEqual(p, again) {
+				t.Fatalf("round %d: Plan is not deterministic", r)
+			}
+			var busy []Busy
+			for _, a := range p.Assignments {
+				busy = append(busy, Busy{a.Combination, a.WorkerType, 360})
+			}
+			ledger.Record(wd.alloc, func(string) bool { return true }, 360, busy)
+			s.Previous = p.Placement()
+		}
+	})
+}
+
+// Largest-first best fit never splits a job that fits on a server when scale
+// factors and server sizes are powers of two.
+func TestPlanConsolidatesFirstRound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		wd := drawWorld(t, 8, 4)
+		s := &State{Topology: wd.topo, Jobs: wd.jobs, History: NewLedger(360)}
+		p := Plan(s, wd.alloc, 0)
+		checkPlan(t, s, p)
+		for _, a := range p.Assignments {
+			sf := len(a.GPUs)
+			want := (sf + 3) / 4
+			if got := s.Topology.ServersSpanned(a.GPUs); got != want {
+				t.Fatalf("%v (sf %d) spans %d servers, want %d: %v", a.Combination, sf, got, want, a.GPUs)
+			}
+		}
+	})
+}
+
+func TestPlanConsolidationExample(t *testing.T) {
+	topo, err := NewTopology(policy.Cluster{"x": 8}, map[string]int{"x": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]*Job{
+		"a": {ID: "a", ScaleFactor: 1, Order: 0, Rates: map[string]float64{"x": 1}},
+		"b": {ID: "b", ScaleFactor: 4, Order: 1, Rates: map[string]float64{"x": 1}},
+		"c": {ID: "c", ScaleFactor: 2, Order: 2, Rates: map[string]float64{"x": 1}},
+		"d": {ID: "d", ScaleFactor: 1, Order: 3, Rates: map[string]float64{"x": 1}},
+	}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	for id := range jobs {
+		alloc.Fractions[policy.Single(id)] = map[string]float64{"x": 1}
+	}
+	s := &State{Topology: topo, Jobs: jobs, History: NewLedger(360)}
+	// Last round a sat on GPU 5; b must not split servers to avoid it, and
+	// a keeps GPU 5.
+	s.Previous = map[policy.Combination][]int{policy.Single("a"): {5}}
+	p := Plan(s, alloc, 0)
+	checkPlan(t, s, p)
+	got := map[string][]int{}
+	for _, a := range p.Assignments {
+		got[a.Combination.A] = a.GPUs
+	}
+	want := map[string][]int{"b": {0, 1, 2, 3}, "a": {5}, "c": {4, 6}, "d": {7}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("placement %v, want %v", got, want)
+	}
+}
+
+func TestPlanLeaseExtension(t *testing.T) {
+	topo, _ := NewTopology(policy.Cluster{"k": 3, "v": 2}, nil)
+	jobs := map[string]*Job{}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	for i := 0; i < 5; i++ {
+		id := strconv.Itoa(i)
+		jobs[id] = &Job{ID: id, ScaleFactor: 1, Order: i, Rates: map[string]float64{"k": 1, "v": 2}}
+		w := "k"
+		if i >= 3 {
+			w = "v"
+		}
+		alloc.Fractions[policy.Single(id)] = map[string]float64{w: 1}
+	}
+	ledger := NewLedger(360)
+	s := &State{Topology: topo, Jobs: jobs, History: ledger}
+	var first map[policy.Combination][]int
+	for r := 0; r < 5; r++ {
+		p := Plan(s, alloc, float64(r)*360)
+		checkPlan(t, s, p)
+		if len(p.Assignments) != 5 {
+			t.Fatalf("round %d: %d assignments, want 5", r, len(p.Assignments))
+		}
+		for _, a := range p.Assignments {
+			if alloc.Fractions[a.Combination][a.WorkerType] != 1 {
+				t.Fatalf("round %d: %v on %s, want its allocated type", r, a.Combination, a.WorkerType)
+			}
+			if r > 0 && !a.Extended {
+				t.Fatalf("round %d: %v moved from %v to %v", r, a.Combination, first[a.Combination], a.GPUs)
+			}
+		}
+		if r == 0 {
+			first = p.Placement()
+		}
+		var busy []Busy
+		for _, a := range p.Assignments {
+			busy = append(busy, Busy{a.Combination, a.WorkerType, 360})
+		}
+		ledger.Record(alloc, func(string) bool { return true }, 360, busy)
+		s.Previous = p.Placement()
+	}
+}
+
+// A job whose scale factor exceeds the free GPUs does not block smaller jobs
+// behind it (no head-of-line blocking), and a job never runs twice.
+func TestPlanNoHeadOfLineBlocking(t *testing.T) {
+	topo, _ := NewTopology(policy.Cluster{"g": 3}, map[string]int{"g": 4})
+	jobs := map[string]*Job{
+		"big":   {ID: "big", ScaleFactor: 2, Order: 1, Rates: map[string]float64{"g": 1}},
+		"small": {ID: "small", ScaleFactor: 1, Order: 2, Rates: map[string]float64{"g": 1}},
+		"first": {ID: "first", ScaleFactor: 2, Order: 0, Rates: map[string]float64{"g": 1}},
+	}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+		policy.Single("first"): {"g": 0.9}, policy.Single("big"): {"g": 0.5}, policy.Single("small"): {"g": 0.2},
+	}}
+	p := Plan(&State{Topology: topo, Jobs: jobs, History: NewLedger(360)}, alloc, 0)
+	var got []string
+	for _, a := range p.Assignments {
+		got = append(got, a.Combination.A)
+	}
+	if fmt.Sprint(got) != "[first small]" {
+		t.Errorf("ran %v, want [first small]", got)
+	}
+}

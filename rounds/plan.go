@@ -1,0 +1,128 @@
+package rounds
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// JobsFromTable builds the mechanism's view of jobs (rates on the given
+// worker types from t); Order follows the slice.
+func JobsFromTable(t *table.Table, types []string, jobs []policy.Job) map[string]*Job {
+	out := make(map[string]*Job, len(jobs))
+	for i, j := range jobs {
+		m := &Job{ID: j.ID, Type: j.Type, ScaleFactor: j.Type.ScaleFactor, Order: i, Rates: map[string]float64{}}
+		for _, w := range types {
+			if r, ok := t.Isolated(w, j.Type); ok && r > 0 {
+				m.Rates[w] = r
+			}
+		}
+		out[j.ID] = m
+	}
+	return out
+}
+
+// TablePairRates reads co-located rates from t (measured entries only).
+func TablePairRates(t *table.Table) PairRates {
+	return func(w string, a, b *Job) (float64, float64) {
+		ra, rb, st := t.Pair(w, a.Type, b.Type)
+		if st != table.Measured {
+			return 0, 0
+		}
+		return ra, rb
+	}
+}
+
+// RoundsConfig configures RunRounds: a steady job set under one allocation.
+type RoundsConfig struct {
+	Topology     *Topology
+	Table        *table.Table
+	Jobs         []policy.Job
+	Allocation   *policy.Allocation
+	Rounds       int
+	RoundSeconds float64 // 0: 360
+	NoBackFill   bool
+}
+
+// Fidelity compares the time fraction a job received on a worker type with
+// its target (summed over the combinations it belongs to).
+type Fidelity struct {
+	Target   float64 `json:"target"`
+	Received float64 `json:"received"`
+}
+
+// RoundsResult is a sequence of round plans and how well they realized the
+// allocation.
+type RoundsResult struct {
+	Plans        []*RoundPlan
+	Fidelity     map[string]map[string]Fidelity // job id → worker type → fractions
+	MaxDeviation float64
+}
+
+// RunRounds plans cfg.Rounds consecutive rounds for a job set that neither
+// grows nor finishes, feeding each round's placement and received time into
+// the next, and reports the fidelity to the allocation.
+func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
+	if cfg.Rounds < 1 {
+		return nil, fmt.Errorf("rounds: %d rounds, want at least 1", cfg.Rounds)
+	}
+	if cfg.RoundSeconds == 0 {
+		cfg.RoundSeconds = DefaultRoundSeconds
+	}
+	types := cfg.Topology.WorkerTypes()
+	ledger := NewLedger(cfg.RoundSeconds)
+	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
+		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.NoBackFill}}
+	res := &RoundsResult{Fidelity: map[string]map[string]Fidelity{}}
+	always := func(string) bool { return true }
+	for i := 0; i < cfg.Rounds; i++ {
+		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)
+		busy := make([]Busy, len(p.Assignments))
+		for k, a := range p.Assignments {
+			busy[k] = Busy{a.Combination, a.WorkerType, cfg.RoundSeconds}
+		}
+		ledger.Record(cfg.Allocation, always, cfg.RoundSeconds, busy)
+		state.Previous = p.Placement()
+		res.Plans = append(res.Plans, p)
+	}
+	total := ledger.Elapsed()
+	for _, j := range cfg.Jobs {
+		f := map[string]Fidelity{}
+		for _, w := range types {
+			f[w] = Fidelity{}
+		}
+		res.Fidelity[j.ID] = f
+	}
+	if cfg.Allocation != nil {
+		for c, x := range cfg.Allocation.Fractions {
+			for _, m := range members(c) {
+				if f, ok := res.Fidelity[m]; ok {
+					for w, v := range x {
+						if _, ok := f[w]; ok {
+							e := f[w]
+							e.Target += v
+							f[w] = e
+						}
+					}
+				}
+			}
+		}
+	}
+	for c, x := range ledger.got {
+		for _, m := range members(c) {
+			for w, v := range x {
+				e := res.Fidelity[m][w]
+				e.Received += v / total
+				res.Fidelity[m][w] = e
+			}
+		}
+	}
+	for _, f := range res.Fidelity {
+		for _, e := range f {
+			res.MaxDeviation = math.Max(res.MaxDeviation, math.Abs(e.Received-e.Target))
+		}
+	}
+	return res, nil
+}
