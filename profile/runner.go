@@ -442,7 +442,6 @@ func (r *Runner) write(tbl *table.Table, side *Sidecar, sidePath string, rec *Re
 	case rec.Partner == "" && rec.Status == StatusOK:
 		if _, ok := tbl.Isolated(w, a); !ok {
 			tbl.SetIsolated(w, a, rec.Rate)
-			rec.Kind = "isolated"
 		}
 	case rec.Partner == "" && rec.Status == StatusInfeasible:
 		if _, ok := tbl.Isolated(w, a); !ok || rec.Kind == "isolated" {

@@ -1,16 +1,445 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/profile"
+	"github.com/gavelkit/gavel/table"
 )
 
-// newRunCmd is a placeholder until profile lands; the command says so when run.
-func newRunCmd(_ *cli.IO) *cobra.Command {
-	return &cobra.Command{Use: "run", Short: "(not yet available)", RunE: func(*cobra.Command, []string) error {
-		return errors.New("run: not implemented yet")
-	}}
+type runOptions struct {
+	name         string
+	scaleFactor  int
+	gpu          string
+	cpu          bool
+	cpuSlots     int
+	workerTypes  string
+	references   string
+	fraction     float64
+	seed         uint64
+	pairs        []string
+	pairsFrom    string
+	noPairs      bool
+	tablePath    string
+	sharing      string
+	forceSharing bool
+	progress     string
+	env          []string
+	shell        bool
+	json         bool
+	settings     profile.Settings
+	refresh      time.Duration
+	mpsControl   string
+	command      []string
+	open         func() (profile.Devices, error) // profile.OpenNVML; tests use fakes
+}
+
+func newRunCmd(io *cli.IO) *cobra.Command {
+	opts := runOptions{open: profile.OpenNVML}
+	def := profile.DefaultSettings()
+	cmd := &cobra.Command{
+		Use:   "run --name MODEL --table OUT.json [flags] -- CMD [ARGS...]",
+		Short: "Measure a training command alone and co-located with reference jobs",
+		Long: `Run a training command, measure its rate (steps/s) alone on every selected GPU
+type, then sharing a GPU with each reference job, and merge the results into a
+Gavel-format throughput table. Every GPU of the node is used at once.
+
+Progress protocol: the command prints lines "GAVEL_STEPS <cumulative steps>" on
+stdout or stderr. With --progress-regex, a regular expression with one capture
+group reads the cumulative count from matching lines; one with no group counts
+each matching line as one step.
+
+Each measurement warms up until the rate settles (at most --max-warmup), then
+measures over --window batches until the 95% confidence half-width is within
+--precision of the rate (at most --max-window). Pairs start both commands on one
+GPU together; they are normalized by isolated rates re-measured close in time
+(--refresh-isolated). A job that crashes, hangs, never reports progress or prints
+malformed progress is recorded failed with the reason; out of memory, or isolated
+peak memories that do not fit the GPU together, make a pair infeasible.
+
+The table is written atomically after every measurement, with a sidecar
+OUT.measurements.json holding what the Gavel format cannot (sharing mode, CI,
+samples, seconds, peak memory, failures). A rerun skips what the table holds.
+Commands are executed directly (no shell unless --shell) with an explicit
+environment: PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TZ, TMPDIR and
+LD_LIBRARY_PATH, the per-GPU CUDA_VISIBLE_DEVICES, GAVEL_DEVICE and
+GAVEL_WORKER_TYPE, plus --env and the references' env.
+
+References file (--references):
+  {"references": [{"name": "ResNet-18 (batch size 64)", "scale_factor": 1,
+                   "command": ["python3", "resnet.py"], "env": {"K": "V"},
+                   "dir": "", "progress_regex": ""}]}
+
+Exit status: 0 when every measurement is ok or infeasible, 1 when one failed or
+the run was interrupted (what finished is kept), 2 for bad usage or input.`,
+		Example: `  # Isolated on every GPU, then paired with each reference job:
+  gavel-profile run --name "MyNet (batch size 32)" --references refs.json \
+      --table out.json -- python3 train.py --batch-size 32
+
+  # Pairs suggested by the estimator, under MPS, on GPUs 0 and 1:
+  gavel-profile run --name my-model --gpu 0,1 --sharing mps \
+      --references refs.json --pairs-from suggest.json --table out.json -- ./train.sh
+
+  # No GPU: profile on the CPU, reading progress from "iter 120/5000" lines:
+  gavel-profile run --cpu --name tiny --table cpu.json \
+      --progress-regex 'iter (\d+)/' -- python3 tiny.py`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() < 0 || len(args) == 0 {
+				return cli.UsageError("run: give the training command after --, e.g. gavel-profile run --name M --table out.json -- python3 train.py")
+			}
+			if cmd.ArgsLenAtDash() > 0 {
+				return cli.UsageError("run: unexpected arguments before --: %q", args[:cmd.ArgsLenAtDash()])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.command = args
+			return runRun(cmd, opts, io)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.name, "name", "", "model name of the job in the table (required)")
+	f.IntVar(&opts.scaleFactor, "scale-factor", 1, "GPUs per job (a job with scale factor n gets n GPUs of one type)")
+	f.StringVar(&opts.gpu, "gpu", "all", "GPUs to use: all, or indices IDX,...")
+	f.BoolVar(&opts.cpu, "cpu", false, "profile on the CPU (worker type cpu), without NVML")
+	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time")
+	f.StringVar(&opts.workerTypes, "worker-type", "", "override worker types: NAME for every GPU, or IDX=NAME,...")
+	f.StringVar(&opts.references, "references", "", "reference jobs file (JSON, see above)")
+	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P (seeded by --seed)")
+	f.Uint64Var(&opts.seed, "seed", 0, "seed for --fraction")
+	f.StringSliceVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B)")
+	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json'")
+	f.BoolVar(&opts.noPairs, "no-pairs", false, "measure isolated rates only")
+	f.StringVar(&opts.tablePath, "table", "", "throughput table to merge into, created if missing (required)")
+	f.StringVar(&opts.sharing, "sharing", "time-slicing", "how pairs share a GPU: time-slicing or mps")
+	f.BoolVar(&opts.forceSharing, "force-sharing", false, "allow pairs of another sharing mode in the same table")
+	f.StringVar(&opts.progress, "progress-regex", "", "progress lines of the job: one capture group = cumulative steps, none = one step per line")
+	f.StringArrayVar(&opts.env, "env", nil, "environment variable for the jobs, K=V or K (copied from here); repeatable")
+	f.BoolVar(&opts.shell, "shell", false, "run the command through /bin/sh -c (joined by spaces)")
+	f.BoolVar(&opts.json, "json", false, "print one JSON object")
+	f.DurationVar(&opts.settings.Window, "window", def.Window, "batch length of the rate estimator")
+	f.Float64Var(&opts.settings.Precision, "precision", def.Precision, "target relative 95% confidence half-width")
+	f.IntVar(&opts.settings.MinBatches, "min-batches", def.MinBatches, "least number of batches measured")
+	f.DurationVar(&opts.settings.MaxWindow, "max-window", def.MaxWindow, "longest measurement (after warm-up)")
+	f.DurationVar(&opts.settings.MaxWarmup, "max-warmup", def.MaxWarmup, "longest warm-up")
+	f.Float64Var(&opts.settings.Settle, "settle", def.Settle, "warm-up ends when the rate moves less than this, relative")
+	f.DurationVar(&opts.settings.StartupTimeout, "startup-timeout", def.StartupTimeout, "longest wait for the first progress report")
+	f.DurationVar(&opts.settings.StallTimeout, "stall-timeout", def.StallTimeout, "a job silent for this long is killed as hung")
+	f.DurationVar(&opts.settings.KillGrace, "kill-grace", def.KillGrace, "time between SIGTERM and SIGKILL")
+	f.DurationVar(&opts.refresh, "refresh-isolated", 30*time.Minute, "re-measure isolated rates older than this before a pair (negative: never)")
+	f.StringVar(&opts.mpsControl, "mps-control", profile.DefaultMPSControl, "MPS control program")
+	return cmd
+}
+
+// runSetup is what runRun builds from the flags before measuring.
+type runSetup struct {
+	runner *profile.Runner
+	tasks  []profile.Task
+	notes  []string
+}
+
+func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func(), error) {
+	noop := func() {}
+	if strings.TrimSpace(opts.name) == "" {
+		return nil, noop, cli.UsageError("run: --name is required")
+	}
+	if opts.tablePath == "" {
+		return nil, noop, cli.UsageError("run: --table is required")
+	}
+	if opts.scaleFactor < 1 {
+		return nil, noop, cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
+	}
+	chosen := 0
+	for _, set := range []bool{opts.fraction != 0, len(opts.pairs) > 0, opts.pairsFrom != "", opts.noPairs} {
+		if set {
+			chosen++
+		}
+	}
+	if chosen > 1 {
+		return nil, noop, cli.UsageError("run: give at most one of --fraction, --pairs, --pairs-from and --no-pairs")
+	}
+	if opts.fraction < 0 || opts.fraction > 1 {
+		return nil, noop, cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
+	}
+	sharing, err := profile.ParseSharing(opts.sharing)
+	if err != nil {
+		return nil, noop, cli.UsageError("run: --sharing: %v", err)
+	}
+	progress, err := profile.ParseProgressFormat(opts.progress)
+	if err != nil {
+		return nil, noop, cli.UsageError("run: --progress-regex: %v", err)
+	}
+	env, err := profile.BaseEnv(os.Environ(), opts.env)
+	if err != nil {
+		return nil, noop, cli.UsageError("run: %v", err)
+	}
+	overrides, err := profile.ParseWorkerTypeOverrides(opts.workerTypes)
+	if err != nil {
+		return nil, noop, cli.UsageError("run: --worker-type: %v", err)
+	}
+	model := table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}
+	commands := map[table.JobType]profile.Command{model: {Argv: opts.command, Shell: opts.shell, Progress: progress}}
+	var refs []table.JobType
+	if opts.references != "" {
+		rf, err := profile.LoadReferences(opts.references)
+		if err != nil {
+			return nil, noop, cli.UsageError("%v", err)
+		}
+		for _, r := range rf.References {
+			j := table.JobType{Model: r.Name, ScaleFactor: r.ScaleFactor}
+			refs = append(refs, j)
+			commands[j] = r.ProfileCommand()
+		}
+	}
+	var suggestions []profile.Suggestion
+	if opts.pairsFrom != "" {
+		if suggestions, err = profile.LoadSuggestions(opts.pairsFrom); err != nil {
+			return nil, noop, cli.UsageError("%v", err)
+		}
+		if len(suggestions) == 0 {
+			return nil, noop, cli.UsageError("run: %s lists no measurements", opts.pairsFrom)
+		}
+	}
+
+	var devs profile.Devices
+	if opts.cpu {
+		devs = profile.CPUDevices(opts.cpuSlots)
+	} else if devs, err = opts.open(); err != nil {
+		return nil, noop, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
+	}
+	closeDevs := func() { devs.Close() }
+	all, err := devs.List(ctx)
+	if err != nil {
+		closeDevs()
+		return nil, noop, err
+	}
+	overrides.Apply(all)
+	gpus, err := profile.SelectGPUs(all, opts.gpu)
+	if err != nil {
+		closeDevs()
+		return nil, noop, cli.UsageError("run: %v", err)
+	}
+	var usable []profile.GPU
+	var workerTypes []string
+	seen := map[string]bool{}
+	for _, g := range gpus {
+		if g.MIG == "enabled" {
+			fmt.Fprintf(io.Err, "note: skipping GPU %d: MIG is enabled (profile MIG instances as separate devices is not supported)\n", g.Index)
+			continue
+		}
+		usable = append(usable, g)
+		if !seen[g.WorkerType] {
+			seen[g.WorkerType] = true
+			workerTypes = append(workerTypes, g.WorkerType)
+		}
+	}
+	if len(usable) == 0 {
+		closeDevs()
+		return nil, noop, fmt.Errorf("run: no usable device (selected %q); use --cpu to profile on the CPU", opts.gpu)
+	}
+	if sharing == profile.MPS && usable[0].CPU {
+		closeDevs()
+		return nil, noop, cli.UsageError("run: --sharing mps needs GPUs")
+	}
+	tasks, notes, err := profile.Plan(profile.PlanSpec{Model: model, References: refs, WorkerTypes: workerTypes,
+		Fraction: opts.fraction, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs})
+	if err != nil {
+		closeDevs()
+		return nil, noop, cli.UsageError("run: %v", err)
+	}
+	r := &profile.Runner{
+		TablePath: opts.tablePath, Commands: commands, GPUs: usable, Devices: devs,
+		Settings: opts.settings, Sharing: sharing, ForceSharing: opts.forceSharing,
+		MPSControl: opts.mpsControl, Env: env, Refresh: opts.refresh,
+	}
+	return &runSetup{runner: r, tasks: tasks, notes: notes}, closeDevs, nil
+}
+
+func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	setup, closeDevs, err := setupRun(ctx, opts, io)
+	if err != nil {
+		return err
+	}
+	defer closeDevs()
+	for _, n := range setup.notes {
+		fmt.Fprintln(io.Err, "note:", n)
+	}
+	r := setup.runner
+	var bar *progressbar.ProgressBar
+	var todo, skipped, count int
+	logf := func(format string, args ...any) {
+		if bar != nil {
+			_ = bar.Clear()
+		}
+		fmt.Fprintf(io.Err, format+"\n", args...)
+		if bar != nil {
+			_ = bar.RenderBlank()
+		}
+	}
+	r.Logf = logf
+	r.OnPlanned = func(t, s int) {
+		todo, skipped = t, s
+		logf("%d measurements to make, %d already in %s", t, s, opts.tablePath)
+		if isTerminal(io.Err) && t > 0 {
+			bar = progressbar.NewOptions(t, progressbar.OptionSetWriter(io.Err),
+				progressbar.OptionSetDescription("measuring"), progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
+				progressbar.OptionFullWidth())
+		}
+	}
+	r.OnRecord = func(rec profile.Record) {
+		if rec.Kind != "refresh" {
+			count++
+		}
+		logf("[%d/%d] %s", count, todo, describe(rec))
+		if bar != nil && rec.Kind != "refresh" {
+			_ = bar.Add(1)
+		}
+	}
+	recs, runErr := r.Run(ctx, setup.tasks)
+	if bar != nil {
+		_ = bar.Finish()
+		fmt.Fprintln(io.Err)
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		if errors.Is(runErr, profile.ErrSharingMismatch) {
+			return cli.UsageError("%v (--force-sharing)", runErr)
+		}
+		return runErr
+	}
+	if err := printRecords(io, opts, r, recs, skipped); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("interrupted: %d measurements written to %s; run the same command again to resume", len(recs), opts.tablePath)
+	}
+	failed := 0
+	for _, rec := range recs {
+		if rec.Status == profile.StatusFailed {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d measurements failed (reasons above and in %s); a rerun retries them", failed, len(recs), profile.SidecarPath(opts.tablePath))
+	}
+	return nil
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func describe(rec profile.Record) string {
+	what := rec.WorkerType + ": " + rec.Job
+	if rec.Partner != "" {
+		what += " + " + rec.Partner
+	}
+	if rec.Kind == "refresh" {
+		what += " (isolated, re-measured)"
+	}
+	switch rec.Status {
+	case profile.StatusOK:
+		s := fmt.Sprintf("%s: %.4g steps/s ±%.1f%%", what, rec.RawRate, 100*rel(rec.CIHalfWidth, rec.RawRate))
+		if rec.Partner != "" {
+			s += fmt.Sprintf(", partner %.4g steps/s ±%.1f%%", rec.RawPartnerRate, 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
+		}
+		return s + fmt.Sprintf(" (%.0f s)", rec.TotalSeconds)
+	default:
+		return fmt.Sprintf("%s: %s: %s", what, rec.Status, rec.Reason)
+	}
+}
+
+func rel(hw, rate float64) float64 {
+	if rate <= 0 {
+		return 0
+	}
+	return hw / rate
+}
+
+// measurementJSON is one entry of --json's measurements.
+type measurementJSON struct {
+	WorkerType         string   `json:"worker_type"`
+	Job                string   `json:"job"`
+	ScaleFactor        int      `json:"scale_factor"`
+	Partner            string   `json:"partner,omitempty"`
+	Kind               string   `json:"kind"`
+	Rate               float64  `json:"rate"`
+	PartnerRate        *float64 `json:"partner_rate,omitempty"`
+	RawRate            float64  `json:"raw_rate"`
+	RawPartnerRate     *float64 `json:"raw_partner_rate,omitempty"`
+	CIHalfWidth        float64  `json:"ci_half_width"`
+	PartnerCIHalfWidth *float64 `json:"partner_ci_half_width,omitempty"`
+	Samples            int      `json:"samples"`
+	Seconds            float64  `json:"seconds"`
+	TotalSeconds       float64  `json:"total_seconds"`
+	PeakMemoryBytes    uint64   `json:"peak_memory_bytes,omitempty"`
+	Sharing            string   `json:"sharing"`
+	GPUs               []int    `json:"gpus"`
+	Status             string   `json:"status"`
+	Reason             string   `json:"reason"`
+}
+
+func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile.Record, skipped int) error {
+	if opts.json {
+		ms := make([]measurementJSON, 0, len(recs))
+		for _, rec := range recs {
+			m := measurementJSON{WorkerType: rec.WorkerType, Job: rec.Job, ScaleFactor: rec.ScaleFactor, Partner: rec.Partner,
+				Kind: rec.Kind, Rate: rec.Rate, RawRate: rec.RawRate, CIHalfWidth: rec.CIHalfWidth, Samples: rec.Samples,
+				Seconds: rec.Seconds, TotalSeconds: rec.TotalSeconds, PeakMemoryBytes: rec.PeakMemoryBytes,
+				Sharing: string(rec.Sharing), GPUs: rec.GPUs, Status: string(rec.Status), Reason: rec.Reason}
+			if rec.Partner != "" {
+				m.PartnerRate, m.RawPartnerRate, m.PartnerCIHalfWidth = &rec.PartnerRate, &rec.RawPartnerRate, &rec.PartnerCIHalfWidth
+			}
+			ms = append(ms, m)
+		}
+		return cli.WriteJSON(io.Out, map[string]any{"table": opts.tablePath, "sidecar": profile.SidecarPath(opts.tablePath),
+			"sharing": string(r.Sharing), "skipped": skipped, "measurements": ms})
+	}
+	if len(recs) == 0 {
+		fmt.Fprintf(io.Out, "Nothing to measure: %s already holds every measurement (%d).\n", opts.tablePath, skipped)
+		return nil
+	}
+	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "rate", "partner rate", "±CI", "samples", "seconds", "status", "reason")
+	for _, rec := range recs {
+		job := rec.Job
+		if rec.Kind == "refresh" {
+			job += " (re-measured)"
+		}
+		rate, prate, ci := "-", "-", "-"
+		if rec.Status == profile.StatusOK {
+			rate = strconv.FormatFloat(rec.Rate, 'g', 5, 64)
+			ci = fmt.Sprintf("%.1f%%", 100*rel(rec.CIHalfWidth, rec.RawRate))
+			if rec.Partner != "" {
+				prate = strconv.FormatFloat(rec.PartnerRate, 'g', 5, 64)
+				ci += fmt.Sprintf(" / %.1f%%", 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
+			}
+		} else if rec.Status == profile.StatusInfeasible {
+			rate = "0"
+		}
+		if err := tw.Append(rec.WorkerType, job, rec.Partner, rate, prate, ci, strconv.Itoa(rec.Samples),
+			fmt.Sprintf("%.1f", rec.TotalSeconds), string(rec.Status), rec.Reason); err != nil {
+			return err
+		}
+	}
+	if err := tw.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(io.Out, "Table: %s (details in %s); %d measurements were already there.\n", opts.tablePath, profile.SidecarPath(opts.tablePath), skipped)
+	return nil
 }
