@@ -1,0 +1,242 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/policy/lp"
+	"github.com/gavelkit/gavel/table"
+)
+
+func TestParseCluster(t *testing.T) {
+	c, err := ParseCluster("v100=8, p100=16,k80=24")
+	if err != nil || c["v100"] != 8 || c["p100"] != 16 || c["k80"] != 24 || c.String() != "k80=24,p100=16,v100=8" {
+		t.Fatalf("%v %v", c, err)
+	}
+	for _, bad := range []string{"", "v100", "v100=-1", "v100=x", "v100=1,v100=2", "=3"} {
+		if _, err := ParseCluster(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	p, err := ParsePrices("v100=2.48,k80=0.45")
+	if err != nil || p["v100"] != 2.48 || p["k80"] != 0.45 {
+		t.Fatalf("%v %v", p, err)
+	}
+	for _, bad := range []string{"", "v100=-1", "v100=NaN", "v100"} {
+		if _, err := ParsePrices(bad); err == nil {
+			t.Errorf("prices %q accepted", bad)
+		}
+	}
+}
+
+func TestReadJobs(t *testing.T) {
+	in := `{"entities": {"teamA": {"weight": 1, "policy": "fairness"}, "teamB": {"weight": 2, "policy": "fifo"}},
+	"jobs": [{"id": "resnet-a", "type": "ResNet-50 (batch size 64)", "scale_factor": 1, "weight": 1, "entity": "teamA",
+	"total_steps": 100000, "steps_done": 10, "time_run_seconds": 5, "arrival_seconds": 3, "slo_seconds": 36000},
+	{"id": "lm", "type": "LM (batch size 20)", "scale_factor": 2, "entity": "teamB", "total_steps": 5}]}`
+	jf, err := ReadJobs(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Job{ID: "resnet-a", Type: table.JobType{Model: "ResNet-50 (batch size 64)", ScaleFactor: 1}, Weight: 1, Entity: "teamA",
+		TotalSteps: 100000, StepsDone: 10, TimeRun: 5, Arrival: 3, SLO: 36000}
+	if jf.Jobs[0] != want || jf.Jobs[1].Weight != 1 || jf.Jobs[1].Type.ScaleFactor != 2 || jf.Entities["teamB"].Policy != EntityFIFO {
+		t.Fatalf("%+v", jf)
+	}
+	if jf.Jobs[0].StepsRemaining() != 99990 {
+		t.Fatal(jf.Jobs[0].StepsRemaining())
+	}
+	var b strings.Builder
+	if err := WriteJobs(&b, jf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJobs(strings.NewReader(b.String()))
+	if err != nil || fmt.Sprint(back) != fmt.Sprint(jf) {
+		t.Fatalf("round trip: %v %v", back, err)
+	}
+	for _, tc := range []struct{ in, msg string }{
+		{`{"jobs": []}`, "no jobs"},
+		{`{"jobs": [{"type": "A", "total_steps": 1}]}`, "missing id"},
+		{`{"jobs": [{"id": "a", "type": "A", "weight": -1}]}`, `job "a": weight -1`},
+		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "a", "type": "A"}]}`, "duplicate"},
+		{`{"jobs": [{"id": "a", "type": "A", "scale_factor": 0}]}`, "scale_factor 0"},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "steps_done": 2}]}`, "exceeds"},
+		{`{"entities": {"e": {"weight": 1}}, "jobs": [{"id": "a", "type": "A", "entity": "f"}]}`, `entity "f"`},
+		{`{"entities": {"e": {"weight": 1, "policy": "lifo"}}, "jobs": [{"id": "a", "type": "A"}]}`, `"lifo"`},
+		{`{"jobs": [{"id": "a", "type": "A", "color": 1}]}`, "unknown field"},
+	} {
+		_, err := ReadJobs(strings.NewReader(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: error %v, want %q", tc.in, err, tc.msg)
+		}
+	}
+}
+
+func TestNewAndNames(t *testing.T) {
+	names := Names()
+	// gavel-reference §2.1, plus proportional.
+	want := []string{"allox", "fifo", "fifo_packed", "fifo_perf", "finish_time_fairness", "finish_time_fairness_packed",
+		"finish_time_fairness_perf", "gandiva", "isolated", "max_min_fairness", "max_min_fairness_packed", "max_min_fairness_perf",
+		"max_min_fairness_water_filling", "max_min_fairness_water_filling_packed", "max_min_fairness_water_filling_perf",
+		"max_sum_throughput_normalized_by_cost_packed_SLOs", "max_sum_throughput_normalized_by_cost_perf",
+		"max_sum_throughput_normalized_by_cost_perf_SLOs", "max_sum_throughput_perf", "min_total_duration",
+		"min_total_duration_packed", "min_total_duration_perf", "proportional"}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("names %v", names)
+	}
+	for _, n := range names {
+		p, err := New(n)
+		if err != nil || p.Name() != n {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	_, err := New("lottery")
+	var u *UnknownPolicyError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "max_min_fairness_perf") {
+		t.Fatalf("%v", err)
+	}
+	if p, err := New("allox_alpha=0.5"); err != nil || p.Name() != "allox_alpha=0.5" {
+		t.Fatalf("%v", err)
+	}
+	if _, err := New("allox_alpha=x"); err == nil {
+		t.Fatal("bad alpha accepted")
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	base := func() *Problem { return twoJobs(false, 1, 1, cluster(1, 1, 1)) }
+	for _, tc := range []struct {
+		name string
+		edit func(p *Problem)
+		msg  string
+	}{
+		{"missing type", func(p *Problem) { p.Jobs[0].Type = jt("Nope") }, `job "0": job type ('Nope', 1) is not in the throughput table`},
+		{"sf too big", func(p *Problem) { p.Jobs[0].Type.ScaleFactor = 2 }, `scale factor 2 exceeds`},
+		{"negative weight", func(p *Problem) { p.Jobs[1].Weight = -1 }, `job "1": weight -1`},
+		{"empty cluster", func(p *Problem) { p.Cluster = Cluster{} }, "cluster is empty"},
+		{"zero cluster", func(p *Problem) { p.Cluster = Cluster{"v100": 0} }, "cluster is empty"},
+		{"no table", func(p *Problem) { p.Table = nil }, "no throughput table"},
+		{"worker not in table", func(p *Problem) { p.Cluster["tpu"] = 4 }, `no isolated rate on worker type "tpu"`},
+		{"duplicate", func(p *Problem) { p.Jobs[1].ID = "0" }, "duplicate"},
+		{"unknown entity", func(p *Problem) { p.Entities = map[string]Entity{"e": {Weight: 1}}; p.Jobs[0].Entity = "f" }, `entity "f"`},
+		{"negative steps", func(p *Problem) { p.Jobs[0].StepsDone = -1 }, "steps done"},
+	} {
+		for _, name := range Names() {
+			p := base()
+			tc.edit(p)
+			pol, _ := New(name)
+			_, err := pol.Allocate(context.Background(), p)
+			if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("%s / %s: error %v, want %q", tc.name, name, err, tc.msg)
+			}
+		}
+	}
+	// A job that can run nowhere.
+	p := &Problem{Table: rateTable(kpv, map[table.JobType][]float64{jt("Z"): {0, 0, 0}}), Cluster: cluster(1, 1, 1), Jobs: []Job{job("z", jt("Z"), 1)}}
+	if _, err := mustNew(t, "max_min_fairness_perf").Allocate(context.Background(), p); !errors.Is(err, ErrInput) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func mustNew(t *testing.T, name string, opts ...Option) Policy {
+	t.Helper()
+	p, err := New(name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An LP failure comes back as a typed error, never an empty allocation.
+type failingSolver struct{ status lp.Status }
+
+func (f failingSolver) Solve(context.Context, *lp.Model, lp.Options) (*lp.Result, error) {
+	return nil, &lp.StatusError{Status: f.status, Detail: "injected"}
+}
+
+func TestSolverErrorsPropagate(t *testing.T) {
+	p := twoJobs(false, 10, 10, cluster(1, 1, 1))
+	p.Prices = Prices{"k80": 1, "p100": 1, "v100": 1}
+	for _, name := range Names() {
+		pol := mustNew(t, name, WithSolver(failingSolver{lp.Numerical}))
+		a, err := pol.Allocate(context.Background(), p)
+		lpBased := !strings.HasPrefix(name, "fifo") && !strings.HasPrefix(name, "gandiva") && !strings.HasPrefix(name, "allox") &&
+			name != "isolated" && name != "proportional"
+		if lpBased {
+			if !errors.Is(err, lp.ErrNumerical) || a != nil {
+				t.Fatalf("%s: %v %v", name, a, err)
+			}
+		} else if err != nil {
+			t.Fatalf("%s does not use the LP but failed: %v", name, err)
+		}
+	}
+}
+
+func TestEmptyJobs(t *testing.T) {
+	for _, name := range Names() {
+		a := mustAllocate(t, name, &Problem{Table: t0t1(false), Cluster: cluster(1, 1, 1)})
+		if len(a.Fractions) != 0 {
+			t.Fatalf("%s: %v", name, a.Fractions)
+		}
+	}
+}
+
+// defaultJobs draws n jobs from the embedded table: sf 1 and 2 types in turn.
+func defaultJobs(tb *table.Table, n int) []Job {
+	types := tb.JobTypes()
+	var jobs []Job
+	for i := 0; i < n; i++ {
+		ty := types[(i*7)%len(types)]
+		jobs = append(jobs, Job{ID: fmt.Sprintf("j%03d", i), Type: ty, Weight: float64(1 + i%3), TotalSteps: float64(1000 * (1 + i%5)),
+			TimeRun: float64(i % 4 * 100), Arrival: float64(i), SLO: float64(5000 * (1 + i%2))})
+	}
+	return jobs
+}
+
+// Every policy on the embedded Gavel table and the paper's 8:16:24 cluster.
+func TestEveryPolicyOnDefaultTable(t *testing.T) {
+	tb := table.Default()
+	p := &Problem{Table: tb, Cluster: Cluster{"v100": 8, "p100": 16, "k80": 24}, Jobs: defaultJobs(tb, 30),
+		Prices: Prices{"v100": 2.48, "p100": 1.46, "k80": 0.45}}
+	for _, name := range Names() {
+		if name == "allox" {
+			continue // sf 1 only, below
+		}
+		a := mustAllocate(t, name, p)
+		if a.Policy != name {
+			t.Fatalf("%s: policy %q", name, a.Policy)
+		}
+	}
+	var sf1 []Job
+	for _, j := range p.Jobs {
+		if j.Type.ScaleFactor == 1 {
+			sf1 = append(sf1, j)
+		}
+	}
+	mustAllocate(t, "allox", &Problem{Table: tb, Cluster: p.Cluster, Jobs: sf1})
+}
+
+// Capping partners keeps the packed LP small and sits between no packing and
+// all pairs: t*(perf) ≤ t*(top-k) ≤ t*(all pairs).
+func TestMaxPartners(t *testing.T) {
+	tb := table.Default()
+	var jobs []Job
+	types := tb.JobTypesWithScaleFactor(1)
+	for i := 0; i < 24; i++ {
+		jobs = append(jobs, job(fmt.Sprintf("j%02d", i), types[i%len(types)], 1))
+	}
+	p := &Problem{Table: tb, Cluster: Cluster{"v100": 4, "p100": 4, "k80": 4}, Jobs: jobs}
+	perf := mustAllocate(t, "max_min_fairness_perf", p)
+	all := mustAllocate(t, "max_min_fairness_packed", p)
+	top := mustAllocate(t, "max_min_fairness_packed", p, WithMaxPartners(2))
+	if !(perf.Objective <= top.Objective+1e-9 && top.Objective <= all.Objective+1e-9) {
+		t.Fatalf("perf %v top-2 %v all %v", perf.Objective, top.Objective, all.Objective)
+	}
+	// At most 24 singles + 24·2 pairs, 3 worker types each, plus t.
+	if top.Stats.Cols > (24+48)*3+1 || all.Stats.Cols <= top.Stats.Cols {
+		t.Fatalf("columns: top-2 %d, all %d", top.Stats.Cols, all.Stats.Cols)
+	}
+}
