@@ -1,0 +1,249 @@
+package rounds
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// equalShare gives every job the same share of every worker type, capped at
+// one unit of time (a fixture with a hand-checkable allocation).
+type equalShare struct{}
+
+func (equalShare) Name() string { return "equal_share_perf" }
+
+func (equalShare) Allocate(_ context.Context, p *policy.Problem) (*policy.Allocation, error) {
+	a := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	total := float64(p.Cluster.Total())
+	for _, j := range p.Jobs {
+		x := map[string]float64{}
+		share := math.Min(1, total/float64(len(p.Jobs))/float64(j.Type.ScaleFactor))
+		for _, w := range p.Cluster.WorkerTypes() {
+			x[w] = share * float64(p.Cluster[w]) / total
+		}
+		a.Fractions[policy.Single(j.ID)] = x
+	}
+	return a, nil
+}
+
+// countingPolicy counts solves.
+type countingPolicy struct {
+	policy.Policy
+	n int
+}
+
+func (c *countingPolicy) Allocate(ctx context.Context, p *policy.Problem) (*policy.Allocation, error) {
+	c.n++
+	return c.Policy.Allocate(ctx, p)
+}
+
+func oneTypeTable(rates map[string]float64, sf int) *table.Table {
+	t := table.New()
+	for m, r := range rates {
+		t.SetIsolated("g", table.JobType{Model: m, ScaleFactor: sf}, r)
+	}
+	return t
+}
+
+func TestSimulateDefaultHandSolved(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"m": 1}, 1)
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	tests := []struct {
+		name    string
+		steps   [2]float64
+		wantJCT [2]float64
+		wantEnd float64
+	}{
+		// Round 1: A (earlier) runs; round 2: B is behind and runs; then A
+		// alone.
+		{"full rounds", [2]float64{720, 360}, [2]float64{1080, 720}, 1080},
+		// B finishes mid-round at 540, which ends the round early.
+		{"mid-round completion", [2]float64{720, 180}, [2]float64{900, 540}, 900},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jobs := []policy.Job{{ID: "A", Type: jt, TotalSteps: tt.steps[0]}, {ID: "B", Type: jt, TotalSteps: tt.steps[1]}}
+			p := &countingPolicy{Policy: equalShare{}}
+			res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 1}, Policy: p}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			for _, j := range res.Jobs {
+				got[j.ID] = j.JCT
+			}
+			if got["A"] != tt.wantJCT[0] || got["B"] != tt.wantJCT[1] {
+				t.Errorf("JCTs %v, want A=%v B=%v", got, tt.wantJCT[0], tt.wantJCT[1])
+			}
+			if res.End != tt.wantEnd || res.Makespan != tt.wantEnd {
+				t.Errorf("end %v makespan %v, want %v", res.End, res.Makespan, tt.wantEnd)
+			}
+			if math.Abs(res.Utilization-1) > 1e-12 {
+				t.Errorf("utilization %v, want 1", res.Utilization)
+			}
+			// One solve at t=0, one after B finishes; none after A (nothing left).
+			if p.n != 2 || res.Allocations != 2 {
+				t.Errorf("%d solves (reported %d), want 2", p.n, res.Allocations)
+			}
+		})
+	}
+}
+
+// Arrivals and completions in the same round coalesce into one solve.
+func TestSimulateCoalescesEvents(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"m": 1}, 1)
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	var jobs []policy.Job
+	for i, arr := range []float64{0, 10, 20, 30, 400} {
+		jobs = append(jobs, policy.Job{ID: string(rune('a' + i)), Type: jt, TotalSteps: 100, Arrival: arr})
+	}
+	p := &countingPolicy{Policy: equalShare{}}
+	res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 8}, Policy: p}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// t=0: a; t=100 (a done; b, c, d arrived): one solve; t=200 (b, c, d
+	// done): nothing active, no solve; t=400: e.
+	if p.n != 3 {
+		t.Errorf("%d solves, want 3", p.n)
+	}
+	want := map[string]float64{"a": 100, "b": 190, "c": 180, "d": 170, "e": 100}
+	for _, j := range res.Jobs {
+		if j.JCT != want[j.ID] {
+			t.Errorf("job %s: JCT %v, want %v", j.ID, j.JCT, want[j.ID])
+		}
+	}
+}
+
+// §11.3: a multi-GPU job whose last remainder is smaller than its scale
+// factor completes (Gavel drops it after 5 failed micro-tasks), in both modes.
+func TestSimulateSmallRemainderCompletes(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"big": 10}, 2)
+	job := policy.Job{ID: "0", Type: table.JobType{Model: "big", ScaleFactor: 2}, TotalSteps: 3601}
+	for _, compat := range []bool{false, true} {
+		var p policy.Policy = equalShare{}
+		if compat {
+			p = refFIFOPerf{}
+		}
+		res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 2}, Policy: p, GavelCompat: compat}, []policy.Job{job})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Jobs) != 1 || math.Abs(res.Jobs[0].JCT-360.1) > 1e-9 {
+			t.Errorf("compat=%v: jobs %+v, want one with JCT 360.1", compat, res.Jobs)
+		}
+	}
+}
+
+// §11.9: a violation compares completion with arrival + deadline.
+func TestSimulateSLOViolations(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"m": 1}, 1)
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	jobs := []policy.Job{
+		{ID: "early", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 400},  // done at 1300 ≤ 1400
+		{ID: "late", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 200},   // done at 1300 > 1200
+		{ID: "tight", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 300},  // done at 1300 = deadline: met
+		{ID: "none", Type: jt, TotalSteps: 300, Arrival: 1000},
+	}
+	res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 4}, Policy: equalShare{}}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SLOViolations != 1 {
+		t.Errorf("%d SLO violations, want 1: %+v", res.SLOViolations, res.Jobs)
+	}
+}
+
+func TestSimulateCost(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"m": 1}, 2)
+	jobs := []policy.Job{{ID: "0", Type: table.JobType{Model: "m", ScaleFactor: 2}, TotalSteps: 1800}}
+	res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 2}, Policy: equalShare{},
+		Prices: policy.Prices{"g": 3.6}}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1800 s on 2 GPUs at $3.60/GPU-hour = $3.60.
+	if math.Abs(res.Cost-3.6) > 1e-9 {
+		t.Errorf("cost %v, want 3.6", res.Cost)
+	}
+}
+
+func TestParseTraceErrors(t *testing.T) {
+	good := "A3C\tcmd\t/tmp\t--steps\t0\t100\t1\t1\t-1\t0\n"
+	tests := []struct{ name, in, want string }{
+		{"field count", good + "A3C\tcmd\t0\t100\n", "t.trace:2: bad trace: 4 tab-separated fields, want 10"},
+		{"bad steps", good + good + strings.Replace(good, "\t100\t", "\tlots\t", 1), "t.trace:3: bad trace: field 6 (total_steps): \"lots\""},
+		{"bad sf", strings.Replace(good, "\t1\t1\t-1", "\t1.5\t1\t-1", 1), "t.trace:1: bad trace: field 7 (scale_factor)"},
+		{"bad arrival", strings.Replace(good, "-1\t0", "-1\tsoon", 1), "t.trace:1: bad trace: field 10 (arrival_time)"},
+		{"empty", "\n\n", "t.trace: bad trace: no jobs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseTrace(strings.NewReader(tt.in), "t.trace")
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrTrace) {
+				t.Errorf("ParseTrace error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTrace(t *testing.T) {
+	in := "A3C\tpython3 main.py\t/tmp\t--max-steps\t0\t10000\t1\t2\t1.2\t1000.5\n\nLM (batch size 20)\tc\td\t--steps\t1\t500000\t2\t1\t-1\t1500\n"
+	jobs, err := ParseTrace(strings.NewReader(in), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TraceJob{
+		{Job: policy.Job{ID: "0", Type: table.JobType{Model: "A3C", ScaleFactor: 1}, Weight: 2, TotalSteps: 10000, Arrival: 1000.5}, SLOFactor: 1.2, Line: 1},
+		{Job: policy.Job{ID: "1", Type: table.JobType{Model: "LM (batch size 20)", ScaleFactor: 2}, Weight: 1, TotalSteps: 500000, Arrival: 1500}, Line: 3},
+	}
+	if len(jobs) != 2 || jobs[0] != want[0] || jobs[1] != want[1] {
+		t.Errorf("ParseTrace = %+v, want %+v", jobs, want)
+	}
+	// Round trip through FormatTrace.
+	var b strings.Builder
+	if err := FormatTrace(&b, jobs); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseTrace(strings.NewReader(b.String()), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range again {
+		again[i].Line = jobs[i].Line
+		if again[i] != jobs[i] {
+			t.Errorf("round trip job %d = %+v, want %+v", i, again[i], jobs[i])
+		}
+	}
+}
+
+func TestPrepareRejects(t *testing.T) {
+	tbl := table.New()
+	tbl.SetIsolated("a", table.JobType{Model: "m", ScaleFactor: 4}, 1)
+	tbl.SetIsolated("b", table.JobType{Model: "m", ScaleFactor: 4}, 0)
+	tbl.SetIsolated("a", table.JobType{Model: "z", ScaleFactor: 1}, 0)
+	tbl.SetIsolated("b", table.JobType{Model: "z", ScaleFactor: 1}, 0)
+	cluster := policy.Cluster{"a": 2, "b": 8}
+	tests := []struct {
+		name string
+		job  table.JobType
+		want string
+	}{
+		{"missing type", table.JobType{Model: "nope", ScaleFactor: 1}, `job type ('nope', 1) is not in the throughput table`},
+		{"too wide", table.JobType{Model: "m", ScaleFactor: 4}, "scale factor 4 exceeds the GPU count"},
+		{"zero rate", table.JobType{Model: "z", ScaleFactor: 1}, "rate is zero or missing on every worker type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Prepare(tbl, cluster, []TraceJob{{Job: policy.Job{ID: "7", Type: tt.job, TotalSteps: 1}, Line: 3}})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "line 3") {
+				t.Errorf("Prepare error %v, want one with line 3 and %q", err, tt.want)
+			}
+		})
+	}
+}
