@@ -145,9 +145,9 @@ func TestSimulateSLOViolations(t *testing.T) {
 	tbl := oneTypeTable(map[string]float64{"m": 1}, 1)
 	jt := table.JobType{Model: "m", ScaleFactor: 1}
 	jobs := []policy.Job{
-		{ID: "early", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 400},  // done at 1300 ≤ 1400
-		{ID: "late", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 200},   // done at 1300 > 1200
-		{ID: "tight", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 300},  // done at 1300 = deadline: met
+		{ID: "early", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 400}, // done at 1300 ≤ 1400
+		{ID: "late", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 200},  // done at 1300 > 1200
+		{ID: "tight", Type: jt, TotalSteps: 300, Arrival: 1000, SLO: 300}, // done at 1300 = deadline: met
 		{ID: "none", Type: jt, TotalSteps: 300, Arrival: 1000},
 	}
 	res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 4}, Policy: equalShare{}}, jobs)
