@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/table"
+)
+
+// buildWorkload builds the profile tests' stand-in training job.
+func buildWorkload(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "workload")
+	out, err := exec.Command("go", "build", "-o", bin, "../../profile/testdata/workload").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the workload: %v\n%s", err, out)
+	}
+	return bin
+}
+
+var fast = []string{"--window", "100ms", "--max-window", "2s", "--max-warmup", "1s", "--precision", "0.05",
+	"--startup-timeout", "3s", "--stall-timeout", "1s", "--kill-grace", "300ms"}
+
+func runCLI(args ...string) (string, string, error) {
+	streams, out, errb := cli.TestIO()
+	cmd := newRunCmd(streams)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), errb.String(), err
+}
+
+type runJSON struct {
+	Skipped      int `json:"skipped"`
+	Measurements []struct {
+		WorkerType  string   `json:"worker_type"`
+		Job         string   `json:"job"`
+		Partner     *string  `json:"partner"`
+		Rate        float64  `json:"rate"`
+		PartnerRate *float64 `json:"partner_rate"`
+		CIHalfWidth float64  `json:"ci_half_width"`
+		Seconds     float64  `json:"seconds"`
+		Status      string   `json:"status"`
+		Reason      string   `json:"reason"`
+	} `json:"measurements"`
+}
+
+func TestRunCPUEndToEnd(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	share := filepath.Join(dir, "share")
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["`+bin+`","-rate","100","-share-dir","`+share+`"]}]}`), 0o644)
+	out := filepath.Join(dir, "out.json")
+	args := append([]string{"--cpu", "--cpu-slots", "2", "--name", "model", "--references", refs, "--table", out, "--json"}, fast...)
+	args = append(args, "--", bin, "-rate", "200", "-share-dir", share)
+	stdout, stderr, err := runCLI(args...)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	var got runJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(got.Measurements) != 4 {
+		t.Fatalf("%d measurements, want 4 (2 isolated, 2 pairs):\n%s", len(got.Measurements), stdout)
+	}
+	for _, m := range got.Measurements {
+		if m.Status != "ok" || m.WorkerType != "cpu" || m.CIHalfWidth <= 0 || m.Seconds <= 0 {
+			t.Errorf("measurement %+v", m)
+		}
+		if (m.Partner == nil) != (m.PartnerRate == nil) {
+			t.Errorf("partner and partner_rate must come together: %+v", m)
+		}
+	}
+	tbl, err := table.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, ref := table.JobType{Model: "model", ScaleFactor: 1}, table.JobType{Model: "ref", ScaleFactor: 1}
+	na, nb, s := tbl.Normalized("cpu", model, ref)
+	if s != table.Measured || na < 0.35 || na > 0.65 || nb < 0.35 || nb > 0.65 {
+		t.Errorf("normalized model+ref = %v, %v (%v), want about 0.5 each", na, nb, s)
+	}
+	if !strings.Contains(stderr, "[4/4]") {
+		t.Errorf("no progress lines on stderr:\n%s", stderr)
+	}
+
+	// A rerun measures nothing.
+	stdout, _, err = runCLI(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = runJSON{}
+	json.Unmarshal([]byte(stdout), &got)
+	if got.Skipped != 4 || len(got.Measurements) != 0 {
+		t.Errorf("rerun = %s", stdout)
+	}
+}
+
+func TestRunFailureExitsOne(t *testing.T) {
+	bin := buildWorkload(t)
+	out := filepath.Join(t.TempDir(), "out.json")
+	args := append([]string{"--cpu", "--name", "crashy", "--table", out}, fast...)
+	stdout, _, err := runCLI(append(args, "--", bin, "-fault", "crash", "-fault-after", "10")...)
+	if cli.ExitCode(err) != 1 || !strings.Contains(err.Error(), "1 of 1 measurements failed") {
+		t.Fatalf("error %v (exit %d), want exit 1", err, cli.ExitCode(err))
+	}
+	if !strings.Contains(stdout, "failed") || !strings.Contains(stdout, "exited with status 3") {
+		t.Errorf("output does not show the failure:\n%s", stdout)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	badRefs := filepath.Join(dir, "refs.json")
+	os.WriteFile(badRefs, []byte(`{"references":[{"name":"a"}]}`), 0o644)
+	out := filepath.Join(dir, "out.json")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cpu", "--table", out, "--", "true"}, "--name is required"},
+		{[]string{"--cpu", "--name", "m", "--", "true"}, "--table is required"},
+		{[]string{"--cpu", "--name", "m", "--table", out}, "after --"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "extra", "--", "true"}, "before --"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--fraction", "0.5", "--pairs", "a", "--", "true"}, "at most one"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--fraction", "2", "--", "true"}, "--fraction 2"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--sharing", "spatial", "--", "true"}, "sharing mode"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--sharing", "mps", "--", "true"}, "needs GPUs"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--references", badRefs, "--", "true"}, "command is required"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--pairs", "nobody", "--", "true"}, `"nobody"`},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--env", "CUDA_VISIBLE_DEVICES=1", "--", "true"}, "set by the profiler"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--progress-regex", "(", "--", "true"}, "progress-regex"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--gpu", "3", "--", "true"}, "no device 3"},
+	}
+	for _, tc := range tests {
+		_, _, err := runCLI(tc.args...)
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v (exit %d), want exit 2 mentioning %q", tc.args, err, cli.ExitCode(err), tc.want)
+		}
+	}
+	// A broken table is bad input too.
+	os.WriteFile(out, []byte(`{"v100": {"('a', 1)": {"null": -3}}}`), 0o644)
+	if _, _, err := runCLI("--cpu", "--name", "m", "--table", out, "--", "true"); cli.ExitCode(err) != 2 {
+		t.Errorf("broken table: %v (exit %d), want exit 2", err, cli.ExitCode(err))
+	}
+}
+
+func TestRunWithoutDriverOffersCPU(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	_, _, err := runCLI("--name", "m", "--table", filepath.Join(t.TempDir(), "o.json"), "--", "true")
+	if err == nil || !strings.Contains(err.Error(), "--cpu") {
+		t.Errorf("error %v, want one offering --cpu", err)
+	}
+}
