@@ -56,16 +56,17 @@ func (s PairSettings) withDefaults() PairSettings {
 
 // PairModel is a fitted pairwise model:
 //
-//	Y(w, i, k) ≈ Mean[w] + Beta[w]·x_i + Gamma[w]·x_k + A[i][w] + C[k][w] + Σ_d G[w][d]·Z[i][d]·Z[k][d]
+//	Y(w, i, k) ≈ Mean[w] + Beta[w]·x_i + Gamma[w]·x_k + A[i][w] + C[k][w] + Σ_{d,e} G[w][d,e]·Z[i][d]·Z[k][e]
 //
 // x_i are the jobs' side features (row i of the feature matrix), A is how much a job suffers on
 // a worker type beyond what its features say, C how much it slows its partner, and Z one
-// embedding per job used in both roles, weighted per worker type by G.
+// embedding per job used in both roles, combined per worker type by the (not necessarily
+// symmetric) matrix G[w], so how i suffers next to k may differ from how k suffers next to i.
 type PairModel struct {
 	Workers, Jobs, Dim int
 	Mean               []float64
 	Beta, Gamma        [][]float64 // [w][feature]
-	G                  [][]float64 // [w][dim]
+	G                  [][]float64 // [w][d·Dim+e]: interaction weights between Z[i][d] and Z[k][e]
 	A, C               [][]float64 // [job][w]
 	Z                  [][]float64 // [job][dim]
 	AM, CM             []float64   // per-job means of A and C over worker types (with sharing)
@@ -81,8 +82,11 @@ func (m *PairModel) Predict(w, i, k int) float64 {
 	for f := range m.Beta[w] {
 		v += m.Beta[w][f]*m.X[i][f] + m.Gamma[w][f]*m.X[k][f]
 	}
-	for d := 0; d < m.Dim; d++ {
-		v += m.G[w][d] * m.Z[i][d] * m.Z[k][d]
+	D := m.Dim
+	for d := 0; d < D; d++ {
+		for e := 0; e < D; e++ {
+			v += m.G[w][d*D+e] * m.Z[i][d] * m.Z[k][e]
+		}
 	}
 	return v
 }
@@ -107,7 +111,7 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 	}
 	m := &PairModel{Workers: workers, Jobs: jobs, Dim: s.Dim,
 		Mean: make([]float64, workers), Beta: grid(workers, nf), Gamma: grid(workers, nf),
-		G: grid(workers, s.Dim), AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers), Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
+		G: grid(workers, s.Dim*s.Dim), AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers), Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
 	for i := 0; i < jobs; i++ {
 		for f := 0; f < nf; f++ {
 			m.X[i][f] = features.At(i, f)
@@ -139,8 +143,8 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 		}
 	}
 	for w := range m.G {
-		for d := range m.G[w] {
-			m.G[w][d] = 1
+		for d := 0; d < s.Dim; d++ {
+			m.G[w][d*s.Dim+d] = 1
 		}
 	}
 	prev := math.Inf(1)
@@ -232,7 +236,8 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 		return
 	}
 	nf := len(m.Beta[w])
-	p := 1 + 2*nf + m.Dim
+	D := m.Dim
+	p := 1 + 2*nf + D*D
 	r := newRidge(p)
 	idx := make([]int, p)
 	val := make([]float64, p)
@@ -246,8 +251,10 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 			val[1+f] = m.X[o.I][f]
 			val[1+nf+f] = m.X[o.K][f]
 		}
-		for d := 0; d < m.Dim; d++ {
-			val[1+2*nf+d] = m.Z[o.I][d] * m.Z[o.K][d]
+		for d := 0; d < D; d++ {
+			for e := 0; e < D; e++ {
+				val[1+2*nf+d*D+e] = m.Z[o.I][d] * m.Z[o.K][e]
+			}
 		}
 		r.add(idx, val, o.Y-m.A[o.I][w]-m.C[o.K][w])
 	}
@@ -263,8 +270,8 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 		m.Beta[w][f] = sol.AtVec(1 + f)
 		m.Gamma[w][f] = sol.AtVec(1 + nf + f)
 	}
-	for d := 0; d < m.Dim; d++ {
-		m.G[w][d] = sol.AtVec(1 + 2*nf + d)
+	for q := 0; q < D*D; q++ {
+		m.G[w][q] = sol.AtVec(1 + 2*nf + q)
 	}
 }
 
@@ -303,7 +310,11 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		}
 		for d := 0; d < D; d++ {
 			// For the self pair the interaction is quadratic in Z[j]; linearize at the current value.
-			idx, val = append(idx, 2*W+d), append(val, m.G[o.W][d]*m.Z[other][d])
+			f := 0.0
+			for e := 0; e < D; e++ {
+				f += m.G[o.W][d*D+e] * m.Z[other][e]
+			}
+			idx, val = append(idx, 2*W+d), append(val, f)
 		}
 		r.add(idx, val, t)
 	}
@@ -313,7 +324,11 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		idx, val = append(idx, W+o.W), append(val, 1)
 		t := o.Y - m.featurePart(o) - m.A[o.I][o.W]
 		for d := 0; d < D; d++ {
-			idx, val = append(idx, 2*W+d), append(val, m.G[o.W][d]*m.Z[o.I][d])
+			f := 0.0
+			for e := 0; e < D; e++ {
+				f += m.G[o.W][e*D+d] * m.Z[o.I][e]
+			}
+			idx, val = append(idx, 2*W+d), append(val, f)
 		}
 		r.add(idx, val, t)
 	}

@@ -1,0 +1,276 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// Data is one block of a throughput table laid out for estimation: job types that may share a
+// GPU (one scale factor) on a set of worker types, as dense arrays indexed [w][i][k].
+type Data struct {
+	Workers []string
+	Jobs    []table.JobType
+	Iso     [][]float64       // [w][i] isolated rate; NaN when missing
+	Norm    [][][]float64     // [w][i][k] i's rate next to k divided by i's isolated rate
+	State   [][][]table.State // [w][i][k]
+}
+
+// NewData returns an empty block (every pair missing, every isolated rate NaN).
+func NewData(workers []string, jobs []table.JobType) *Data {
+	d := &Data{Workers: workers, Jobs: jobs}
+	W, n := len(workers), len(jobs)
+	d.Iso = make([][]float64, W)
+	d.Norm = make([][][]float64, W)
+	d.State = make([][][]table.State, W)
+	for w := 0; w < W; w++ {
+		d.Iso[w] = make([]float64, n)
+		for i := range d.Iso[w] {
+			d.Iso[w][i] = math.NaN()
+		}
+		d.Norm[w] = make([][]float64, n)
+		d.State[w] = make([][]table.State, n)
+		for i := 0; i < n; i++ {
+			d.Norm[w][i] = make([]float64, n)
+			d.State[w][i] = make([]table.State, n)
+		}
+	}
+	return d
+}
+
+// FromTable lays out jobs × workers of t. Isolated rates must be present and positive for every
+// job on every worker type: without them normalized rates mean nothing.
+func FromTable(t *table.Table, jobs []table.JobType, workers []string) (*Data, error) {
+	d := NewData(workers, jobs)
+	for w, wt := range workers {
+		for i, j := range jobs {
+			r, ok := t.Isolated(wt, j)
+			if !ok || r <= 0 || math.IsNaN(r) {
+				return nil, fmt.Errorf("worker type %s: job %s: isolated rate missing or zero", wt, j)
+			}
+			d.Iso[w][i] = r
+		}
+		for i, a := range jobs {
+			for k, b := range jobs {
+				ra, _, s := t.Pair(wt, a, b)
+				d.State[w][i][k] = s
+				if s == table.Measured {
+					d.Norm[w][i][k] = ra / d.Iso[w][i]
+				}
+			}
+		}
+	}
+	return d, nil
+}
+
+// Clone returns a deep copy.
+func (d *Data) Clone() *Data {
+	c := NewData(d.Workers, d.Jobs)
+	for w := range d.Iso {
+		copy(c.Iso[w], d.Iso[w])
+		for i := range d.Norm[w] {
+			copy(c.Norm[w][i], d.Norm[w][i])
+			copy(c.State[w][i], d.State[w][i])
+		}
+	}
+	return c
+}
+
+// Reveal copies pair (i, k) on w, both directions, from truth into d.
+func (d *Data) Reveal(truth *Data, w, i, k int) {
+	d.State[w][i][k], d.State[w][k][i] = truth.State[w][i][k], truth.State[w][k][i]
+	d.Norm[w][i][k], d.Norm[w][k][i] = truth.Norm[w][i][k], truth.Norm[w][k][i]
+}
+
+// Missing counts missing ordered entries.
+func (d *Data) Missing() int {
+	n := 0
+	for w := range d.State {
+		for i := range d.State[w] {
+			for k := range d.State[w][i] {
+				if d.State[w][i][k] == table.Missing {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// References returns the reference job types: a largest-first greedy set of jobs whose pairs
+// with each other (themselves included) are all known on every worker type. Jobs are tried in
+// order of how many known entries they have, then by index.
+func (d *Data) References() []int {
+	n := len(d.Jobs)
+	known := make([]int, n)
+	for w := range d.State {
+		for i := range d.State[w] {
+			for _, s := range d.State[w][i] {
+				if s != table.Missing {
+					known[i]++
+				}
+			}
+		}
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return known[b] - known[a] })
+	var refs []int
+	for _, i := range order {
+		ok := true
+		for w := range d.State {
+			if d.State[w][i][i] == table.Missing {
+				ok = false
+			}
+			for _, k := range refs {
+				if d.State[w][i][k] == table.Missing || d.State[w][k][i] == table.Missing {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			refs = append(refs, i)
+		}
+	}
+	slices.Sort(refs)
+	return refs
+}
+
+// WriteTo writes the block's pairs into t (isolated rates are left alone). Entries that are
+// infeasible are written as infeasible.
+func (d *Data) WriteTo(t *table.Table) {
+	for w, wt := range d.Workers {
+		for i := range d.Jobs {
+			for k := i; k < len(d.Jobs); k++ {
+				switch {
+				case d.State[w][i][k] == table.Infeasible || d.State[w][k][i] == table.Infeasible:
+					t.SetInfeasible(wt, d.Jobs[i], d.Jobs[k])
+				case d.State[w][i][k] == table.Measured:
+					t.SetPair(wt, d.Jobs[i], d.Jobs[k], d.Norm[w][i][k]*d.Iso[w][i], d.Norm[w][k][i]*d.Iso[w][k])
+				}
+			}
+		}
+	}
+}
+
+// Blocks splits a table into estimation blocks, one per scale factor, on the worker types that
+// have an isolated rate for every job type of that scale factor (so a type that lacks some job
+// types, like Gavel's k80_unconsolidated at scale factors above 1, is left out of that block).
+// workers, when not nil, restricts the worker types. A worker type that repeats an earlier one
+// exactly (same isolated and pair entries, as Gavel's "_unconsolidated" types do at scale factor
+// 1) is dropped when dedupe is set: it carries no information and would count every error twice.
+func Blocks(t *table.Table, workers []string, dedupe bool) ([]*Data, []string, error) {
+	if workers == nil {
+		workers = t.WorkerTypes()
+	}
+	sfs := map[int]bool{}
+	for _, j := range t.JobTypes() {
+		sfs[j.ScaleFactor] = true
+	}
+	var notes []string
+	var out []*Data
+	keys := mapsKeys(sfs)
+	slices.Sort(keys)
+	for _, sf := range keys {
+		jobs := t.JobTypesWithScaleFactor(sf)
+		var ws []string
+		for _, w := range workers {
+			all := true
+			for _, j := range jobs {
+				if r, ok := t.Isolated(w, j); !ok || r <= 0 {
+					all = false
+					break
+				}
+			}
+			if all {
+				ws = append(ws, w)
+			}
+		}
+		if len(ws) == 0 {
+			notes = append(notes, fmt.Sprintf("scale factor %d: no worker type has an isolated rate for all %d job types; skipped", sf, len(jobs)))
+			continue
+		}
+		d, err := FromTable(t, jobs, ws)
+		if err != nil {
+			return nil, nil, err
+		}
+		if dedupe {
+			d = d.dedupeWorkers()
+		}
+		out = append(out, d)
+	}
+	return out, notes, nil
+}
+
+func mapsKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (d *Data) dedupeWorkers() *Data {
+	var keep []int
+	for w := range d.Workers {
+		dup := false
+		for _, v := range keep {
+			if d.sameWorker(v, w) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == len(d.Workers) {
+		return d
+	}
+	names := make([]string, len(keep))
+	for x, w := range keep {
+		names[x] = d.Workers[w]
+	}
+	c := NewData(names, d.Jobs)
+	for x, w := range keep {
+		copy(c.Iso[x], d.Iso[w])
+		for i := range d.Jobs {
+			copy(c.Norm[x][i], d.Norm[w][i])
+			copy(c.State[x][i], d.State[w][i])
+		}
+	}
+	return c
+}
+
+func (d *Data) sameWorker(v, w int) bool {
+	for i := range d.Jobs {
+		if d.Iso[v][i] != d.Iso[w][i] {
+			return false
+		}
+		for k := range d.Jobs {
+			if d.State[v][i][k] != d.State[w][i][k] || d.Norm[v][i][k] != d.Norm[w][i][k] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ParseWorkers splits a comma-separated worker type list; "" gives nil (all).
+func ParseWorkers(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}

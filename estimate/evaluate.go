@@ -1,0 +1,296 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xda3e39cb94b95bdb)) }
+
+// Holdout is one draw of Gavel's hold-out protocol on a complete block.
+type Holdout struct {
+	Partial    *Data
+	References []int // sorted job indices
+	Revealed   int   // pair measurements revealed beyond the references
+}
+
+// Protocol draws a hold-out: references job types fully measured (every pair among them on
+// every worker type); isolated rates always known; for every other job type, each pair with a
+// reference on each worker type revealed with probability fraction (both jobs' rates).
+func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Holdout, error) {
+	n := len(truth.Jobs)
+	if references < 1 || references > n {
+		return nil, fmt.Errorf("references %d: must be between 1 and the %d job types", references, n)
+	}
+	if !(fraction > 0 && fraction <= 1) {
+		return nil, fmt.Errorf("fraction %v: must be in (0, 1]", fraction)
+	}
+	rng := newRand(seed)
+	refs := rng.Perm(n)[:references]
+	slices.Sort(refs)
+	isRef := make([]bool, n)
+	for _, i := range refs {
+		isRef[i] = true
+	}
+	p := NewData(truth.Workers, truth.Jobs)
+	for w := range truth.Workers {
+		copy(p.Iso[w], truth.Iso[w])
+		for _, i := range refs {
+			for _, k := range refs {
+				p.Reveal(truth, w, i, k)
+			}
+		}
+	}
+	h := &Holdout{Partial: p, References: refs}
+	for i := 0; i < n; i++ {
+		if isRef[i] {
+			continue
+		}
+		for w := range truth.Workers {
+			for _, k := range refs {
+				if rng.Float64() < fraction {
+					p.Reveal(truth, w, i, k)
+					h.Revealed++
+				}
+			}
+		}
+	}
+	return h, nil
+}
+
+// Metrics compares an estimate with the truth.
+type Metrics struct {
+	MAE                 float64 `json:"mae"`        // normalized rates, feasible entries
+	MAPE                float64 `json:"mape"`       // normalized rates, true value above 0.05
+	RawMAPE             float64 `json:"raw_mape"`   // raw co-located rates, same entries
+	PackingAgreement    float64 `json:"packing_agreement"`
+	InfeasiblePrecision float64 `json:"infeasible_precision"`
+	InfeasibleRecall    float64 `json:"infeasible_recall"`
+	DownstreamRatio     float64 `json:"downstream_ratio,omitempty"`
+	Entries             int     `json:"entries"`
+	Pairs               int     `json:"pairs"`
+}
+
+// Score measures r against truth on every entry (w, i, k) except those where both jobs are
+// references, following the issue's protocol:
+//   - MAE and MAPE on the normalized rate of job i, over entries feasible in the truth (MAPE only
+//     where the true normalized rate is above 0.05); infeasible entries count only in infeasible
+//     precision and recall;
+//   - raw MAPE on rate = normalized × isolated rate, with the block's (measured) isolated rates;
+//   - packing agreement over unordered pairs {i, k}: the pair is worth packing when it is
+//     feasible and the two normalized rates sum to more than 1; the estimate agrees when it
+//     makes the same call.
+//
+// Entries that were measured count too (they are exact for every method that keeps them).
+func Score(truth *Data, r *Result, refs []int) Metrics { return score(truth, nil, r, refs) }
+
+// ScoreMissing is Score restricted to the entries partial did not know (the estimated ones);
+// a pair counts for packing agreement when either direction was estimated.
+func ScoreMissing(truth, partial *Data, r *Result, refs []int) Metrics {
+	return score(truth, partial, r, refs)
+}
+
+func score(truth, partial *Data, r *Result, refs []int) Metrics {
+	n := len(truth.Jobs)
+	isRef := make([]bool, n)
+	for _, i := range refs {
+		isRef[i] = true
+	}
+	var m Metrics
+	var absSum, apeSum, rawSum float64
+	var nAbs, nApe int
+	var tp, fp, fn int
+	agree := 0
+	for w := range truth.Workers {
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				if isRef[i] && isRef[k] {
+					continue
+				}
+				if partial != nil && partial.State[w][i][k] != table.Missing {
+					continue
+				}
+				m.Entries++
+				tInf := truth.State[w][i][k] == table.Infeasible
+				pInf := r.Infeasible[w][i][k]
+				switch {
+				case tInf && pInf:
+					tp++
+				case !tInf && pInf:
+					fp++
+				case tInf && !pInf:
+					fn++
+				}
+				if !tInf {
+					t, e := truth.Norm[w][i][k], r.Norm[w][i][k]
+					absSum += math.Abs(e - t)
+					nAbs++
+					if t > 0.05 {
+						apeSum += math.Abs(e-t) / t
+						iso := truth.Iso[w][i]
+						rawSum += math.Abs(e*iso-t*iso) / (t * iso)
+						nApe++
+					}
+				}
+				if k >= i {
+					m.Pairs++
+					tp := !tInf && truth.Norm[w][i][k]+truth.Norm[w][k][i] > 1
+					ep := !pInf && !r.Infeasible[w][k][i] && r.Norm[w][i][k]+r.Norm[w][k][i] > 1
+					if tp == ep {
+						agree++
+					}
+				}
+			}
+		}
+	}
+	m.MAE = ratio(absSum, nAbs)
+	m.MAPE = ratio(apeSum, nApe)
+	m.RawMAPE = ratio(rawSum, nApe)
+	m.PackingAgreement = ratio(float64(agree), m.Pairs)
+	// No predicted infeasible pair means no false alarm; none to find means none missed.
+	m.InfeasiblePrecision, m.InfeasibleRecall = 1, 1
+	if tp+fp > 0 {
+		m.InfeasiblePrecision = float64(tp) / float64(tp+fp)
+	}
+	if tp+fn > 0 {
+		m.InfeasibleRecall = float64(tp) / float64(tp+fn)
+	}
+	return m
+}
+
+func ratio(x float64, n int) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return x / float64(n)
+}
+
+// EvalOptions configures [Evaluate].
+type EvalOptions struct {
+	References int
+	Fraction   float64
+	Seeds      []uint64
+	// Active spends the same number of measurements as the random draw, chosen by Suggest on
+	// our estimate in Batches rounds (0 means 4), instead of revealing pairs at random.
+	Active  bool
+	Batches int
+	Methods []Method // nil means Pairwise, Gavel and PartnerMean
+	// Downstream, when set, scores an estimate by the quality of the allocation it leads to
+	// (see Metrics.DownstreamRatio); nil leaves DownstreamRatio out.
+	Downstream func(truth *Data, r *Result) (float64, error)
+}
+
+// MethodReport is one method's metrics, averaged over seeds, with their standard deviations.
+type MethodReport struct {
+	Metrics
+	Std     Metrics   `json:"std"`
+	PerSeed []Metrics `json:"per_seed"`
+}
+
+// Evaluation is the outcome of [Evaluate].
+type Evaluation struct {
+	Methods      map[string]*MethodReport `json:"methods"`
+	Order        []string                 `json:"-"`
+	Measurements []int                    `json:"measurements"` // pair measurements per seed beyond the references
+}
+
+// DefaultMethods returns ours, gavel and partner_mean.
+func DefaultMethods(seed uint64) []Method {
+	return []Method{Pairwise{Seed: seed}, Gavel{Seed: seed}, PartnerMean{}}
+}
+
+// Evaluate runs Gavel's hold-out protocol (see [Protocol]) once per seed and scores every method.
+func Evaluate(truth *Data, o EvalOptions) (*Evaluation, error) {
+	if len(o.Seeds) == 0 {
+		return nil, fmt.Errorf("no seeds")
+	}
+	if o.Batches == 0 {
+		o.Batches = 4
+	}
+	ev := &Evaluation{Methods: map[string]*MethodReport{}}
+	for _, seed := range o.Seeds {
+		h, err := Protocol(truth, o.References, o.Fraction, seed)
+		if err != nil {
+			return nil, err
+		}
+		methods := o.Methods
+		if methods == nil {
+			methods = DefaultMethods(seed)
+		}
+		partial := h.Partial
+		if o.Active {
+			start, err := Protocol(truth, o.References, 1, seed) // same references
+			if err != nil {
+				return nil, err
+			}
+			base := onlyReferences(start.Partial, start.References)
+			partial, err = Active(truth, base, Pairwise{Seed: seed}, h.Revealed, o.Batches)
+			if err != nil {
+				return nil, fmt.Errorf("seed %d: active: %w", seed, err)
+			}
+		}
+		ev.Measurements = append(ev.Measurements, h.Revealed)
+		for _, m := range methods {
+			r, err := m.Estimate(partial)
+			if err != nil {
+				return nil, fmt.Errorf("seed %d: %s: %w", seed, m.Name(), err)
+			}
+			s := Score(truth, r, h.References)
+			if o.Downstream != nil {
+				if s.DownstreamRatio, err = o.Downstream(truth, r); err != nil {
+					return nil, fmt.Errorf("seed %d: %s: downstream: %w", seed, m.Name(), err)
+				}
+			}
+			rep := ev.Methods[m.Name()]
+			if rep == nil {
+				rep = &MethodReport{}
+				ev.Methods[m.Name()] = rep
+				ev.Order = append(ev.Order, m.Name())
+			}
+			rep.PerSeed = append(rep.PerSeed, s)
+		}
+	}
+	for _, rep := range ev.Methods {
+		rep.Metrics, rep.Std = meanStd(rep.PerSeed)
+	}
+	return ev, nil
+}
+
+// onlyReferences keeps the isolated rates and the pairs among references.
+func onlyReferences(d *Data, refs []int) *Data {
+	out := NewData(d.Workers, d.Jobs)
+	for w := range d.Workers {
+		copy(out.Iso[w], d.Iso[w])
+		for _, i := range refs {
+			for _, k := range refs {
+				out.Reveal(d, w, i, k)
+			}
+		}
+	}
+	return out
+}
+
+func meanStd(xs []Metrics) (mean, std Metrics) {
+	get := func(m *Metrics) []*float64 {
+		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall, &m.DownstreamRatio}
+	}
+	n := float64(len(xs))
+	mp, sp := get(&mean), get(&std)
+	for f := range mp {
+		for x := range xs {
+			*mp[f] += *get(&xs[x])[f] / n
+		}
+		for x := range xs {
+			dv := *get(&xs[x])[f] - *mp[f]
+			*sp[f] += dv * dv / n
+		}
+		*sp[f] = math.Sqrt(*sp[f])
+	}
+	mean.Entries, mean.Pairs = xs[0].Entries, xs[0].Pairs
+	std.Entries, std.Pairs = xs[0].Entries, xs[0].Pairs
+	return mean, std
+}

@@ -1,0 +1,207 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/gavelkit/gavel/completion"
+	"github.com/gavelkit/gavel/fingerprint"
+	"github.com/gavelkit/gavel/table"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Result is a method's estimate of every entry of a block. Measured entries of the input keep
+// their values and states.
+type Result struct {
+	Norm       [][][]float64 // [w][i][k] estimated normalized rate of i next to k
+	Infeasible [][][]bool    // [w][i][k] observed or predicted infeasible
+	// Spread is an uncertainty for each entry in log-rate units (0 for measured entries); nil
+	// when the method gives none.
+	Spread [][][]float64
+	// InfeasibleScore is the feasibility model's score (about 0 feasible, 1 infeasible; 0.5 is
+	// the decision threshold); nil when the method has none.
+	InfeasibleScore [][][]float64
+}
+
+func newResult(d *Data) *Result {
+	W, n := len(d.Workers), len(d.Jobs)
+	r := &Result{Norm: make([][][]float64, W), Infeasible: make([][][]bool, W)}
+	for w := 0; w < W; w++ {
+		r.Norm[w] = make([][]float64, n)
+		r.Infeasible[w] = make([][]bool, n)
+		for i := 0; i < n; i++ {
+			r.Norm[w][i] = make([]float64, n)
+			r.Infeasible[w][i] = make([]bool, n)
+		}
+	}
+	return r
+}
+
+// keepMeasured overwrites r's entries that d knows.
+func (r *Result) keepMeasured(d *Data) {
+	for w := range d.State {
+		for i := range d.State[w] {
+			for k, s := range d.State[w][i] {
+				switch s {
+				case table.Measured:
+					r.Norm[w][i][k] = d.Norm[w][i][k]
+					r.Infeasible[w][i][k] = false
+					if r.Spread != nil {
+						r.Spread[w][i][k] = 0
+					}
+				case table.Infeasible:
+					r.Infeasible[w][i][k] = true
+					if r.Spread != nil {
+						r.Spread[w][i][k] = 0
+					}
+				}
+			}
+		}
+	}
+}
+
+// Method estimates the missing entries of a block.
+type Method interface {
+	Name() string
+	Estimate(d *Data) (*Result, error)
+}
+
+// PartnerMean is the baseline that predicts i's rate next to k on w as the mean rate of every
+// job measured next to k on w (the partner's mean effect), or the mean of all measured entries
+// on w when k has none. A pair is predicted infeasible when most of k's measured entries on w are.
+type PartnerMean struct{}
+
+func (PartnerMean) Name() string { return "partner_mean" }
+
+func (PartnerMean) Estimate(d *Data) (*Result, error) {
+	r := newResult(d)
+	for w := range d.Workers {
+		all, nall := 0.0, 0
+		for i := range d.Jobs {
+			for k := range d.Jobs {
+				if d.State[w][i][k] == table.Measured {
+					all += d.Norm[w][i][k]
+					nall++
+				}
+			}
+		}
+		if nall == 0 {
+			return nil, fmt.Errorf("worker type %s: no measured pair", d.Workers[w])
+		}
+		for k := range d.Jobs {
+			sum, n, inf := 0.0, 0, 0
+			for i := range d.Jobs {
+				switch d.State[w][i][k] {
+				case table.Measured:
+					sum += d.Norm[w][i][k]
+					n++
+				case table.Infeasible:
+					inf++
+				}
+			}
+			mean := all / float64(nall)
+			if n > 0 {
+				mean = sum / float64(n)
+			}
+			for i := range d.Jobs {
+				r.Norm[w][i][k] = mean
+				r.Infeasible[w][i][k] = inf > n
+			}
+		}
+	}
+	r.keepMeasured(d)
+	return r, nil
+}
+
+// Gavel is Gavel's estimator (gavel-reference §6): for each job that is not a reference, complete
+// the stacked matrix of reference rows plus its partial row by rank-10 ALS (μ = 0.01, no
+// biases, standard-normal start), match it to the nearest reference by cosine distance, and
+// use that reference's measured row: i's rate next to k is ref(i)'s rate next to ref(k). Its
+// infeasible pairs are those whose reference pair is infeasible (Gavel stores them as rate 0).
+// Measured entries are kept (Gavel too replaces an estimate once the pair has run).
+type Gavel struct{ Seed uint64 }
+
+func (Gavel) Name() string { return "gavel" }
+
+func (g Gavel) Estimate(d *Data) (*Result, error) {
+	refs := d.References()
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("no fully measured reference job type")
+	}
+	W, r := len(d.Workers), len(refs)
+	isRef := make([]int, len(d.Jobs))
+	for i := range isRef {
+		isRef[i] = -1
+	}
+	refMat := mat.NewDense(r, W*r, nil)
+	for a, i := range refs {
+		isRef[i] = a
+		for w := 0; w < W; w++ {
+			for b, k := range refs {
+				refMat.Set(a, w*r+b, d.Norm[w][i][k]) // infeasible: 0, as in Gavel
+			}
+		}
+	}
+	match := make([]int, len(d.Jobs)) // job → reference job index
+	rng := rand.New(rand.NewPCG(g.Seed, 4))
+	for i := range d.Jobs {
+		if isRef[i] >= 0 {
+			match[i] = i
+			continue
+		}
+		a := mat.NewDense(r+1, W*r, nil)
+		mask := mat.NewDense(r+1, W*r, nil)
+		a.Slice(0, r, 0, W*r).(*mat.Dense).Copy(refMat)
+		missing := false
+		for x := 0; x < r; x++ {
+			for c := 0; c < W*r; c++ {
+				mask.Set(x, c, 1)
+			}
+		}
+		for w := 0; w < W; w++ {
+			for b, k := range refs {
+				if s := d.State[w][i][k]; s != table.Missing {
+					a.Set(r, w*r+b, d.Norm[w][i][k])
+					mask.Set(r, w*r+b, 1)
+				} else {
+					missing = true
+				}
+			}
+		}
+		row := make([]float64, W*r)
+		if missing {
+			m, err := completion.Fit(a, mask, completion.Settings{Rank: 10, Lambda: 1e-2, NoBias: true,
+				Seed: g.Seed + uint64(i), InitScale: 1, MaxIter: 100, Tol: 1e-9})
+			if err != nil {
+				return nil, err
+			}
+			for c := range row {
+				if mask.At(r, c) != 0 {
+					row[c] = a.At(r, c)
+				} else {
+					row[c] = math.Min(1, math.Max(0, m.At(r, c)))
+				}
+			}
+		} else {
+			mat.Row(row, r, a)
+		}
+		best, ok := fingerprint.NearestCosine(row, refMat)
+		if !ok {
+			best = rng.IntN(r)
+		}
+		match[i] = refs[best]
+	}
+	res := newResult(d)
+	for w := 0; w < W; w++ {
+		for i := range d.Jobs {
+			for k := range d.Jobs {
+				a, b := match[i], match[k]
+				res.Norm[w][i][k] = d.Norm[w][a][b]
+				res.Infeasible[w][i][k] = d.State[w][a][b] == table.Infeasible
+			}
+		}
+	}
+	res.keepMeasured(d)
+	return res, nil
+}
