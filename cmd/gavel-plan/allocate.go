@@ -1,16 +1,194 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
 )
 
-// newAllocateCmd is a placeholder until policy lands; the command says so when run.
-func newAllocateCmd(_ *cli.IO) *cobra.Command {
-	return &cobra.Command{Use: "allocate", Short: "(not yet available)", RunE: func(*cobra.Command, []string) error {
-		return errors.New("allocate: not implemented yet")
-	}}
+type allocateOptions struct {
+	policy, cluster, jobs, table, prices, reference string
+	seed                                            int64
+	maxPartners                                     int
+	timeLimit                                       time.Duration
+	json                                            bool
+}
+
+func newAllocateCmd(streams *cli.IO) *cobra.Command {
+	var o allocateOptions
+	cmd := &cobra.Command{
+		Use:   "allocate --policy NAME --cluster TYPE=N,... [--jobs FILE]",
+		Short: "Compute a policy's time fractions per job (or pair) and worker type",
+		Long: `allocate solves one of Gavel's policies exactly (an LP on COIN-OR CLP for
+the LP-based ones) and prints, for every job or co-located pair, the fraction
+of time it should spend on each worker type, each job's effective throughput
+(steps/s) and its throughput normalized to the equal-share rate, and the
+objective.
+
+Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
+Cost policies need --prices for every worker type of the cluster.
+
+Without --jobs, a default set of 8 single-GPU jobs from the embedded table is
+used (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN, A3C;
+10,000-80,000 steps; SLO one hour).`,
+		Example: `  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=8,p100=16,k80=24 --jobs jobs.json
+  gavel-plan allocate --policy max_sum_throughput_normalized_by_cost_perf --cluster v100=4,k80=4 \
+      --prices v100=2.48,k80=0.45 --json
+  gavel-plan allocate --policy max_min_fairness_packed --cluster v100=4 --max-partners 8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAllocate(cmd.Context(), streams, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.policy, "policy", "", "policy name (required; see above)")
+	f.StringVar(&o.cluster, "cluster", "", "GPUs per worker type, e.g. v100=8,p100=16,k80=24 (required)")
+	f.StringVar(&o.jobs, "jobs", "", "jobs file (JSON; default: a small job set from the embedded table)")
+	f.StringVar(&o.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
+	f.StringVar(&o.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45")
+	f.StringVar(&o.reference, "reference", "", "worker type whose rates agnostic FTF/makespan use (default: each job's fastest)")
+	f.Int64Var(&o.seed, "seed", 0, "seed of randomized policies (fifo, gandiva)")
+	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's top-k partners only (0 = all; use for hundreds of jobs)")
+	f.DurationVar(&o.timeLimit, "time-limit", 0, "time limit per LP solve (0 = none)")
+	f.BoolVar(&o.json, "json", false, "print one JSON object")
+	return cmd
+}
+
+// defaultJobs is the job set used without --jobs.
+func defaultJobs() []policy.Job {
+	models := []string{"ResNet-18 (batch size 64)", "ResNet-50 (batch size 64)", "Transformer (batch size 64)",
+		"LM (batch size 20)", "Recommendation (batch size 2048)", "CycleGAN", "A3C", "ResNet-18 (batch size 128)"}
+	jobs := make([]policy.Job, len(models))
+	for i, m := range models {
+		jobs[i] = policy.Job{ID: fmt.Sprintf("job%d", i), Type: table.JobType{Model: m, ScaleFactor: 1}, Weight: 1,
+			TotalSteps: float64(10000 * (i + 1)), SLO: 3600}
+	}
+	return jobs
+}
+
+func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.policy == "" {
+		return cli.UsageError("allocate: --policy is required; known policies: %s", strings.Join(policy.Names(), ", "))
+	}
+	if o.cluster == "" {
+		return cli.UsageError("allocate: --cluster is required (e.g. v100=8,p100=16,k80=24)")
+	}
+	cl, err := policy.ParseCluster(o.cluster)
+	if err != nil {
+		return cli.UsageError("allocate: --cluster: %v", err)
+	}
+	if cl.Total() == 0 {
+		return cli.UsageError("allocate: --cluster %q has no GPUs", o.cluster)
+	}
+	if o.maxPartners < 0 {
+		return cli.UsageError("allocate: --max-partners %d must be at least 0", o.maxPartners)
+	}
+	pol, err := policy.New(o.policy, policy.WithSeed(o.seed), policy.WithMaxPartners(o.maxPartners),
+		policy.WithReference(o.reference), policy.WithTimeLimit(o.timeLimit))
+	if err != nil {
+		return cli.UsageError("allocate: %v", err)
+	}
+	var prices policy.Prices
+	if o.prices != "" {
+		if prices, err = policy.ParsePrices(o.prices); err != nil {
+			return cli.UsageError("allocate: --prices: %v", err)
+		}
+	} else if strings.Contains(o.policy, "normalized_by_cost") {
+		return cli.UsageError("allocate: policy %s needs --prices (price per GPU-hour for each of %s)", o.policy, strings.Join(cl.WorkerTypes(), ", "))
+	}
+	tb, err := cli.LoadTable(o.table)
+	if err != nil {
+		return err
+	}
+	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices, Jobs: defaultJobs()}
+	if o.jobs != "" {
+		jf, err := policy.LoadJobs(o.jobs)
+		if err != nil {
+			return cli.UsageError("allocate: %v", err)
+		}
+		prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
+	}
+	a, err := pol.Allocate(ctx, prob)
+	if errors.Is(err, policy.ErrInput) {
+		return cli.UsageError("allocate: %v", err)
+	}
+	if err != nil {
+		return fmt.Errorf("allocate: %w", err)
+	}
+	for _, w := range a.Warnings {
+		fmt.Fprintln(streams.Err, "warning:", w)
+	}
+	if o.json {
+		return cli.WriteJSON(streams.Out, allocationJSON(a))
+	}
+	return printAllocation(streams, cl, a)
+}
+
+type allocationOut struct {
+	Policy     string                        `json:"policy"`
+	Objective  float64                       `json:"objective"`
+	Allocation map[string]map[string]float64 `json:"allocation"`
+	Effective  map[string]float64            `json:"effective_throughput"`
+	Normalized map[string]float64            `json:"normalized_throughput"`
+	Seconds    float64                       `json:"solve_seconds"`
+	LPs        int                           `json:"lps"`
+	Rows       int                           `json:"lp_rows"`
+	Cols       int                           `json:"lp_columns"`
+	Warnings   []string                      `json:"warnings,omitempty"`
+}
+
+func allocationJSON(a *policy.Allocation) allocationOut {
+	out := allocationOut{Policy: a.Policy, Objective: a.Objective, Allocation: map[string]map[string]float64{},
+		Effective: a.Effective, Normalized: a.Normalized, Seconds: a.Stats.Seconds, LPs: a.Stats.LPs,
+		Rows: a.Stats.Rows, Cols: a.Stats.Cols, Warnings: a.Warnings}
+	for c, fr := range a.Fractions {
+		out.Allocation[c.Key()] = fr
+	}
+	return out
+}
+
+func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) error {
+	ws := cl.WorkerTypes()
+	tw := cli.NewTableWriter(streams.Out, append([]string{"combination"}, ws...)...)
+	for _, c := range a.Combinations() {
+		row := []string{c.Key()}
+		for _, w := range ws {
+			row = append(row, fmt.Sprintf("%.4f", a.Fractions[c][w]))
+		}
+		if err := tw.Append(row); err != nil {
+			return err
+		}
+	}
+	if err := tw.Render(); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(a.Effective))
+	for id := range a.Effective {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	jt := cli.NewTableWriter(streams.Out, "job", "effective steps/s", "normalized")
+	for _, id := range ids {
+		if err := jt.Append([]string{id, fmt.Sprintf("%.4f", a.Effective[id]), fmt.Sprintf("%.4f", a.Normalized[id])}); err != nil {
+			return err
+		}
+	}
+	if err := jt.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(streams.Out, "policy %s: objective %.6g (%d LPs, largest %d rows x %d columns, %.3fs)\n",
+		a.Policy, a.Objective, a.Stats.LPs, a.Stats.Rows, a.Stats.Cols, a.Stats.Seconds)
+	return err
 }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
+)
+
+// runAllocateCmd runs the allocate command's RunE with args.
+func runAllocateCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	streams, out, errb := cli.TestIO()
+	cmd := newAllocateCmd(streams)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.RunE(cmd, cmd.Flags().Args())
+	return out.String(), errb.String(), err
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Every policy name works on the embedded table (default job set), and its
+// JSON has the contract's fields with a feasible allocation.
+func TestAllocateEveryPolicyJSON(t *testing.T) {
+	cluster := map[string]float64{"v100": 2, "p100": 2, "k80": 2}
+	for _, name := range append(policy.Names(), "allox_alpha=0.5") {
+		out, _, err := runAllocateCmd(t, "--policy", name, "--cluster", "v100=2,p100=2,k80=2",
+			"--prices", "v100=2.48,p100=1.46,k80=0.45", "--json")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got struct {
+			Policy     string                        `json:"policy"`
+			Objective  *float64                      `json:"objective"`
+			Allocation map[string]map[string]float64 `json:"allocation"`
+			Effective  map[string]float64            `json:"effective_throughput"`
+			Normalized map[string]float64            `json:"normalized_throughput"`
+			Seconds    *float64                      `json:"solve_seconds"`
+		}
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(out), &raw); err != nil {
+			t.Fatalf("%s: not one JSON object: %v\n%s", name, err, out)
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Policy != name || got.Objective == nil || got.Seconds == nil || len(got.Effective) != 8 || len(got.Normalized) != 8 {
+			t.Fatalf("%s: %s", name, out)
+		}
+		used := map[string]float64{}
+		for key, fr := range got.Allocation {
+			for w, x := range fr {
+				if x < 0 || x > 1+1e-9 {
+					t.Fatalf("%s: %s on %s = %v", name, key, w, x)
+				}
+				used[w] += x // all default jobs have sf 1; a pair takes one GPU
+			}
+		}
+		for w, u := range used {
+			if u > cluster[w]+1e-6 {
+				t.Fatalf("%s: %s oversubscribed (%v)", name, w, u)
+			}
+		}
+	}
+}
+
+func TestAllocateHumanOutput(t *testing.T) {
+	jobs := writeFile(t, "jobs.json", `{"jobs": [
+	{"id": "a", "type": "ResNet-50 (batch size 64)", "scale_factor": 1, "total_steps": 1000},
+	{"id": "b", "type": "LM (batch size 20)", "scale_factor": 2, "total_steps": 1000}]}`)
+	out, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_perf", "--cluster", "v100=2,p100=2,k80=2", "--jobs", jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"combination", "v100", "effective steps/s", "normalized", "policy max_min_fairness_perf: objective"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// The §9.2 makespan reference through the CLI with a custom table: T* = 200 s.
+func TestAllocateCustomTable(t *testing.T) {
+	tbl := writeFile(t, "t.json", `{
+ "k80": {"('T0', 1)": {"null": 0.5}, "('T1', 1)": {"null": 1.0}},
+ "p100": {"('T0', 1)": {"null": 1.0}, "('T1', 1)": {"null": 2.0}},
+ "v100": {"('T0', 1)": {"null": 2.0}, "('T1', 1)": {"null": 3.0}}}`)
+	jobs := writeFile(t, "jobs.json", `{"jobs": [{"id": "0", "type": "T0", "total_steps": 300}, {"id": "1", "type": "T1", "total_steps": 500}]}`)
+	out, _, err := runAllocateCmd(t, "--policy", "min_total_duration_perf", "--cluster", "k80=3,p100=2,v100=1",
+		"--table", tbl, "--jobs", jobs, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Objective float64 }
+	if err := json.Unmarshal([]byte(out), &got); err != nil || math.Abs(got.Objective-200) > 1e-6 {
+		t.Fatalf("%v %s", err, out)
+	}
+}
+
+func TestAllocateBadInput(t *testing.T) {
+	missing := writeFile(t, "jobs.json", `{"jobs": [{"id": "x", "type": "NoSuchModel", "total_steps": 1}]}`)
+	big := writeFile(t, "big.json", `{"jobs": [{"id": "huge", "type": "LM (batch size 20)", "scale_factor": 8, "total_steps": 1}]}`)
+	neg := writeFile(t, "neg.json", `{"jobs": [{"id": "n", "type": "A3C", "weight": -2, "total_steps": 1}]}`)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--policy", "lottery", "--cluster", "v100=1"}, "known policies: allox"},
+		{[]string{"--cluster", "v100=1"}, "--policy is required"},
+		{[]string{"--policy", "fifo"}, "--cluster is required"},
+		{[]string{"--policy", "fifo", "--cluster", "v100=0"}, "no GPUs"},
+		{[]string{"--policy", "fifo", "--cluster", "v100"}, "--cluster"},
+		{[]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", missing}, `job "x": job type ('NoSuchModel', 1) is not in the throughput table`},
+		{[]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4,k80=2", "--jobs", big}, `job "huge": scale factor 8 exceeds`},
+		{[]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", neg}, `job "n": weight -2`},
+		{[]string{"--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=1,k80=1"}, "needs --prices"},
+		{[]string{"--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=1,k80=1", "--prices", "v100=1"}, `no price for worker type "k80"`},
+		{[]string{"--policy", "fifo", "--cluster", "v100=1", "--jobs", "/nonexistent.json"}, "nonexistent"},
+		{[]string{"--policy", "fifo", "--cluster", "v100=1", "--table", "/nonexistent.json"}, "nonexistent"},
+	} {
+		_, _, err := runAllocateCmd(t, tc.args...)
+		if err == nil || cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%v: error %v (exit %d), want exit 2 with %q", tc.args, err, cli.ExitCode(err), tc.msg)
+		}
+	}
+}
+
+func TestAllocateHelpHasExample(t *testing.T) {
+	streams, _, _ := cli.TestIO()
+	cmd := newAllocateCmd(streams)
+	if !strings.Contains(cmd.Example, "gavel-plan allocate --policy") {
+		t.Fatal("no example")
+	}
+}
