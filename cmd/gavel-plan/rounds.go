@@ -1,16 +1,236 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/rounds"
+	"github.com/gavelkit/gavel/table"
 )
 
-// newRoundsCmd is a placeholder until rounds lands; the command says so when run.
-func newRoundsCmd(_ *cli.IO) *cobra.Command {
-	return &cobra.Command{Use: "rounds", Short: "(not yet available)", RunE: func(*cobra.Command, []string) error {
-		return errors.New("rounds: not implemented yet")
-	}}
+type roundsOptions struct {
+	policy, cluster, perServer, jobs, table string
+	rounds                                  int
+	roundSeconds                            float64
+	noBackFill, json                        bool
+}
+
+func newRoundsCmd(io *cli.IO) *cobra.Command {
+	o := &roundsOptions{}
+	cmd := &cobra.Command{
+		Use:   "rounds --policy P --cluster C --jobs J --rounds N",
+		Short: "Realize an allocation as round-by-round GPU assignments and report fidelity",
+		Long: `rounds computes the policy's allocation for a fixed set of jobs, then plans N
+consecutive rounds with Gavel's round-based mechanism: each round, jobs (or
+co-located pairs) are picked by priority (target time fraction vs fraction
+received), never one job in two places, multi-GPU jobs on as few servers as
+possible, and jobs kept on the same GPUs when they can be.
+
+It prints which job or pair runs on which GPUs in every round, then the
+fidelity report: per job and worker type, the time fraction received vs the
+allocation's target, and the largest deviation.`,
+		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
+      --gpus-per-server v100=4,p100=4,k80=4 --jobs jobs.json --rounds 20
+  gavel-plan rounds --policy max_min_fairness_packed --cluster v100=2 --jobs jobs.json --rounds 5 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRounds(cmd.Context(), io, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.policy, "policy", "", "policy name (Gavel's, e.g. max_min_fairness_perf)")
+	f.StringVar(&o.cluster, "cluster", "", "GPUs per worker type, e.g. v100=4,p100=4,k80=4")
+	f.StringVar(&o.perServer, "gpus-per-server", "", "GPUs per server per worker type (default 1), e.g. v100=4,p100=4")
+	f.StringVar(&o.jobs, "jobs", "", "jobs file (JSON, see cli-contract.md)")
+	f.StringVar(&o.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
+	f.IntVar(&o.rounds, "rounds", 10, "number of rounds to plan")
+	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
+	f.BoolVar(&o.noBackFill, "no-backfill", false, "leave GPUs idle rather than run jobs with no allocation there")
+	f.BoolVar(&o.json, "json", false, "print one JSON object")
+	return cmd
+}
+
+// setup is what rounds and simulate share: table, cluster, topology, policy.
+type setup struct {
+	table     *table.Table
+	cluster   policy.Cluster
+	perServer map[string]int
+	topo      *rounds.Topology
+	policy    policy.Policy
+}
+
+func loadSetup(tablePath, cluster, perServer, policyName string, opts ...policy.Option) (*setup, error) {
+	var s setup
+	var err error
+	if policyName == "" {
+		return nil, cli.UsageError("--policy is required (one of: %s)", joinNames())
+	}
+	if cluster == "" {
+		return nil, cli.UsageError("--cluster is required, e.g. --cluster v100=4,p100=4,k80=4")
+	}
+	if s.table, err = cli.LoadTable(tablePath); err != nil {
+		return nil, err
+	}
+	if s.cluster, err = policy.ParseCluster(cluster); err != nil {
+		return nil, cli.UsageError("--cluster: %v", err)
+	}
+	if s.perServer, err = rounds.ParseGPUsPerServer(perServer); err != nil {
+		return nil, cli.UsageError("--gpus-per-server: %v", err)
+	}
+	if s.topo, err = rounds.NewTopology(s.cluster, s.perServer); err != nil {
+		return nil, cli.UsageError("%v", err)
+	}
+	if s.policy, err = policy.New(policyName, opts...); err != nil {
+		return nil, cli.UsageError("--policy: %v", err)
+	}
+	return &s, nil
+}
+
+func joinNames() string {
+	s := ""
+	for i, n := range policy.Names() {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
+
+type roundsJSON struct {
+	Policy       string                                `json:"policy"`
+	RoundSeconds float64                               `json:"round_seconds"`
+	Rounds       []roundJSON                           `json:"rounds"`
+	Fidelity     map[string]map[string]rounds.Fidelity `json:"fidelity"`
+	MaxDeviation float64                               `json:"max_deviation"`
+	Allocation   map[string]map[string]float64         `json:"allocation"`
+}
+
+type roundJSON struct {
+	Index       int              `json:"index"`
+	Assignments []assignmentJSON `json:"assignments"`
+}
+
+type assignmentJSON struct {
+	GPU        int      `json:"gpu"`
+	WorkerType string   `json:"worker_type"`
+	Jobs       []string `json:"jobs"`
+}
+
+func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.jobs == "" {
+		return cli.UsageError("--jobs is required")
+	}
+	if o.rounds < 1 {
+		return cli.UsageError("--rounds %d: want at least 1", o.rounds)
+	}
+	if !(o.roundSeconds > 0) {
+		return cli.UsageError("--round-seconds %v: want a positive number", o.roundSeconds)
+	}
+	s, err := loadSetup(o.table, o.cluster, o.perServer, o.policy)
+	if err != nil {
+		return err
+	}
+	jf, err := policy.LoadJobs(o.jobs)
+	if err != nil {
+		return cli.UsageError("%v", err)
+	}
+	tj := make([]rounds.TraceJob, len(jf.Jobs))
+	for i, j := range jf.Jobs {
+		tj[i] = rounds.TraceJob{Job: j}
+	}
+	if _, err := rounds.Prepare(s.table, s.cluster, tj); err != nil {
+		return cli.UsageError("%s: %v", o.jobs, err)
+	}
+	alloc, err := s.policy.Allocate(ctx, &policy.Problem{Table: s.table, Cluster: s.cluster, Jobs: jf.Jobs, Entities: jf.Entities})
+	if err != nil {
+		return err
+	}
+	res, err := rounds.RunRounds(rounds.RoundsConfig{Topology: s.topo, Table: s.table, Jobs: jf.Jobs, Allocation: alloc,
+		Rounds: o.rounds, RoundSeconds: o.roundSeconds, NoBackFill: o.noBackFill})
+	if err != nil {
+		return err
+	}
+	out := roundsJSON{Policy: o.policy, RoundSeconds: o.roundSeconds, Fidelity: res.Fidelity, MaxDeviation: res.MaxDeviation,
+		Allocation: map[string]map[string]float64{}}
+	for c, x := range alloc.Fractions {
+		out.Allocation[c.Key()] = x
+	}
+	for i, p := range res.Plans {
+		r := roundJSON{Index: i, Assignments: []assignmentJSON{}}
+		for _, a := range p.Assignments {
+			ids := []string{a.Combination.A}
+			if a.Combination.IsPair() {
+				ids = append(ids, a.Combination.B)
+			}
+			for _, g := range a.GPUs {
+				r.Assignments = append(r.Assignments, assignmentJSON{GPU: g, WorkerType: a.WorkerType, Jobs: ids})
+			}
+		}
+		sort.Slice(r.Assignments, func(i, j int) bool { return r.Assignments[i].GPU < r.Assignments[j].GPU })
+		out.Rounds = append(out.Rounds, r)
+	}
+	if o.json {
+		return cli.WriteJSON(io.Out, out)
+	}
+	return printRounds(io, s, res, jf.Jobs)
+}
+
+func printRounds(io *cli.IO, s *setup, res *rounds.RoundsResult, jobs []policy.Job) error {
+	tw := cli.NewTableWriter(io.Out, "round", "worker type", "GPUs", "servers", "job(s)", "priority", "target")
+	for i, p := range res.Plans {
+		for _, a := range p.Assignments {
+			if err := tw.Append([]string{strconv.Itoa(i), a.WorkerType, intsString(a.GPUs),
+				strconv.Itoa(s.topo.ServersSpanned(a.GPUs)), a.Combination.Key(),
+				fmt.Sprintf("%.3f", a.Priority), fmt.Sprintf("%.3f", a.Target)}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tw.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintln(io.Out)
+	ft := cli.NewTableWriter(io.Out, "job", "worker type", "target", "received", "deviation")
+	for _, j := range jobs {
+		f := res.Fidelity[j.ID]
+		ws := make([]string, 0, len(f))
+		for w := range f {
+			ws = append(ws, w)
+		}
+		sort.Strings(ws)
+		for _, w := range ws {
+			e := f[w]
+			if e.Target == 0 && e.Received == 0 {
+				continue
+			}
+			if err := ft.Append([]string{j.ID, w, fmt.Sprintf("%.4f", e.Target), fmt.Sprintf("%.4f", e.Received),
+				fmt.Sprintf("%+.4f", e.Received-e.Target)}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ft.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(io.Out, "max deviation: %.4f over %d rounds\n", res.MaxDeviation, len(res.Plans))
+	return err
+}
+
+func intsString(xs []int) string {
+	s := ""
+	for i, x := range xs {
+		if i > 0 {
+			s += ","
+		}
+		s += strconv.Itoa(x)
+	}
+	return s
 }

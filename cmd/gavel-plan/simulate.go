@@ -1,16 +1,165 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/csv"
+	"fmt"
+	goio "io"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/rounds"
+	"github.com/gavelkit/gavel/table"
 )
 
-// newSimulateCmd is a placeholder until rounds lands; the command says so when run.
-func newSimulateCmd(_ *cli.IO) *cobra.Command {
-	return &cobra.Command{Use: "simulate", Short: "(not yet available)", RunE: func(*cobra.Command, []string) error {
-		return errors.New("simulate: not implemented yet")
-	}}
+type simulateOptions struct {
+	trace, policy, cluster, perServer, table, prices, jobsOut string
+	seed                                                      int64
+	roundSeconds                                              float64
+	compat, json                                              bool
+}
+
+func newSimulateCmd(io *cli.IO) *cobra.Command {
+	o := &simulateOptions{}
+	cmd := &cobra.Command{
+		Use:   "simulate --trace F --policy P --cluster C",
+		Short: "Simulate a trace of jobs on a virtual clock with the round-based mechanism",
+		Long: `simulate replays a trace: jobs arrive, the policy's allocation is recomputed
+once per round in which a job arrived or finished, and the round mechanism
+realizes it; jobs finish mid-round. It reports the average and per-job job
+completion time (JCT), makespan, utilization, cost (with --prices, per
+GPU-hour) and SLO violations (completion later than arrival + deadline).
+
+The trace is Gavel's tab-separated format (10 fields per line) or a jobs file
+(JSON) whose jobs carry arrival_seconds. With --gavel-compat the simulator
+follows Gavel's own semantics (recomputation only >= 1920 s after the last
+reset, its priorities and worker type order, integer steps), so results
+compare one to one with Gavel's.`,
+		Example: `  gavel-plan simulate --trace jobs.trace --policy max_min_fairness_perf --cluster v100=36,p100=36,k80=36
+  gavel-plan simulate --trace jobs.trace --policy fifo_perf --cluster v100=2,p100=2,k80=2 --gavel-compat --json
+  gavel-plan simulate --trace jobs.json --policy max_sum_throughput_normalized_by_cost_perf_SLOs \
+      --cluster v100=4,k80=8 --prices v100=2.48,k80=0.45 --jobs-out jobs.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), io, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", "", "trace file (Gavel TSV) or jobs file (JSON with arrival_seconds)")
+	f.StringVar(&o.policy, "policy", "", "policy name (Gavel's, e.g. max_min_fairness_perf)")
+	f.StringVar(&o.cluster, "cluster", "", "GPUs per worker type, e.g. v100=36,p100=36,k80=36")
+	f.StringVar(&o.perServer, "gpus-per-server", "", "GPUs per server per worker type (default 1)")
+	f.StringVar(&o.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
+	f.StringVar(&o.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45")
+	f.StringVar(&o.jobsOut, "jobs-out", "", "write per-job results to this CSV file")
+	f.Int64Var(&o.seed, "seed", 0, "seed for randomized policies and Gavel's agnostic worker-type shuffle")
+	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
+	f.BoolVar(&o.compat, "gavel-compat", false, "reproduce Gavel's simulator semantics")
+	f.BoolVar(&o.json, "json", false, "print one JSON object")
+	return cmd
+}
+
+func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.trace == "" {
+		return cli.UsageError("--trace is required")
+	}
+	if !(o.roundSeconds > 0) {
+		return cli.UsageError("--round-seconds %v: want a positive number", o.roundSeconds)
+	}
+	s, err := loadSetup(o.table, o.cluster, o.perServer, o.policy, policy.WithSeed(o.seed))
+	if err != nil {
+		return err
+	}
+	var prices policy.Prices
+	if o.prices != "" {
+		if prices, err = policy.ParsePrices(o.prices); err != nil {
+			return cli.UsageError("--prices: %v", err)
+		}
+	}
+	tj, entities, err := rounds.LoadTrace(o.trace)
+	if err != nil {
+		return cli.UsageError("%v", err)
+	}
+	jobs, err := rounds.Prepare(s.table, s.cluster, tj)
+	if err != nil {
+		return cli.UsageError("%s: %v", o.trace, err)
+	}
+	res, err := rounds.Simulate(ctx, rounds.Config{Table: s.table, Cluster: s.cluster, GPUsPerServer: s.perServer,
+		Policy: s.policy, Entities: entities, Prices: prices, RoundSeconds: o.roundSeconds,
+		GavelCompat: o.compat, Seed: o.seed}, jobs)
+	if err != nil {
+		return err
+	}
+	if o.jobsOut != "" {
+		if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
+			return fmt.Errorf("--jobs-out: %w", err)
+		}
+	}
+	if o.json {
+		return cli.WriteJSON(io.Out, res)
+	}
+	return printSimulation(io, res, prices != nil)
+}
+
+func writeJobsCSV(w goio.Writer, res *rounds.Result) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"id", "arrival_seconds", "completion_seconds", "jct_seconds", "slo_deadline_seconds", "slo_violated", "cost"})
+	for _, j := range res.Jobs {
+		deadline := ""
+		if j.Deadline > 0 {
+			deadline = ff(j.Deadline)
+		}
+		cw.Write([]string{j.ID, ff(j.Arrival), ff(j.Completion), ff(j.JCT), deadline, strconv.FormatBool(j.Violated), ff(j.Cost)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func ff(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+func printSimulation(io *cli.IO, res *rounds.Result, cost bool) error {
+	jt := cli.NewTableWriter(io.Out, "job", "arrival (s)", "completion (s)", "JCT (s)", "JCT (h)", "SLO")
+	for _, j := range res.Jobs {
+		slo := ""
+		switch {
+		case j.Violated:
+			slo = "violated"
+		case j.Deadline > 0:
+			slo = "met"
+		}
+		if err := jt.Append([]string{j.ID, ff(j.Arrival), ff(j.Completion), ff(j.JCT), fmt.Sprintf("%.2f", j.JCT/3600), slo}); err != nil {
+			return err
+		}
+	}
+	if err := jt.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintln(io.Out)
+	st := cli.NewTableWriter(io.Out, "metric", "value")
+	rows := [][]string{
+		{"jobs", strconv.Itoa(len(res.Jobs))},
+		{"average JCT (s)", ff(res.AvgJCT)},
+		{"average JCT (h)", fmt.Sprintf("%.3f", res.AvgJCT/3600)},
+		{"makespan (s)", ff(res.Makespan)},
+		{"end time (s)", ff(res.End)},
+		{"utilization", fmt.Sprintf("%.4f", res.Utilization)},
+		{"SLO violations", strconv.Itoa(res.SLOViolations)},
+		{"rounds", strconv.Itoa(res.Rounds)},
+		{"allocations computed", strconv.Itoa(res.Allocations)},
+		{"solve time (s)", fmt.Sprintf("%.3f", res.SolveSeconds)},
+		{"lease extensions", fmt.Sprintf("%d / %d", res.LeaseExtensions, res.LeaseOpportunities)},
+	}
+	if cost {
+		rows = append(rows, []string{"cost ($)", fmt.Sprintf("%.2f", res.Cost)})
+	}
+	for _, r := range rows {
+		if err := st.Append(r); err != nil {
+			return err
+		}
+	}
+	return st.Render()
 }

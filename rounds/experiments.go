@@ -1,0 +1,217 @@
+package rounds
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// ContinuousConfig is the paper's headline experiment (gavel-reference §8.1,
+// Fig. 8/9): jobs arrive as a Poisson process at each rate; the metric is
+// the average JCT of the jobs with arrival ranks in [WindowStart, WindowEnd).
+type ContinuousConfig struct {
+	Table         *table.Table
+	Cluster       policy.Cluster
+	GPUsPerServer map[string]int
+	Policies      []string  // e.g. max_min_fairness_perf, max_min_fairness
+	Rates         []float64 // jobs per hour
+	Seeds         []uint64
+	WindowStart   int
+	WindowEnd     int
+	MultiGPU      bool
+	RoundSeconds  float64
+	// Progress, if set, is called after each simulation.
+	Progress func(policy string, rate float64, seed uint64, r *Result)
+}
+
+// ContinuousPoint is the average JCT of one policy at one rate, over seeds.
+type ContinuousPoint struct {
+	Policy    string    `json:"policy"`
+	Rate      float64   `json:"rate_jobs_per_hour"`
+	AvgJCT    float64   `json:"avg_jct_seconds"` // mean over seeds
+	PerSeed   []float64 `json:"avg_jct_per_seed_seconds"`
+	Rounds    int       `json:"rounds"`
+	Solves    int       `json:"solves"`
+	SolveSecs float64   `json:"solve_seconds"`
+}
+
+// Continuous runs every (policy, rate, seed) simulation; the same seed gives
+// every policy the same jobs.
+func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, error) {
+	if cfg.WindowEnd <= cfg.WindowStart || cfg.WindowStart < 0 {
+		return nil, fmt.Errorf("continuous: window [%d, %d) is empty", cfg.WindowStart, cfg.WindowEnd)
+	}
+	if len(cfg.Seeds) == 0 {
+		cfg.Seeds = []uint64{0}
+	}
+	var out []ContinuousPoint
+	for _, rate := range cfg.Rates {
+		if rate <= 0 {
+			return nil, fmt.Errorf("continuous: rate %v jobs/hour must be positive", rate)
+		}
+		for _, name := range cfg.Policies {
+			pt := ContinuousPoint{Policy: name, Rate: rate}
+			for _, seed := range cfg.Seeds {
+				p, err := policy.New(name, policy.WithSeed(int64(seed)))
+				if err != nil {
+					return nil, err
+				}
+				gen, err := NewGenerator(GeneratorConfig{Table: cfg.Table, Cluster: cfg.Cluster, RatePerHour: rate,
+					MultiGPU: cfg.MultiGPU, Seed: seed})
+				if err != nil {
+					return nil, err
+				}
+				res, err := SimulateSource(ctx, Config{Table: cfg.Table, Cluster: cfg.Cluster, GPUsPerServer: cfg.GPUsPerServer,
+					Policy: p, RoundSeconds: cfg.RoundSeconds, WindowStart: cfg.WindowStart, WindowEnd: cfg.WindowEnd}, gen)
+				if err != nil {
+					return nil, fmt.Errorf("%s at %v jobs/hour, seed %d: %w", name, rate, seed, err)
+				}
+				if cfg.Progress != nil {
+					cfg.Progress(name, rate, seed, res)
+				}
+				pt.PerSeed = append(pt.PerSeed, res.AvgJCT)
+				pt.AvgJCT += res.AvgJCT / float64(len(cfg.Seeds))
+				pt.Rounds += res.Rounds
+				pt.Solves += res.Allocations
+				pt.SolveSecs += res.SolveSeconds
+			}
+			out = append(out, pt)
+		}
+	}
+	return out, nil
+}
+
+// HierarchicalConfig is the multi-level fairness experiment (gavel-reference
+// §8.5, the paper's hierarchical figure): entities with weights, six jobs
+// each, one more job every StepsPerJob timesteps, allocation only.
+type HierarchicalConfig struct {
+	Table          *table.Table
+	Cluster        policy.Cluster // default: 3 GPUs of each worker type of the table
+	EntityWeights  []float64      // default 1, 2, 3
+	JobsPerEntity  int            // default 6
+	StepsPerJob    int            // default 4
+	Timesteps      int            // default 72
+	Seed           uint64         // picks the job types
+	AwarePolicy    string         // default max_min_fairness_water_filling_perf
+	AgnosticPolicy string         // default max_min_fairness_water_filling
+}
+
+// HierarchicalRow is one job at one timestep under one policy.
+type HierarchicalRow struct {
+	Timestep   int     `json:"timestep"`
+	Policy     string  `json:"policy"`
+	Job        string  `json:"job"`
+	Entity     string  `json:"entity"`
+	Model      string  `json:"model"`
+	Effective  float64 `json:"effective_steps_per_second"`
+	Normalized float64 `json:"normalized"` // effective ÷ rate with 1/n of its time on each of the n types
+}
+
+// HierarchicalResult holds the per-timestep rows and, per policy, the mean
+// over timesteps of the total normalized throughput.
+type HierarchicalResult struct {
+	Rows      []HierarchicalRow
+	MeanTotal map[string]float64
+	Entities  map[string]policy.Entity
+	Jobs      []policy.Job
+}
+
+// Hierarchical solves every timestep with the aware and the agnostic policy.
+func Hierarchical(ctx context.Context, cfg HierarchicalConfig) (*HierarchicalResult, error) {
+	if cfg.Table == nil {
+		return nil, fmt.Errorf("hierarchical: table is required")
+	}
+	if len(cfg.EntityWeights) == 0 {
+		cfg.EntityWeights = []float64{1, 2, 3}
+	}
+	if cfg.JobsPerEntity == 0 {
+		cfg.JobsPerEntity = 6
+	}
+	if cfg.StepsPerJob == 0 {
+		cfg.StepsPerJob = 4
+	}
+	if cfg.Timesteps == 0 {
+		cfg.Timesteps = 72
+	}
+	if cfg.AwarePolicy == "" {
+		cfg.AwarePolicy = "max_min_fairness_water_filling_perf"
+	}
+	if cfg.AgnosticPolicy == "" {
+		cfg.AgnosticPolicy = "max_min_fairness_water_filling"
+	}
+	if len(cfg.Cluster) == 0 {
+		return nil, fmt.Errorf("hierarchical: cluster is required")
+	}
+	types := cfg.Cluster.WorkerTypes()
+	// Job types that run on every worker type, so the equal-time reference
+	// rate is defined.
+	var pool []table.JobType
+	for _, jt := range cfg.Table.JobTypesWithScaleFactor(1) {
+		ok := true
+		for _, w := range types {
+			r, _ := cfg.Table.Isolated(w, jt)
+			ok = ok && r > 0
+		}
+		if ok {
+			pool = append(pool, jt)
+		}
+	}
+	if len(pool) == 0 {
+		return nil, fmt.Errorf("hierarchical: no single-GPU job type runs on every worker type of the cluster")
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x68696572))
+	res := &HierarchicalResult{Entities: map[string]policy.Entity{}, MeanTotal: map[string]float64{}}
+	for e, w := range cfg.EntityWeights {
+		if w <= 0 {
+			return nil, fmt.Errorf("hierarchical: entity weight %v must be positive", w)
+		}
+		res.Entities["e"+strconv.Itoa(e)] = policy.Entity{Weight: w, Policy: policy.EntityFairness}
+	}
+	n := len(cfg.EntityWeights) * cfg.JobsPerEntity
+	ref := make([]float64, n)
+	for j := 0; j < n; j++ {
+		jt := pool[rng.IntN(len(pool))]
+		res.Jobs = append(res.Jobs, policy.Job{ID: strconv.Itoa(j), Type: jt, Weight: float64(j%2 + 1),
+			Entity: "e" + strconv.Itoa(j/cfg.JobsPerEntity), TotalSteps: 1e9})
+		for _, w := range types {
+			r, _ := cfg.Table.Isolated(w, jt)
+			ref[j] += r / float64(len(types))
+		}
+	}
+	for _, name := range []string{cfg.AwarePolicy, cfg.AgnosticPolicy} {
+		total := 0.0
+		for t := 0; t < cfg.Timesteps; t++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			present := min(n, t/cfg.StepsPerJob+1)
+			p, err := policy.New(name)
+			if err != nil {
+				return nil, err
+			}
+			alloc, err := p.Allocate(ctx, &policy.Problem{Table: cfg.Table, Cluster: cfg.Cluster,
+				Jobs: res.Jobs[:present], Entities: res.Entities})
+			if err != nil {
+				return nil, fmt.Errorf("timestep %d: %w", t, err)
+			}
+			for j := 0; j < present; j++ {
+				job := res.Jobs[j]
+				eff := 0.0
+				for _, w := range types {
+					r, _ := cfg.Table.Isolated(w, job.Type)
+					eff += r * alloc.Fractions[policy.Single(job.ID)][w]
+				}
+				row := HierarchicalRow{Timestep: t, Policy: name, Job: job.ID, Entity: job.Entity, Model: job.Type.Model,
+					Effective: eff, Normalized: eff / ref[j]}
+				total += row.Normalized
+				res.Rows = append(res.Rows, row)
+			}
+		}
+		res.MeanTotal[name] = total / float64(cfg.Timesteps)
+	}
+	return res, nil
+}
