@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -238,5 +240,103 @@ func TestMaxPartners(t *testing.T) {
 	// At most 24 singles + 24·2 pairs, 3 worker types each, plus t.
 	if top.Stats.Cols > (24+48)*3+1 || all.Stats.Cols <= top.Stats.Cols {
 		t.Fatalf("columns: top-2 %d, all %d", top.Stats.Cols, all.Stats.Cols)
+	}
+}
+
+// Water filling refines max-min: every job's sf·norm/w is at least LAS's
+// optimum, and the smallest equals it. 64 jobs with weights 1-3 and sf 1-2 on
+// the embedded table (this size once exposed a tolerance bug: a level met
+// only to 1e-9 made the next LP infeasible).
+func TestWaterFillingRefinesLAS(t *testing.T) {
+	tb := table.Default()
+	for _, md := range []string{"_perf", "_packed", ""} {
+		p := &Problem{Table: tb, Cluster: Cluster{"v100": 8, "p100": 8, "k80": 8}, Jobs: defaultJobs(tb, 64)}
+		las := mustAllocate(t, "max_min_fairness"+md, p)
+		wf := mustAllocate(t, "max_min_fairness_water_filling"+md, p)
+		in, _ := newInstance(p)
+		prop := in.prop
+		if md == "" {
+			prop = in.proportional(in.agnosticRates())
+		}
+		// Agnostic norms are in units of time share, not true throughput.
+		if md == "" {
+			continue
+		}
+		lowest := math.Inf(1)
+		for i, j := range in.jobs {
+			v := in.sf(i) * wf.Effective[j.ID] / prop[i] / in.weight[i]
+			if v < las.Objective*(1-1e-5) {
+				t.Fatalf("%s: job %s at %v below LAS %v", md, j.ID, v, las.Objective)
+			}
+			lowest = math.Min(lowest, v)
+		}
+		if !approx(lowest, las.Objective, 1e-5) {
+			t.Fatalf("%s: lowest %v, LAS %v", md, lowest, las.Objective)
+		}
+	}
+}
+
+// Random instances: every LP policy succeeds and is feasible, and water
+// filling refines max-min, with random rates (some zero), weights, scale
+// factors and pairs.
+func TestRandomInstances(t *testing.T) {
+	for seed := uint64(1); seed <= 12; seed++ {
+		r := rand.New(rand.NewPCG(seed, 1))
+		ws := []string{"g1", "g2", "g3"}
+		tb := table.New()
+		var types []table.JobType
+		for k := 0; k < 6; k++ {
+			ty := table.JobType{Model: fmt.Sprintf("m%d", k), ScaleFactor: 1 + r.IntN(2)}
+			types = append(types, ty)
+			for _, w := range ws {
+				rate := 0.5 + 4*r.Float64()
+				if r.IntN(6) == 0 {
+					rate = 0
+				}
+				tb.SetIsolated(w, ty, rate)
+			}
+		}
+		for _, a := range types {
+			for _, b := range types {
+				if a.ScaleFactor != b.ScaleFactor || a.Model > b.Model {
+					continue
+				}
+				for _, w := range ws {
+					ra, _ := tb.Isolated(w, a)
+					rb, _ := tb.Isolated(w, b)
+					if r.IntN(4) == 0 {
+						tb.SetInfeasible(w, a, b)
+					} else {
+						tb.SetPair(w, a, b, ra*(0.3+0.6*r.Float64()), rb*(0.3+0.6*r.Float64()))
+					}
+				}
+			}
+		}
+		p := &Problem{Table: tb, Cluster: Cluster{"g1": 1 + r.IntN(6), "g2": 2 + r.IntN(6), "g3": 2 + r.IntN(3)},
+			Prices: Prices{"g1": 1, "g2": 2, "g3": 3}}
+		n := 5 + r.IntN(40)
+		for i := 0; i < n; i++ {
+			ty := types[r.IntN(len(types))]
+			if in, _ := newInstance(&Problem{Table: tb, Cluster: p.Cluster, Jobs: []Job{job("x", ty, 1)}}); in == nil {
+				continue // runs nowhere on this cluster
+			}
+			p.Jobs = append(p.Jobs, Job{ID: fmt.Sprintf("j%02d", i), Type: ty, Weight: float64(1 + r.IntN(3)),
+				TotalSteps: float64(100 + r.IntN(1000)), TimeRun: float64(r.IntN(3) * 50), SLO: float64(r.IntN(2) * 2000)})
+		}
+		for _, name := range Names() {
+			if name == "allox" {
+				continue
+			}
+			a := mustAllocate(t, name, p)
+			if strings.HasPrefix(name, "max_min_fairness_water_filling_p") {
+				las := mustAllocate(t, strings.Replace(name, "_water_filling", "", 1), p)
+				in, _ := prepare(p, perf, &options{})
+				for i, j := range in.jobs {
+					if v := in.sf(i) * a.Effective[j.ID] / in.prop[i] / in.weight[i]; v < las.Objective*(1-1e-5) {
+						t.Fatalf("seed %d %s: job %s %v < %v", seed, name, j.ID, v, las.Objective)
+					}
+				}
+			}
+		}
 	}
 }

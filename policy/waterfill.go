@@ -73,6 +73,12 @@ func waterFilling(md mode) allocator {
 			for _, i := range active {
 				level[i] += cv * wts[i] / in.sf(i)
 			}
+			// The solver meets rows only to its tolerance. Lower each level to
+			// what x actually achieves (a change of about 1e-9), so that x is
+			// an exactly feasible point of every later LP.
+			for i, n := range in.normsAt(x, rate, prop) {
+				level[i] = math.Min(level[i], n)
+			}
 			bott, err := in.bottlenecks(ctx, opt, &st, rate, prop, level, active)
 			if err != nil {
 				return nil, fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
@@ -95,6 +101,26 @@ func waterFilling(md mode) allocator {
 		a.Stats = st
 		return a, nil
 	}
+}
+
+// A job counts as able to rise above its level when it can gain more than
+// wfRaise (relative); Gavel uses a slack of 1e-4.
+const wfRaise = 1e-6
+
+// normsAt returns norm_i = eff_i/prop_i at x (clipped to [0, 1]).
+func (in *instance) normsAt(x [][]float64, rate rateFunc, prop []float64) []float64 {
+	out := make([]float64, in.m())
+	for i := range in.jobs {
+		for _, c := range in.byJob[i] {
+			for w := range in.workers {
+				if v := math.Min(1, math.Max(0, x[c][w])); v > 0 {
+					out[i] += rate(i, c, w) * v
+				}
+			}
+		}
+		out[i] /= prop[i]
+	}
+	return out
 }
 
 // bottlenecks returns the jobs of cand that cannot rise above their level
@@ -122,7 +148,7 @@ func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStat
 		}
 		raised := 0
 		for i, col := range y {
-			if res.X[col] > 1e-7*math.Max(1, level[i]) {
+			if res.X[col] > wfRaise*math.Max(1, level[i]) {
 				delete(u, i)
 				raised++
 			}

@@ -1,0 +1,77 @@
+// Command policy measures the policy LPs on the embedded Gavel table: LP
+// size, solve time and objective of max-min fairness with and without space
+// sharing, for growing numbers of jobs, and the effect of capping partners.
+//
+//	go run ./benchmarks/policy [-n 32,64,128,256] [-k 0,8] [-policies max_min_fairness_perf,max_min_fairness_packed]
+//
+// Jobs are drawn deterministically (job type i·7 mod #types, scale factor 1)
+// and the cluster has 0.28·n GPUs of each of k80, p100, v100, as in
+// solver-and-library-notes.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+func main() {
+	ns := flag.String("n", "32,64,128", "job counts")
+	ks := flag.String("k", "0,8", "partner caps for packed policies (0 = all pairs)")
+	pols := flag.String("policies", "max_min_fairness_perf,max_min_fairness_packed,max_min_fairness_water_filling_perf,min_total_duration_packed", "policies")
+	flag.Parse()
+	tb := table.Default()
+	types := tb.JobTypesWithScaleFactor(1)
+	out := tablewriter.NewTable(os.Stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
+	out.Header("policy", "jobs", "max partners", "LPs", "rows", "columns", "seconds", "objective", "heap MiB")
+	for _, nStr := range strings.Split(*ns, ",") {
+		n, err := strconv.Atoi(nStr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad -n:", err)
+			os.Exit(2)
+		}
+		per := max(4, (36*n+64)/128)
+		p := &policy.Problem{Table: tb, Cluster: policy.Cluster{"k80": per, "p100": per, "v100": per}}
+		for i := 0; i < n; i++ {
+			p.Jobs = append(p.Jobs, policy.Job{ID: fmt.Sprintf("j%04d", i), Type: types[(i*7)%len(types)], TotalSteps: float64(1000 * (1 + i%5))})
+		}
+		for _, name := range strings.Split(*pols, ",") {
+			caps := []string{"0"}
+			if strings.Contains(name, "packed") {
+				caps = strings.Split(*ks, ",")
+			}
+			for _, kStr := range caps {
+				k, _ := strconv.Atoi(kStr)
+				pol, err := policy.New(name, policy.WithMaxPartners(k))
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				runtime.GC()
+				t0 := time.Now()
+				a, err := pol.Allocate(context.Background(), p)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, name, n, err)
+					os.Exit(1)
+				}
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				_ = out.Append([]string{name, strconv.Itoa(n), kStr, strconv.Itoa(a.Stats.LPs), strconv.Itoa(a.Stats.Rows),
+					strconv.Itoa(a.Stats.Cols), fmt.Sprintf("%.3f", time.Since(t0).Seconds()), fmt.Sprintf("%.6f", a.Objective),
+					fmt.Sprintf("%.1f", float64(ms.HeapAlloc)/(1<<20))})
+			}
+		}
+	}
+	_ = out.Render()
+}
