@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/internal/cli"
+)
+
+func TestExperimentContinuousSmall(t *testing.T) {
+	out, _, err := rtRun(t, newExperimentCmd, "continuous", "--cluster", "v100=4,p100=4,k80=4", "--rates", "1",
+		"--window", "0:15", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Points []struct {
+			Policy string  `json:"policy"`
+			Rate   float64 `json:"rate_jobs_per_hour"`
+			AvgJCT float64 `json:"avg_jct_seconds"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got.Points) != 2 || got.Points[0].Policy != "max_min_fairness_perf" || got.Points[1].Policy != "max_min_fairness" {
+		t.Fatalf("points %+v", got.Points)
+	}
+	for _, p := range got.Points {
+		if !(p.AvgJCT > 0) || p.Rate != 1 {
+			t.Errorf("point %+v", p)
+		}
+	}
+}
+
+func TestExperimentHierarchicalCSV(t *testing.T) {
+	path := t.TempDir() + "/h.csv"
+	out, _, err := rtRun(t, newExperimentCmd, "hierarchical", "--csv", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "1:2:3") || !strings.Contains(out, "1:1:1") {
+		t.Errorf("output lacks the weight rows:\n%s", out)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 weightings × 2 policies × Σ_t min(18, t/4+1) over 72 timesteps
+	// (4·(1+…+18) = 684 job-timesteps), plus the header.
+	if len(recs) != 1+2*2*684 {
+		t.Errorf("%d CSV records, want %d", len(recs), 1+2*2*684)
+	}
+}
+
+func TestExperimentBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"continuous", "--rates", "x"},
+		{"continuous", "--window", "5:5"},
+		{"continuous", "--policies", "nope"},
+		{"hierarchical", "--cluster", "v100"},
+	} {
+		if _, _, err := rtRun(t, newExperimentCmd, args...); cli.ExitCode(err) != 2 {
+			t.Errorf("%v: err %v, want exit 2", args, err)
+		}
+	}
+}

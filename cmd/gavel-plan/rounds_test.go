@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gavelkit/gavel/internal/cli"
+)
+
+// rtRun runs a command built by mk with args, the way the root would.
+func rtRun(t *testing.T, mk func(*cli.IO) *cobra.Command, args ...string) (string, string, error) {
+	t.Helper()
+	streams, out, errb := cli.TestIO()
+	cmd := mk(streams)
+	cmd.SetArgs(args)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.Err)
+	cmd.SilenceUsage = true
+	cmd.SilenceErrors = true
+	err := cmd.Execute()
+	return out.String(), errb.String(), err
+}
+
+func rtFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const rtJobs = `{"jobs": [
+  {"id": "a", "type": "ResNet-18 (batch size 64)", "total_steps": 100000},
+  {"id": "b", "type": "Transformer (batch size 32)", "total_steps": 100000},
+  {"id": "c", "type": "Recommendation (batch size 1024)", "total_steps": 100000},
+  {"id": "d", "type": "A3C", "total_steps": 100000},
+  {"id": "e", "type": "LM (batch size 20)", "scale_factor": 2, "total_steps": 100000}
+]}`
+
+func TestRoundsJSON(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", rtJobs)
+	out, _, err := rtRun(t, newRoundsCmd, "--policy", "max_min_fairness_perf", "--cluster", "v100=2,p100=2,k80=2",
+		"--gpus-per-server", "v100=2,p100=2,k80=2", "--jobs", jobs, "--rounds", "20", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Rounds []struct {
+			Index       int `json:"index"`
+			Assignments []struct {
+				GPU        int      `json:"gpu"`
+				WorkerType string   `json:"worker_type"`
+				Jobs       []string `json:"jobs"`
+			} `json:"assignments"`
+		} `json:"rounds"`
+		Fidelity     map[string]map[string]struct{ Target, Received float64 } `json:"fidelity"`
+		MaxDeviation *float64                                                `json:"max_deviation"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got.Rounds) != 20 || got.MaxDeviation == nil {
+		t.Fatalf("%d rounds, max_deviation %v; want 20 and a value", len(got.Rounds), got.MaxDeviation)
+	}
+	// Recount received fractions from the assignments and compare with the
+	// fidelity report; check no GPU or job is booked twice in a round.
+	count := map[string]map[string]float64{}
+	for i, r := range got.Rounds {
+		if r.Index != i {
+			t.Errorf("round %d has index %d", i, r.Index)
+		}
+		gpus := map[int]bool{}
+		where := map[string]string{}
+		perJob := map[string]map[string]int{}
+		for _, a := range r.Assignments {
+			if gpus[a.GPU] {
+				t.Fatalf("round %d: GPU %d twice", i, a.GPU)
+			}
+			gpus[a.GPU] = true
+			for _, j := range a.Jobs {
+				if w, ok := where[j]; ok && w != a.WorkerType {
+					t.Fatalf("round %d: job %s on %s and %s", i, j, w, a.WorkerType)
+				}
+				where[j] = a.WorkerType
+				if perJob[j] == nil {
+					perJob[j] = map[string]int{}
+				}
+				perJob[j][a.WorkerType]++
+			}
+		}
+		for j, m := range perJob {
+			for w := range m {
+				if count[j] == nil {
+					count[j] = map[string]float64{}
+				}
+				count[j][w] += 1.0 / 20
+			}
+		}
+	}
+	maxDev := 0.0
+	for j, f := range got.Fidelity {
+		for w, e := range f {
+			if math.Abs(e.Received-count[j][w]) > 1e-9 {
+				t.Errorf("job %s on %s: reported received %v, recounted %v", j, w, e.Received, count[j][w])
+			}
+			maxDev = math.Max(maxDev, math.Abs(e.Received-e.Target))
+		}
+	}
+	if math.Abs(maxDev-*got.MaxDeviation) > 1e-9 {
+		t.Errorf("max_deviation %v, recomputed %v", *got.MaxDeviation, maxDev)
+	}
+	if len(got.Fidelity) != 5 {
+		t.Errorf("fidelity for %d jobs, want 5", len(got.Fidelity))
+	}
+}
+
+func TestRoundsHuman(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", rtJobs)
+	out, _, err := rtRun(t, newRoundsCmd, "--policy", "max_min_fairness_perf", "--cluster", "v100=2,p100=2,k80=2",
+		"--jobs", jobs, "--rounds", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"worker type", "received", "max deviation:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRoundsBadInput(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", rtJobs)
+	missing := rtFile(t, "missing.json", `{"jobs": [{"id": "x", "type": "NoSuchModel", "total_steps": 10}]}`)
+	wide := rtFile(t, "wide.json", `{"jobs": [{"id": "w", "type": "LM (batch size 20)", "scale_factor": 8, "total_steps": 10}]}`)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown policy", []string{"--policy", "nope", "--cluster", "v100=2", "--jobs", jobs}, "unknown policy"},
+		{"no jobs", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2"}, "--jobs is required"},
+		{"bad cluster", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100", "--jobs", jobs}, "--cluster"},
+		{"zero rounds", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2", "--jobs", jobs, "--rounds", "0"}, "--rounds 0"},
+		{"unknown type", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2", "--jobs", missing}, "NoSuchModel"},
+		{"unrunnable", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,k80=4", "--jobs", wide}, "scale factor 8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := rtRun(t, newRoundsCmd, tt.args...)
+			if err == nil || cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err %v (exit %d), want exit 2 mentioning %q", err, cli.ExitCode(err), tt.want)
+			}
+		})
+	}
+}
+
+// Every command's --help carries an example.
+func TestRoundsCommandsHaveExamples(t *testing.T) {
+	streams, _, _ := cli.TestIO()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Example == "" {
+			t.Errorf("%s has no example", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	for _, c := range []*cobra.Command{newRoundsCmd(streams), newSimulateCmd(streams), newExperimentCmd(streams)} {
+		walk(c)
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/internal/cli"
+)
+
+const workedTrace = "../../rounds/testdata/worked_example.trace"
+
+// gavel-reference §5.12 through the CLI: Gavel's own simulator output.
+func TestSimulateGavelCompatWorkedExample(t *testing.T) {
+	csvPath := t.TempDir() + "/jobs.csv"
+	out, _, err := rtRun(t, newSimulateCmd, "--trace", workedTrace, "--policy", "fifo_perf",
+		"--cluster", "v100=2,p100=2,k80=2", "--gavel-compat", "--json", "--jobs-out", csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		AvgJCT      float64 `json:"avg_jct_seconds"`
+		Makespan    float64 `json:"makespan_seconds"`
+		Utilization float64 `json:"utilization"`
+		Cost        *float64
+		SLO         *int `json:"slo_violations"`
+		Jobs        []struct {
+			ID  string  `json:"id"`
+			JCT float64 `json:"jct_seconds"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if math.Round(got.AvgJCT*1000) != 3344721 || math.Round(got.Makespan*1000) != 8164014 {
+		t.Errorf("avg JCT %.3f, makespan %.3f; want 3344.721, 8164.014", got.AvgJCT, got.Makespan)
+	}
+	if len(got.Jobs) != 5 || got.SLO == nil || *got.SLO != 0 || got.Cost == nil {
+		t.Errorf("jobs %v, slo_violations %v, cost %v", got.Jobs, got.SLO, got.Cost)
+	}
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(recs) != 6 || recs[0][3] != "jct_seconds" || recs[4][3] != "6664.014" {
+		t.Errorf("jobs CSV %v (%v)", recs, err)
+	}
+}
+
+func TestSimulateDefaultHuman(t *testing.T) {
+	out, _, err := rtRun(t, newSimulateCmd, "--trace", workedTrace, "--policy", "max_min_fairness_perf",
+		"--cluster", "v100=2,p100=2,k80=2", "--prices", "v100=2.48,p100=1.46,k80=0.45")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"average JCT (s)", "utilization", "cost ($)", "makespan (s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	good := "A3C\tc\t/tmp\t--s\t0\t100\t1\t1\t-1\t0\n"
+	tests := []struct {
+		name, trace, want string
+	}{
+		{"field count", good + "A3C\tc\t0\n", ":2: bad trace: 3 tab-separated fields"},
+		{"bad number", good + good + strings.Replace(good, "\t100\t", "\t1e\t", 1), ":3: bad trace: field 6 (total_steps)"},
+		{"unknown type", strings.Replace(good, "A3C", "NoSuchModel", 1), "NoSuchModel"},
+		{"unrunnable", strings.Replace(strings.Replace(good, "\t100\t1\t", "\t100\t8\t", 1), "A3C", "LM (batch size 20)", 1), "scale factor 8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trace := rtFile(t, "t.trace", tt.trace)
+			_, _, err := rtRun(t, newSimulateCmd, "--trace", trace, "--policy", "max_min_fairness_perf", "--cluster", "v100=2,k80=2")
+			if err == nil || cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err %v (exit %d), want exit 2 mentioning %q", err, cli.ExitCode(err), tt.want)
+			}
+		})
+	}
+}
