@@ -61,7 +61,7 @@ func TestRoundsJSON(t *testing.T) {
 			} `json:"assignments"`
 		} `json:"rounds"`
 		Fidelity     map[string]map[string]struct{ Target, Received float64 } `json:"fidelity"`
-		MaxDeviation *float64                                                `json:"max_deviation"`
+		MaxDeviation *float64                                                 `json:"max_deviation"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out)
