@@ -284,3 +284,42 @@ func TestMPS(t *testing.T) {
 		t.Error("missing control program accepted")
 	}
 }
+
+// TestRunUnderMPS: with --sharing mps the runner starts a private control daemon, every job
+// is its client, records say mps, and the daemon is quit at the end.
+func TestRunUnderMPS(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	control := filepath.Join(dir, "mps-control")
+	script := "#!/bin/sh\nif [ \"$1\" = -d ]; then mkfifo \"$CUDA_MPS_PIPE_DIRECTORY/control\"; echo started >> " + log +
+		"; else cat >> " + log + "; fi\n"
+	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	envOut := filepath.Join(dir, "env")
+	a := jt("a")
+	c := Command{Argv: []string{"env", ">>", envOut, "; exec", workloadBin, "-rate", "200"}, Shell: true}
+	r := newRunner(t, 1, map[table.JobType]Command{a: c})
+	r.GPUs = []GPU{{Index: 0, UUID: "GPU-m", WorkerType: "fake", ComputeMode: "exclusive_process"}}
+	r.Sharing, r.MPSControl, r.MPSPipeDir = MPS, control, filepath.Join(dir, "no-daemon")
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "fake", Job: a}, {WorkerType: "fake", Job: a, Partner: a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := findRecord(recs, "pair", "a", "a")
+	if p == nil || p.Status != StatusOK || p.Sharing != MPS {
+		t.Fatalf("pair under MPS (exclusive-process GPU) = %+v", p)
+	}
+	b, _ := os.ReadFile(log)
+	if string(b) != "started\nquit\n" {
+		t.Errorf("control daemon log = %q, want started then quit", b)
+	}
+	env, _ := os.ReadFile(envOut)
+	if n := strings.Count(string(env), "CUDA_MPS_PIPE_DIRECTORY="); n != 3 {
+		t.Errorf("%d of 3 jobs were MPS clients:\n%s", n, env)
+	}
+	side, _ := LoadSidecar(SidecarPath(r.TablePath))
+	if side.Sharing != MPS {
+		t.Errorf("sidecar sharing = %q", side.Sharing)
+	}
+}
