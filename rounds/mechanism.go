@@ -129,8 +129,12 @@ type entry struct {
 // combinations.
 func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
 	entries := s.entries(alloc)
-	s.sortEntries(entries)
-	sel := s.selectEntries(entries)
+	queue := make([]*entry, len(entries))
+	for i := range entries {
+		queue[i] = &entries[i]
+	}
+	s.sortEntries(queue)
+	sel := s.selectEntries(queue)
 	p := &RoundPlan{Start: now}
 	for _, w := range s.typeOrder() {
 		if s.GavelCompat {
@@ -174,24 +178,19 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 	if alloc != nil {
 		fr = alloc.Fractions
 	}
-	jobs := make([]*Job, 0, len(s.Jobs))
-	for _, j := range s.Jobs {
-		jobs = append(jobs, j)
-	}
-	slices.SortFunc(jobs, func(a, b *Job) int {
-		return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.ID, b.ID))
-	})
-	out := make([]entry, 0, len(jobs)*len(types))
-	add := func(c policy.Combination, w string, sf int, key orderKey) {
-		x, inAlloc := fr[c]
+	// The input order does not matter: the sort's keys are total.
+	out := make([]entry, 0, len(s.Jobs)*len(types))
+	add := func(c policy.Combination, x map[string]float64, inAlloc bool, w string, sf int, key orderKey) {
 		target := x[w]
 		r := s.History.Rank(c, w, target, inAlloc)
 		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
 	}
-	for _, j := range jobs {
+	for _, j := range s.Jobs {
+		c := policy.Single(j.ID)
+		x, inAlloc := fr[c]
 		for _, w := range types {
 			if j.Rates[w] > 0 && j.ScaleFactor <= s.Topology.Count(w) {
-				add(policy.Single(j.ID), w, j.ScaleFactor, orderKey{j.Order, 0, 0})
+				add(c, x, inAlloc, w, j.ScaleFactor, orderKey{j.Order, 0, 0})
 			}
 		}
 	}
@@ -210,17 +209,18 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 		if lo > hi {
 			lo, hi = hi, lo
 		}
+		x := fr[c]
 		for _, w := range types {
 			ra, rb := s.PairRates(w, a, b)
 			if ra > 0 && rb > 0 && a.ScaleFactor <= s.Topology.Count(w) {
-				add(c, w, a.ScaleFactor, orderKey{hi, 1, lo})
+				add(c, x, true, w, a.ScaleFactor, orderKey{hi, 1, lo})
 			}
 		}
 	}
 	return out
 }
 
-func (s *State) sortEntries(es []entry) {
+func (s *State) sortEntries(es []*entry) {
 	byValue := func(a, b *entry) int {
 		// Descending class, key, tie, target.
 		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
@@ -228,20 +228,23 @@ func (s *State) sortEntries(es []entry) {
 	if s.GavelCompat {
 		// One queue per worker type, concatenated in walk order; ties keep
 		// arrival order (Gavel's stable sort over dict order).
-		slices.SortFunc(es, func(a, b entry) int {
-			return cmp.Or(cmp.Compare(a.typeRank, b.typeRank), byValue(&a, &b), compareOrder(a.order, b.order))
+		slices.SortFunc(es, func(a, b *entry) int {
+			return cmp.Or(cmp.Compare(a.typeRank, b.typeRank), byValue(a, b), compareOrder(a.order, b.order))
 		})
 		return
 	}
-	slices.SortFunc(es, func(a, b entry) int {
-		return cmp.Or(byValue(&a, &b), compareOrder(a.order, b.order), cmp.Compare(a.w, b.w))
+	slices.SortFunc(es, func(a, b *entry) int {
+		if c := byValue(a, b); c != 0 {
+			return c
+		}
+		return cmp.Or(compareOrder(a.order, b.order), cmp.Compare(a.w, b.w))
 	})
 }
 
 // selectEntries walks the queue once (Gavel's greedy walk): an entry is taken
 // when its type has sf free GPUs and none of its jobs is taken yet. A job
 // that does not fit does not block smaller ones behind it.
-func (s *State) selectEntries(es []entry) map[string][]entry {
+func (s *State) selectEntries(es []*entry) map[string][]entry {
 	left := map[string]int{}
 	for _, w := range s.Topology.WorkerTypes() {
 		left[w] = s.Topology.Count(w)
@@ -263,7 +266,7 @@ func (s *State) selectEntries(es []entry) map[string][]entry {
 		if e.c.IsPair() {
 			taken[e.c.B] = true
 		}
-		sel[e.w] = append(sel[e.w], e)
+		sel[e.w] = append(sel[e.w], *e)
 	}
 	return sel
 }
