@@ -1,0 +1,129 @@
+// Command rounds benchmarks the round mechanism and the simulator and prints
+// a table: one round decision at scale (target ≤ 100 ms), and a continuous
+// trace simulated end to end (target: 1,000 jobs on 108 GPUs with max-min
+// fairness in ≤ 60 s).
+//
+//	go run ./benchmarks/rounds
+//	go run ./benchmarks/rounds -jobs 1000 -cluster v100=36,p100=36,k80=36 -rate 4 -policies max_min_fairness,max_min_fairness_perf
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/rounds"
+	"github.com/gavelkit/gavel/table"
+)
+
+func main() {
+	jobs := flag.Int("jobs", 1000, "jobs in the continuous trace")
+	clusterFlag := flag.String("cluster", "v100=36,p100=36,k80=36", "cluster of the trace simulation")
+	rate := flag.Float64("rate", 4, "arrival rate, jobs per hour")
+	policies := flag.String("policies", "max_min_fairness,max_min_fairness_perf", "policies to simulate")
+	seed := flag.Uint64("seed", 0, "generator seed")
+	planJobs := flag.Int("plan-jobs", 10000, "jobs in the round-decision benchmark")
+	planGPUs := flag.Int("plan-gpus", 8000, "GPUs in the round-decision benchmark")
+	flag.Parse()
+	if err := run(*jobs, *clusterFlag, *rate, strings.Split(*policies, ","), *seed, *planJobs, *planGPUs); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(jobs int, clusterFlag string, rate float64, policies []string, seed uint64, planJobs, planGPUs int) error {
+	tw := cli.NewTableWriter(os.Stdout, "benchmark", "size", "rounds", "solves", "solve (s)", "total (s)", "per round (ms)", "target", "ok")
+	d, err := planBench(planJobs, planGPUs)
+	if err != nil {
+		return err
+	}
+	tw.Append([]string{"one round decision (Plan)", fmt.Sprintf("%d jobs, %d GPUs", planJobs, planGPUs), "1", "-", "-",
+		fmt.Sprintf("%.3f", d.Seconds()), fmt.Sprintf("%.1f", float64(d.Microseconds())/1000), "≤ 100 ms", okStr(d <= 100*time.Millisecond)})
+	cluster, err := policy.ParseCluster(clusterFlag)
+	if err != nil {
+		return err
+	}
+	tbl := table.Default()
+	for _, name := range policies {
+		p, err := policy.New(strings.TrimSpace(name))
+		if err != nil {
+			return err
+		}
+		gen, err := rounds.NewGenerator(rounds.GeneratorConfig{Table: tbl, Cluster: cluster, RatePerHour: rate, Seed: seed, Limit: jobs})
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		res, err := rounds.SimulateSource(context.Background(), rounds.Config{Table: tbl, Cluster: cluster, Policy: p}, gen)
+		if err != nil {
+			return err
+		}
+		total := time.Since(start)
+		if len(res.Jobs) != jobs {
+			return fmt.Errorf("%s: %d of %d jobs finished", name, len(res.Jobs), jobs)
+		}
+		tw.Append([]string{"simulate " + name, fmt.Sprintf("%d jobs at %g/h, %d GPUs", jobs, rate, cluster.Total()),
+			strconv.Itoa(res.Rounds), strconv.Itoa(res.Allocations), fmt.Sprintf("%.2f", res.SolveSeconds),
+			fmt.Sprintf("%.2f", total.Seconds()), fmt.Sprintf("%.2f", 1000*total.Seconds()/float64(max(1, res.Rounds))),
+			"≤ 60 s", okStr(total <= 60*time.Second)})
+	}
+	return tw.Render()
+}
+
+func okStr(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+// planBench times one Plan for planJobs jobs on planGPUs GPUs (three worker
+// types, 4-GPU servers, scale factors 1/2/4/8) after three warm-up rounds;
+// it reports the fastest of five decisions.
+func planBench(nJobs, nGPUs int) (time.Duration, error) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	per := nGPUs / 3
+	cluster := policy.Cluster{"a": nGPUs - 2*per, "b": per, "c": per}
+	topo, err := rounds.NewTopology(cluster, map[string]int{"a": 4, "b": 4, "c": 4})
+	if err != nil {
+		return 0, err
+	}
+	jobs := map[string]*rounds.Job{}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	sfs := []int{1, 1, 1, 1, 1, 1, 1, 2, 4, 8}
+	for i := 0; i < nJobs; i++ {
+		id := strconv.Itoa(i)
+		j := &rounds.Job{ID: id, ScaleFactor: sfs[rng.IntN(len(sfs))], Order: i, Rates: map[string]float64{}}
+		x := map[string]float64{}
+		for _, w := range cluster.WorkerTypes() {
+			j.Rates[w] = 1 + 10*rng.Float64()
+			x[w] = 0.8 * rng.Float64() / 3
+		}
+		jobs[id] = j
+		alloc.Fractions[policy.Single(id)] = x
+	}
+	ledger := rounds.NewLedger(360)
+	s := &rounds.State{Topology: topo, Jobs: jobs, History: ledger}
+	best := time.Duration(1 << 62)
+	for r := 0; r < 8; r++ {
+		start := time.Now()
+		p := rounds.Plan(s, alloc, float64(r)*360)
+		if d := time.Since(start); r >= 3 && d < best {
+			best = d
+		}
+		var busy []rounds.Busy
+		for _, a := range p.Assignments {
+			busy = append(busy, rounds.Busy{Combination: a.Combination, WorkerType: a.WorkerType, Seconds: 360})
+		}
+		ledger.Record(alloc, func(string) bool { return true }, 360, busy)
+		s.Previous = p.Placement()
+	}
+	return best, nil
+}
