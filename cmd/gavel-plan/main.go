@@ -33,7 +33,7 @@ Typical use:
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
 	root.AddCommand(
-		cli.NewTableCmd(streams),
+		cli.NewTableCmd(streams, "gavel-plan"),
 		newAllocateCmd(streams),
 		newRoundsCmd(streams),
 		newSimulateCmd(streams),

@@ -34,7 +34,7 @@ Typical use:
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
 	root.AddCommand(
-		cli.NewTableCmd(streams),
+		cli.NewTableCmd(streams, "gavel-profile"),
 		newDevicesCmd(streams),
 		newRunCmd(streams),
 		newEstimateCmd(streams),

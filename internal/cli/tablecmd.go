@@ -13,8 +13,9 @@ import (
 )
 
 // NewTableCmd returns the `table` command group (show, validate, convert)
-// that gavel-plan and gavel-profile both offer.
-func NewTableCmd(streams *IO) *cobra.Command {
+// that gavel-plan and gavel-profile both offer; bin is the program name
+// used in the examples.
+func NewTableCmd(streams *IO, bin string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "table",
 		Short: "Inspect, validate and convert throughput tables",
@@ -22,7 +23,7 @@ func NewTableCmd(streams *IO) *cobra.Command {
 type, alone and sharing a GPU with each other job type, in Gavel's JSON format.
 Without --table, commands use the embedded Gavel simulation table.`,
 	}
-	cmd.AddCommand(newTableShowCmd(streams), newTableValidateCmd(streams), newTableConvertCmd(streams))
+	cmd.AddCommand(newTableShowCmd(streams, bin), newTableValidateCmd(streams, bin), newTableConvertCmd(streams, bin))
 	return cmd
 }
 
@@ -35,7 +36,7 @@ type TableShowOptions struct {
 	JSON        bool
 }
 
-func newTableShowCmd(streams *IO) *cobra.Command {
+func newTableShowCmd(streams *IO, bin string) *cobra.Command {
 	var o TableShowOptions
 	cmd := &cobra.Command{
 		Use:   "show",
@@ -44,10 +45,10 @@ func newTableShowCmd(streams *IO) *cobra.Command {
 With --pairs JOB, print that job type's co-location row instead: for each
 partner and worker type, the two jobs' rates normalized by their isolated
 rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
-		Example: `  gavel-plan table show
-  gavel-plan table show --table mytable.json --worker-type v100
-  gavel-plan table show --pairs "ResNet-50 (batch size 64)"
-  gavel-plan table show --scale-factor 2 --json`,
+		Example: fmt.Sprintf(`  %[1]s table show
+  %[1]s table show --table mytable.json --worker-type v100
+  %[1]s table show --pairs "ResNet-50 (batch size 64)"
+  %[1]s table show --scale-factor 2 --json`, bin),
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return TableShow(streams, o) },
 	}
@@ -191,7 +192,7 @@ func showPairs(streams *IO, t *table.Table, j table.JobType, workers []string, a
 	return tw.Render()
 }
 
-func newTableValidateCmd(streams *IO) *cobra.Command {
+func newTableValidateCmd(streams *IO, bin string) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "validate FILE",
@@ -202,8 +203,8 @@ column), bad keys, negative or non-finite rates, pairs present on one side
 only or with values that disagree between the sides, and partners with a
 different scale factor. A pair rate above the isolated rate is a warning.
 Exits 2 when there is any error, 0 when there are only warnings or none.`,
-		Example: `  gavel-plan table validate profiled.json
-  gavel-plan table validate profiled.json --json`,
+		Example: fmt.Sprintf(`  %[1]s table validate profiled.json
+  %[1]s table validate profiled.json --json`, bin),
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error { return TableValidate(streams, args[0], asJSON) },
 	}
@@ -248,7 +249,7 @@ func TableValidate(streams *IO, path string, asJSON bool) error {
 	return nil
 }
 
-func newTableConvertCmd(streams *IO) *cobra.Command {
+func newTableConvertCmd(streams *IO, bin string) *cobra.Command {
 	var to, out string
 	cmd := &cobra.Command{
 		Use:   "convert FILE --to csv|json",
@@ -258,8 +259,8 @@ worker type x job type x partner, isolated rates as rows without a partner,
 with normalized rates). The input format is taken from the file's content:
 JSON when it starts with '{', CSV otherwise. Use "-" as FILE for the
 embedded default table. Output goes to stdout, or atomically to --out.`,
-		Example: `  gavel-plan table convert - --to csv > gavel.csv
-  gavel-plan table convert gavel.csv --to json --out gavel.json`,
+		Example: fmt.Sprintf(`  %[1]s table convert - --to csv > gavel.csv
+  %[1]s table convert gavel.csv --to json --out gavel.json`, bin),
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error { return TableConvert(streams, args[0], to, out) },
 	}
