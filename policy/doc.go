@@ -1,13 +1,41 @@
 // Package policy turns a scheduling policy into time fractions: given a
-// throughput table, a cluster (GPUs per worker type) and a set of jobs, each
-// policy solves an exact linear program (through policy/lp, a binding of
-// COIN-OR CLP and CBC) and returns, for every job or co-located pair of jobs
-// (a Combination), the fraction of time it should spend on each worker type.
+// throughput table, a cluster (GPUs per worker type) and a set of jobs, a
+// policy returns, for every job or co-located pair of jobs (a Combination),
+// the fraction of time it should spend on each worker type, with each job's
+// effective throughput, the objective and solve statistics.
 //
-// Policies are registered under Gavel's names (max_min_fairness_perf,
-// fifo_packed, min_total_duration_perf, ...); New builds one by name and
-// Names lists them. Compared with Gavel the LPs are exact where Gavel
-// bisects (makespan), correct with mixed scale factors when packing, never
-// oversubscribe a worker type, and report solver errors as typed errors
-// instead of returning all-zero allocations.
+// Policies are registered under Gavel's names (gavel-reference §2.1); New
+// builds one by name and Names lists them:
+//
+//	max_min_fairness[_perf|_packed]                LAS, one LP
+//	max_min_fairness_water_filling[_perf|_packed]  progressive filling, hierarchical with Problem.Entities
+//	finish_time_fairness[_perf|_packed]            exact min-max ratio (a few LPs), stateful across calls
+//	fifo[_perf|_packed]                            greedy, not an LP
+//	min_total_duration[_perf|_packed]              makespan, one LP
+//	max_sum_throughput_perf, max_sum_throughput_normalized_by_cost_perf[_SLOs],
+//	max_sum_throughput_normalized_by_cost_packed_SLOs
+//	allox, allox_alpha=<a>, gandiva, isolated, proportional
+//
+// The plain names are heterogeneity-agnostic, _perf is aware, _packed adds
+// space sharing: pairs of jobs with equal scale factors whose pair rate is
+// measured (not infeasible) on some worker type. WithMaxPartners caps each
+// job's partners for large job counts.
+//
+// The LPs are solved exactly with COIN-OR CLP through policy/lp (dual
+// simplex, or presolve plus barrier for large packed LPs; tolerances 1e-9).
+// Differences from Gavel, each deliberate (gavel-reference §11): makespan is
+// one LP instead of a 5% bisection; packed LPs are correct with mixed scale
+// factors; nothing is allocated where a job's isolated rate is 0 or where a
+// worker type has fewer GPUs than its scale factor; agnostic FIFO never
+// oversubscribes; water filling uses an exact LP-only bottleneck test and
+// returns solver errors; agnostic FTF and makespan use each job's fastest
+// rate (or WithReference) instead of "v100"; proportional is scaled so the
+// cluster is never oversubscribed. Any solver failure is returned as an
+// *lp.StatusError and bad input as an error matching ErrInput; no policy
+// returns an all-zero allocation in place of an error.
+//
+// Normalized throughput is effective throughput divided by the job's
+// equal-share (isolated) rate Σ_w T_w·n_w / max(m·sf, N) (§2.4). The LAS
+// and water-filling objectives normalize by Gavel's proportional rate
+// Σ_w T_w·n_w / N instead, as Gavel does.
 package policy

@@ -118,9 +118,9 @@ type Job struct {
 	Entity     string
 	TotalSteps float64
 	StepsDone  float64
-	TimeRun    float64 // seconds the job has already run
+	TimeRun    float64 // seconds since the job started (Gavel's times_since_start): FTF's elapsed time, AlloX's age, SLO time used
 	Arrival    float64 // seconds
-	SLO        float64 // seconds from arrival; 0 = none
+	SLO        float64 // seconds from the job's start; 0 = none; the time left is SLO − TimeRun
 }
 
 // StepsRemaining returns TotalSteps-StepsDone, never negative.

@@ -227,3 +227,37 @@ func TestConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A time limit too short for the LP gives ErrTimeLimit, not a wrong answer.
+func TestTimeLimit(t *testing.T) {
+	// A dense-ish assignment LP with 200×200 columns.
+	n := 200
+	m := NewModel(Maximize)
+	cols := make([][]int, n)
+	for i := 0; i < n; i++ {
+		cols[i] = make([]int, n)
+		for j := 0; j < n; j++ {
+			cols[i][j] = m.AddCol(0, 1, float64((i*37+j*91)%101))
+		}
+	}
+	ones := make([]float64, n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for i := 0; i < n; i++ {
+		m.AddRow(-Inf, 1, cols[i], ones)
+		col := make([]int, n)
+		for j := 0; j < n; j++ {
+			col[j] = cols[j][i]
+		}
+		m.AddRow(-Inf, 1, col, ones)
+	}
+	_, err := COIN{}.Solve(context.Background(), m, Options{Method: Primal, TimeLimit: time.Nanosecond})
+	if !errors.Is(err, ErrTimeLimit) {
+		t.Fatalf("got %v, want time limit", err)
+	}
+	r, err := COIN{}.Solve(context.Background(), m, Options{Method: Dual})
+	if err != nil || r.Objective <= 0 {
+		t.Fatalf("without limit: %v %v", r, err)
+	}
+}
