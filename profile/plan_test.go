@@ -323,3 +323,18 @@ func TestRunUnderMPS(t *testing.T) {
 		t.Errorf("sidecar sharing = %q", side.Sharing)
 	}
 }
+
+func TestRunTableLock(t *testing.T) {
+	r := newRunner(t, 1, map[table.JobType]Command{jt("a"): workload("-rate", "200")})
+	unlock, err := lockTable(r.TablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: jt("a")}}); !errors.Is(err, ErrTableBusy) {
+		t.Errorf("second writer: %v, want ErrTableBusy", err)
+	}
+	unlock()
+	if _, err := lockTable(r.TablePath); err != nil {
+		t.Errorf("lock not released: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gavelkit/gavel/table"
@@ -72,6 +73,11 @@ type runState struct {
 // valid at every moment. On cancellation every job is killed and Run returns the context's
 // error after writing what was finished.
 func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
+	unlock, err := lockTable(r.TablePath)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	tbl, err := loadOrNew(r.TablePath)
 	if err != nil {
 		return nil, err
@@ -183,6 +189,26 @@ func kindOf(t Task) string {
 		return "pair"
 	}
 	return "isolated"
+}
+
+// ErrTableBusy is returned when another run holds the table's lock.
+var ErrTableBusy = errors.New("table is being written by another gavel-profile run")
+
+// lockTable takes an exclusive lock on path + ".lock", so that two runs cannot interleave their
+// writes to one table. The lock goes away with the process.
+func lockTable(path string) (func(), error) {
+	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("table %s: %w", path, ErrTableBusy)
+		}
+		return nil, fmt.Errorf("table %s: lock: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 func loadOrNew(path string) (*table.Table, error) {

@@ -35,6 +35,7 @@ func TestDevicesWithoutDriver(t *testing.T) {
 	}
 	streams, out, _ := cli.TestIO()
 	cmd := newDevicesCmd(streams)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	cmd.SetArgs(nil)
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("devices without a driver: %v (exit %d), want exit 0", err, cli.ExitCode(err))

@@ -29,6 +29,7 @@ var fast = []string{"--window", "100ms", "--max-window", "2s", "--max-warmup", "
 func runCLI(args ...string) (string, string, error) {
 	streams, out, errb := cli.TestIO()
 	cmd := newRunCmd(streams)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true // as under the root command
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), errb.String(), err
