@@ -146,3 +146,32 @@ func TestAllocateHelpHasExample(t *testing.T) {
 		t.Fatal("no example")
 	}
 }
+
+// Hierarchical water filling from a jobs file with entities (§9.2 WF C,
+// e0 = fifo): normalized throughputs 0.857143, 0.428571, 1.714286 (three
+// jobs on three GPUs, so the equal-share rate is Gavel's proportional rate).
+func TestAllocateEntitiesFIFO(t *testing.T) {
+	tbl := writeFile(t, "t.json", `{
+ "k80": {"('A', 1)": {"null": 1}, "('B', 1)": {"null": 1}, "('C', 1)": {"null": 1}},
+ "p100": {"('A', 1)": {"null": 2}, "('B', 1)": {"null": 2}, "('C', 1)": {"null": 2}},
+ "v100": {"('A', 1)": {"null": 4}, "('B', 1)": {"null": 4}, "('C', 1)": {"null": 4}}}`)
+	jobs := writeFile(t, "jobs.json", `{"entities": {"e0": {"weight": 1, "policy": "fifo"}, "e1": {"weight": 2, "policy": "fairness"}},
+ "jobs": [{"id": "0", "type": "A", "entity": "e0", "total_steps": 1}, {"id": "1", "type": "B", "entity": "e0", "total_steps": 1},
+          {"id": "2", "type": "C", "entity": "e1", "total_steps": 1}]}`)
+	out, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_water_filling_perf", "--cluster", "k80=1,p100=1,v100=1",
+		"--table", tbl, "--jobs", jobs, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Normalized map[string]float64 `json:"normalized_throughput"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]float64{"0": 0.857143, "1": 0.428571, "2": 1.714286} {
+		if math.Abs(got.Normalized[id]-want) > 1e-6 {
+			t.Fatalf("normalized %v", got.Normalized)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+func benchProblem(n int) *Problem {
+	tb := table.Default()
+	types := tb.JobTypesWithScaleFactor(1)
+	per := max(4, (36*n+64)/128)
+	p := &Problem{Table: tb, Cluster: Cluster{"k80": per, "p100": per, "v100": per}}
+	for i := 0; i < n; i++ {
+		p.Jobs = append(p.Jobs, Job{ID: fmt.Sprintf("j%04d", i), Type: types[(i*7)%len(types)], TotalSteps: float64(1000 * (1 + i%5))})
+	}
+	return p
+}
+
+func benchPolicy(b *testing.B, name string, n int, opts ...Option) {
+	p := benchProblem(n)
+	pol, err := New(name, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := pol.Allocate(context.Background(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLASPerf128(b *testing.B)  { benchPolicy(b, "max_min_fairness_perf", 128) }
+func BenchmarkLASPacked64(b *testing.B) { benchPolicy(b, "max_min_fairness_packed", 64) }
+func BenchmarkLASPacked128Top8(b *testing.B) {
+	benchPolicy(b, "max_min_fairness_packed", 128, WithMaxPartners(8))
+}
+func BenchmarkWaterFillingPerf128(b *testing.B) {
+	benchPolicy(b, "max_min_fairness_water_filling_perf", 128)
+}
+func BenchmarkFTFPerf128(b *testing.B)       { benchPolicy(b, "finish_time_fairness_perf", 128) }
+func BenchmarkMakespanPacked64(b *testing.B) { benchPolicy(b, "min_total_duration_packed", 64) }
