@@ -270,8 +270,8 @@ func TestRunResume(t *testing.T) {
 func TestRunInterrupt(t *testing.T) {
 	short, long := jt("short"), jt("long")
 	r := newRunner(t, 2, map[table.JobType]Command{
-		// Exits by itself about two seconds in, during its measurement: an ok record.
-		short: workload("-rate", "200", "-fault", "exit", "-fault-after", "400"),
+		// Exits by itself about three seconds in, during its measurement: an ok record.
+		short: workload("-rate", "200", "-fault", "exit", "-fault-after", "600"),
 		// Never reaches the precision and ignores SIGTERM: runs until killed.
 		long: workload("-rate", "200", "-noise", "0.9", "-ignore-term", "-spawn-child"),
 	})
