@@ -173,6 +173,8 @@ func TestSolverErrorsPropagate(t *testing.T) {
 			}
 		} else if err != nil {
 			t.Fatalf("%s does not use the LP but failed: %v", name, err)
+		} else {
+			checkFeasible(t, p, a)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 
@@ -77,6 +78,10 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 	}
 }
 
+// ftfMaxIter bounds the fractional-programming iterations; in practice 2-4
+// LPs suffice (convergence is superlinear).
+const ftfMaxIter = 50
+
 func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eIso, iso []float64, st *SolveStats) (*Allocation, float64, error) {
 	var active []int // jobs with work left; done jobs do not constrain the objective
 	for i, j := range in.jobs {
@@ -115,7 +120,8 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 	}
 	eff := effAt(x)
 	rho := ratio(eff)
-	for k := 0; k < 100; k++ {
+	converged := false
+	for k := 0; k < ftfMaxIter && !converged; k++ {
 		b := in.newBuilder(lp.Minimize)
 		z := b.m.AddCol(-lp.Inf, lp.Inf, 1)
 		for _, i := range active {
@@ -130,19 +136,22 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 			return nil, 0, err
 		}
 		if res.Objective >= -1e-9 {
+			converged = true // no x beats ρ: ρ is optimal
 			break
 		}
 		nx := b.fractions(res)
 		ne := effAt(nx)
 		nr := ratio(ne)
 		if !(nr < rho) {
+			converged = true // numerically no progress
 			break
 		}
-		done := rho-nr <= 1e-10*rho
+		converged = rho-nr <= 1e-10*rho
 		x, eff, rho = nx, ne, nr
-		if done {
-			break
-		}
 	}
-	return in.allocation(x), rho, nil
+	a := in.allocation(x)
+	if !converged {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("finish-time fairness: stopped after %d LPs at ρ = %g before proving optimality", ftfMaxIter, rho))
+	}
+	return a, rho, nil
 }

@@ -495,3 +495,47 @@ func TestHungarianBruteForce(t *testing.T) {
 		t.Fatalf("hungarian %v cost %v, brute force %v", got, sum(got), best)
 	}
 }
+
+// twoTypes: k80 1 and v100 1; A (k80 1, v100 4), B (k80 1, v100 2).
+func twoTypes(jobs ...Job) *Problem {
+	return &Problem{Table: rateTable([]string{"k80", "v100"}, map[table.JobType][]float64{jt("A"): {1, 4}, jt("B"): {1, 2}, jt("V"): {0, 4}}),
+		Cluster: Cluster{"k80": 1, "v100": 1}, Jobs: jobs}
+}
+
+// Max-sum throughput: A on v100 (4) + B on k80 (1) = 5 beats the swap (3);
+// the dual (v100 3, k80 1, job rows 1, 0) bounds it by 5.
+//
+// Cost with a binding SLO, prices k80 1, v100 2: per unit of time A earns
+// 2 on v100 and 1 on k80, B 1 on either. Without SLOs: A v100, B k80 = 3.
+// B's SLO of 150 steps in 100 s needs 2·b_v + b_k ≥ 1.5, so b_v ≥ 1/2;
+// the objective is at most 3 − b_v = 2.5 (A keeps k80 time ≤ b_v), reached
+// with every share 1/2: A 2.5 steps/s, B 1.5.
+func TestMaxSumAndCostHand(t *testing.T) {
+	a := mustAllocate(t, "max_sum_throughput_perf", twoTypes(job("a", jt("A"), 1), job("b", jt("B"), 1)))
+	if !approx(a.Objective, 5, 1e-9) || a.Fractions[Single("a")]["v100"] != 1 {
+		t.Fatalf("%v %v", a.Objective, a.Fractions)
+	}
+	p := twoTypes(Job{ID: "a", Type: jt("A"), TotalSteps: 100}, Job{ID: "b", Type: jt("B"), TotalSteps: 150, SLO: 100})
+	p.Prices = Prices{"k80": 1, "v100": 2}
+	if got := mustAllocate(t, "max_sum_throughput_normalized_by_cost_perf", p).Objective; !approx(got, 3, 1e-9) {
+		t.Fatalf("no SLO: %v", got)
+	}
+	a = mustAllocate(t, "max_sum_throughput_normalized_by_cost_perf_SLOs", p)
+	if !approx(a.Objective, 2.5, 1e-9) || !approx(a.Effective["a"], 2.5, 1e-7) || !approx(a.Effective["b"], 1.5, 1e-7) {
+		t.Fatalf("SLO: %v %v", a.Objective, a.Effective)
+	}
+}
+
+// Agnostic FTF (fastest-rate view): V runs only on v100 (rate 4), B and C
+// anywhere (fastest 2). m = 3 > N = 2, so iso = rate·n/3: V 4/3, B and C
+// (2+2)/3 = 4/3. Steps V 400, B and C 200: E_iso = 300, 150, 150. With time
+// shares s: ρ_V = (100/s_V)/300, ρ_B = (100/s_B)/150, same for C. Equal ρ:
+// s_V = 1/(3ρ), s_B = s_C = 2/(3ρ), and s_V + s_B + s_C = 2 GPUs gives
+// ρ* = 5/6 (s_V = 0.4 on v100; B and C 0.8 each on k80 + the v100 rest).
+func TestFTFAgnosticHand(t *testing.T) {
+	p := twoTypes(job("v", jt("V"), 400), job("b", jt("B"), 200), job("c", jt("B"), 200))
+	a := mustAllocate(t, "finish_time_fairness", p)
+	if !approx(a.Objective, 5.0/6, 1e-7) {
+		t.Fatalf("ρ = %v, want 5/6", a.Objective)
+	}
+}
