@@ -342,3 +342,12 @@ func TestRandomInstances(t *testing.T) {
 		}
 	}
 }
+
+func TestGavelName(t *testing.T) {
+	for name, want := range map[string]string{"max_min_fairness_perf": "MaxMinFairness_Perf", "fifo_packed": "FIFO_Packing",
+		"allox_alpha=0.5": "AlloX_Perf", "gandiva": "Gandiva_Packing", "min_total_duration": "MinTotalDuration"} {
+		if got := GavelName(mustNew(t, name)); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}

@@ -121,3 +121,15 @@ type UnknownPolicyError struct{ Name string }
 func (e *UnknownPolicyError) Error() string {
 	return fmt.Sprintf("unknown policy %q; known policies: %s", e.Name, strings.Join(Names(), ", "))
 }
+
+// GavelName returns Gavel's runtime policy.name for a policy made by New
+// (e.g. "MaxMinFairness_Perf", "FIFO_Packing"), from which Gavel's mechanism
+// derives its behaviour: "Packing" turns on pairs, FIFO names stop jobs with
+// zero priority, names with neither "Perf" nor "Packing" shuffle worker
+// types (gavel-reference §2.1). It returns "" for other policies.
+func GavelName(p Policy) string {
+	if n, ok := p.(*named); ok {
+		return n.runtime
+	}
+	return ""
+}
