@@ -1,0 +1,115 @@
+package estimate
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// ToTable returns a table with d's isolated rates and r's pair estimates (infeasible entries as
+// infeasible); with r nil, d's own known pairs.
+func ToTable(d *Data, r *Result) *table.Table {
+	t := table.New()
+	for w, wt := range d.Workers {
+		for i, j := range d.Jobs {
+			if !math.IsNaN(d.Iso[w][i]) {
+				t.SetIsolated(wt, j, d.Iso[w][i])
+			}
+		}
+	}
+	if r == nil {
+		d.WriteTo(t)
+		return t
+	}
+	for w, wt := range d.Workers {
+		for i := range d.Jobs {
+			for k := i; k < len(d.Jobs); k++ {
+				if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+					t.SetInfeasible(wt, d.Jobs[i], d.Jobs[k])
+					continue
+				}
+				t.SetPair(wt, d.Jobs[i], d.Jobs[k], r.Norm[w][i][k]*d.Iso[w][i], r.Norm[w][k][i]*d.Iso[w][k])
+			}
+		}
+	}
+	return t
+}
+
+// Downstream scores an estimate by what it does to scheduling: one job of every job type of
+// the block on a cluster of gpusPerWorker GPUs of each worker type, allocated by the policy
+// (e.g. "max_min_fairness_packed") on the estimated table, and the allocation's max-min
+// objective (the smallest normalized throughput) evaluated with the true rates (a pair that is
+// truly infeasible gives its jobs nothing), divided by the objective of the allocation computed
+// on the true table. 1 means the estimate cost nothing.
+func Downstream(ctx context.Context, policyName string, gpusPerWorker int) func(truth *Data, r *Result) (float64, error) {
+	return func(truth *Data, r *Result) (float64, error) {
+		cluster := policy.Cluster{}
+		for _, w := range truth.Workers {
+			cluster[w] = gpusPerWorker
+		}
+		var jobs []policy.Job
+		for i, j := range truth.Jobs {
+			jobs = append(jobs, policy.Job{ID: fmt.Sprintf("j%03d", i), Type: j, Weight: 1, TotalSteps: 1e6})
+		}
+		alloc := func(t *table.Table) (*policy.Allocation, error) {
+			p, err := policy.New(policyName)
+			if err != nil {
+				return nil, err
+			}
+			return p.Allocate(ctx, &policy.Problem{Table: t, Cluster: cluster, Jobs: jobs})
+		}
+		best, err := alloc(ToTable(truth, nil))
+		if err != nil {
+			return 0, fmt.Errorf("true table: %w", err)
+		}
+		est, err := alloc(ToTable(truth, r))
+		if err != nil {
+			return 0, fmt.Errorf("estimated table: %w", err)
+		}
+		id := map[string]int{}
+		for i := range jobs {
+			id[jobs[i].ID] = i
+		}
+		widx := map[string]int{}
+		for w, name := range truth.Workers {
+			widx[name] = w
+		}
+		eff := make([]float64, len(jobs))
+		for c, fr := range est.Fractions {
+			a := id[c.A]
+			for wname, x := range fr {
+				w, ok := widx[wname]
+				if !ok || x <= 0 {
+					continue
+				}
+				if !c.IsPair() {
+					eff[a] += x * truth.Iso[w][a]
+					continue
+				}
+				b := id[c.B]
+				if truth.State[w][a][b] != table.Measured {
+					continue // truly infeasible: the pair makes no progress
+				}
+				eff[a] += x * truth.Norm[w][a][b] * truth.Iso[w][a]
+				eff[b] += x * truth.Norm[w][b][a] * truth.Iso[w][b]
+			}
+		}
+		// Normalized throughput divides by a job's equal-share rate, which depends only on the
+		// (exact) isolated rates, so both allocations share it.
+		objTrue, objEst := math.Inf(1), math.Inf(1)
+		for i, j := range jobs {
+			nb, ok1 := best.Normalized[j.ID]
+			eb, ok2 := best.Effective[j.ID]
+			if !ok1 || !ok2 || eb <= 0 {
+				return 0, fmt.Errorf("true allocation: job %s has no throughput", j.ID)
+			}
+			share := eb / nb
+			objTrue = math.Min(objTrue, nb)
+			objEst = math.Min(objEst, eff[i]/share)
+		}
+		return objEst / objTrue, nil
+	}
+}
