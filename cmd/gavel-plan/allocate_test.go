@@ -175,3 +175,25 @@ func TestAllocateEntitiesFIFO(t *testing.T) {
 		}
 	}
 }
+
+// A solver failure (here: a time limit far too short for a 60-job packed
+// LP) is exit status 1 with the LP status in the message.
+func TestAllocateSolverFailureExit1(t *testing.T) {
+	models := []string{"ResNet-18 (batch size 64)", "ResNet-50 (batch size 64)", "Transformer (batch size 64)",
+		"LM (batch size 20)", "Recommendation (batch size 2048)", "CycleGAN", "A3C"}
+	var b strings.Builder
+	b.WriteString(`{"jobs": [`)
+	for i := 0; i < 60; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"id": "j` + string(rune('A'+i/26)) + string(rune('a'+i%26)) + `", "type": "` + models[i%len(models)] + `", "total_steps": 1000}`)
+	}
+	b.WriteString("]}")
+	jobs := writeFile(t, "jobs.json", b.String())
+	_, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_packed", "--cluster", "v100=4,p100=4,k80=4",
+		"--jobs", jobs, "--time-limit", "1ns")
+	if err == nil || cli.ExitCode(err) != 1 || !strings.Contains(err.Error(), "time limit") {
+		t.Fatalf("error %v (exit %d)", err, cli.ExitCode(err))
+	}
+}
