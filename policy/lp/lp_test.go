@@ -261,3 +261,17 @@ func TestTimeLimit(t *testing.T) {
 		t.Fatalf("without limit: %v %v", r, err)
 	}
 }
+
+// The Wyndor LP built column by column, rows first, gives the same optimum.
+func TestColumnWise(t *testing.T) {
+	m := NewModel(Maximize)
+	r0 := m.AddRow(-Inf, 4, nil, nil)
+	r1 := m.AddRow(-Inf, 12, nil, nil)
+	r2 := m.AddRow(-Inf, 18, nil, nil)
+	m.AddColumn(0, Inf, 3, []int{r2, r0}, []float64{3, 1}) // rows out of order on purpose
+	m.AddColumn(0, Inf, 5, []int{r2, r1}, []float64{2, 2})
+	r, err := COIN{}.Solve(context.Background(), m, Options{Method: Dual})
+	if err != nil || !near(r.Objective, 36) || !near(r.X[0], 2) || !near(r.X[1], 6) {
+		t.Fatalf("%v %v", r, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 )
 
@@ -45,6 +46,27 @@ func (m *Model) AddCol(lb, ub, obj float64) int {
 	m.ub = append(m.ub, ub)
 	m.integer = append(m.integer, false)
 	return len(m.obj) - 1
+}
+
+// AddColumn adds a column with entries in existing rows (column-wise
+// building) and returns its index.
+func (m *Model) AddColumn(lb, ub, obj float64, rows []int, vals []float64) int {
+	if len(rows) != len(vals) {
+		panic("lp: AddColumn: len(rows) != len(vals)")
+	}
+	j := m.AddCol(lb, ub, obj)
+	for k, r := range rows {
+		if r < 0 || r >= len(m.rowLB) {
+			panic("lp: AddColumn: row out of range")
+		}
+		if vals[k] == 0 {
+			continue
+		}
+		m.tRow = append(m.tRow, int32(r))
+		m.tCol = append(m.tCol, int32(j))
+		m.tVal = append(m.tVal, vals[k])
+	}
+	return j
 }
 
 // SetInteger marks column j as integer; the model then needs a MILP solver.
@@ -133,13 +155,20 @@ func (m *Model) csc() (start, index []int32, value []float64) {
 	value = make([]float64, nz)
 	next := make([]int32, n)
 	copy(next, start[:n])
-	// Triplets are appended row by row, so rows are already ascending per column.
 	for k := 0; k < nz; k++ {
 		c := m.tCol[k]
 		p := next[c]
 		index[p] = m.tRow[k]
 		value[p] = m.tVal[k]
 		next[c]++
+	}
+	// Rows ascending within each column. AddRow appends in row order, so this
+	// only does work for columns built with AddColumn.
+	for j := 0; j < n; j++ {
+		seg := colSegment{index[start[j]:start[j+1]], value[start[j]:start[j+1]]}
+		if !sort.IsSorted(seg) {
+			sort.Stable(seg)
+		}
 	}
 	// Merge duplicates (same row twice in a column).
 	w := int32(0)
@@ -157,6 +186,18 @@ func (m *Model) csc() (start, index []int32, value []float64) {
 	}
 	start[n] = w
 	return start, index[:w], value[:w]
+}
+
+type colSegment struct {
+	index []int32
+	value []float64
+}
+
+func (s colSegment) Len() int           { return len(s.index) }
+func (s colSegment) Less(a, b int) bool { return s.index[a] < s.index[b] }
+func (s colSegment) Swap(a, b int) {
+	s.index[a], s.index[b] = s.index[b], s.index[a]
+	s.value[a], s.value[b] = s.value[b], s.value[a]
 }
 
 // Method selects the LP algorithm.
