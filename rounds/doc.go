@@ -11,12 +11,15 @@
 //	allocation ─────────┘
 //
 // Plan is a pure function of its inputs. It ranks every (combination, worker
-// type) entry by priority = target fraction ÷ fraction received so far (with a
-// one-round prior, so new jobs start at 1 and nothing divides by zero), breaks
-// ties by deficit (time owed), target, the combination's arrival order and the
-// worker type name, and walks that one global queue: an entry is taken when
-// its worker type still has enough free GPUs and none of its jobs is already
-// placed, so no job runs in two combinations and no GPU is booked twice.
+// type) entry by how far the time it received lags its target (Ledger: target
+// fraction vs fraction received, turned into Pfair-style pseudo-deadlines so
+// that every combination stays within about a round of its target; jobs that
+// are due as a whole go before the choice of their worker type), breaks ties
+// by target, the combination's arrival order and the worker type name, and
+// walks that one global queue: an entry is taken when its worker type still
+// has enough free GPUs and none of its jobs is already placed, so no job runs
+// in two combinations and no GPU is booked twice. Idle GPUs are back-filled
+// with jobs that have no allocation there (except for FIFO policies).
 // Placement puts multi-GPU combinations on as few servers as possible (best
 // fit, largest first) and keeps a combination on the GPUs it had last round
 // when they are still free.

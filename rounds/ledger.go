@@ -13,12 +13,15 @@ type Ledger struct {
 	round   float64
 	owed    map[policy.Combination]map[string]float64
 	got     map[policy.Combination]map[string]float64
+	owedJob map[string]float64 // per job, over its combinations and types
+	gotJob  map[string]float64
 	elapsed float64
 }
 
 // NewLedger returns an empty ledger for rounds of roundSeconds.
 func NewLedger(roundSeconds float64) *Ledger {
-	return &Ledger{round: roundSeconds, owed: map[policy.Combination]map[string]float64{}, got: map[policy.Combination]map[string]float64{}}
+	return &Ledger{round: roundSeconds, owed: map[policy.Combination]map[string]float64{}, got: map[policy.Combination]map[string]float64{},
+		owedJob: map[string]float64{}, gotJob: map[string]float64{}}
 }
 
 // Rank orders c on w like Pfair (PD²) scheduling with early release. c is
@@ -66,18 +69,31 @@ func (l *Ledger) Record(alloc *policy.Allocation, active func(id string) bool, d
 			for w, f := range x {
 				if f > 0 {
 					add(l.owed, c, w, f*duration)
+					for _, m := range members(c) {
+						l.owedJob[m] += f * duration
+					}
 				}
 			}
 		}
 	}
 	for _, b := range busy {
 		add(l.got, b.Combination, b.WorkerType, b.Seconds)
+		for _, m := range members(b.Combination) {
+			l.gotJob[m] += b.Seconds
+		}
 	}
 	l.elapsed += duration
 }
 
+// JobDue is job id's pseudo-deadline as a whole, in rounds from now.
+func (l *Ledger) JobDue(id string, totalTarget float64) float64 {
+	return (l.gotJob[id] + l.round - l.owedJob[id]) / (totalTarget * l.round)
+}
+
 // Forget drops every combination that contains job id.
 func (l *Ledger) Forget(id string) {
+	delete(l.owedJob, id)
+	delete(l.gotJob, id)
 	for _, m := range []map[policy.Combination]map[string]float64{l.owed, l.got} {
 		for c := range m {
 			if c.Contains(id) {

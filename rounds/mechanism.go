@@ -33,6 +33,14 @@ type Rank struct {
 	Priority, Key, Tie float64
 }
 
+// JobUrgency is optionally implemented by an Accounting: the pseudo-deadline
+// (in rounds from now) of job id as a whole, given the sum of its targets over
+// all combinations and worker types. Jobs that are due overall go first; the
+// per-type rank then picks among their types.
+type JobUrgency interface {
+	JobDue(id string, totalTarget float64) float64
+}
+
 // Accounting is the history the mechanism ranks combinations by.
 type Accounting interface {
 	// Rank ranks running c on w next round, given c's target fraction on w.
@@ -115,6 +123,7 @@ type entry struct {
 	sf       int
 	prio     float64
 	class    int
+	jobKey   float64
 	key      float64
 	tie      float64
 	target   float64
@@ -178,12 +187,38 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 	if alloc != nil {
 		fr = alloc.Fractions
 	}
+	// Job-level urgency: each job's total target over its combinations.
+	jobKey := map[string]float64{}
+	if ju, ok := s.History.(JobUrgency); ok && !s.GavelCompat {
+		total := map[string]float64{}
+		for c, x := range fr {
+			if s.Jobs[c.A] == nil || (c.IsPair() && s.Jobs[c.B] == nil) {
+				continue
+			}
+			sum := 0.0
+			for _, v := range x {
+				sum += v
+			}
+			for _, m := range members(c) {
+				total[m] += sum
+			}
+		}
+		for id, t := range total {
+			if t > 0 {
+				jobKey[id] = -ju.JobDue(id, t)
+			}
+		}
+	}
 	// The input order does not matter: the sort's keys are total.
 	out := make([]entry, 0, len(s.Jobs)*len(types))
 	add := func(c policy.Combination, x map[string]float64, inAlloc bool, w string, sf int, key orderKey) {
 		target := x[w]
 		r := s.History.Rank(c, w, target, inAlloc)
-		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
+		jk := jobKey[c.A]
+		if c.IsPair() {
+			jk = max(jk, jobKey[c.B])
+		}
+		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
 	}
 	for _, j := range s.Jobs {
 		c := policy.Single(j.ID)
@@ -222,8 +257,8 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 
 func (s *State) sortEntries(es []*entry) {
 	byValue := func(a, b *entry) int {
-		// Descending class, key, tie, target.
-		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
+		// Descending class, job urgency, key, tie, target.
+		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.jobKey, a.jobKey), cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
 	}
 	if s.GavelCompat {
 		// One queue per worker type, concatenated in walk order; ties keep
@@ -241,32 +276,118 @@ func (s *State) sortEntries(es []*entry) {
 	})
 }
 
-// selectEntries walks the queue once (Gavel's greedy walk): an entry is taken
+// selectEntries walks the queue (Gavel's greedy walk): an entry is taken
 // when its type has sf free GPUs and none of its jobs is taken yet. A job
 // that does not fit does not block smaller ones behind it.
+//
+// Outside compat mode the walk has three passes: entries with a positive
+// target; then a repair pass, in which a due single-GPU entry that found its
+// type full displaces the weakest single-GPU job there when that job has
+// another allocated type with a free GPU (one augmenting step, so a job's
+// choice of type does not cost another job its due round); then back-fill.
 func (s *State) selectEntries(es []*entry) map[string][]entry {
-	left := map[string]int{}
-	for _, w := range s.Topology.WorkerTypes() {
-		left[w] = s.Topology.Count(w)
+	w := &walk{left: map[string]int{}, taken: make(map[string]bool, len(s.Jobs)), chosen: map[string][]*entry{}}
+	for _, t := range s.Topology.WorkerTypes() {
+		w.left[t] = s.Topology.Count(t)
 	}
-	taken := make(map[string]bool, len(s.Jobs))
-	sel := map[string][]entry{}
+	if s.GavelCompat {
+		for _, e := range es {
+			if !(s.NoBackFill && e.prio <= 0) {
+				w.try(e)
+			}
+		}
+		return w.result()
+	}
+	var skipped []*entry
+	alternatives := map[string][]*entry{}
 	for _, e := range es {
-		if left[e.w] == 0 || taken[e.c.A] || (e.c.IsPair() && taken[e.c.B]) {
+		if e.target <= 0 {
 			continue
 		}
-		if s.NoBackFill && e.prio <= 0 {
+		if !e.c.IsPair() && e.sf == 1 {
+			alternatives[e.c.A] = append(alternatives[e.c.A], e)
+		}
+		if !w.try(e) && e.class == 2 && !e.c.IsPair() && e.sf == 1 {
+			skipped = append(skipped, e)
+		}
+	}
+	for _, e := range skipped {
+		w.repair(e, alternatives)
+	}
+	if !s.NoBackFill {
+		for _, e := range es {
+			if e.target <= 0 {
+				w.try(e)
+			}
+		}
+	}
+	return w.result()
+}
+
+type walk struct {
+	left   map[string]int
+	taken  map[string]bool
+	chosen map[string][]*entry // per type, in selection order; nil = removed
+}
+
+func (w *walk) try(e *entry) bool {
+	if w.left[e.w] < e.sf || w.taken[e.c.A] || (e.c.IsPair() && w.taken[e.c.B]) {
+		return false
+	}
+	w.take(e)
+	return true
+}
+
+func (w *walk) take(e *entry) {
+	w.left[e.w] -= e.sf
+	w.taken[e.c.A] = true
+	if e.c.IsPair() {
+		w.taken[e.c.B] = true
+	}
+	w.chosen[e.w] = append(w.chosen[e.w], e)
+}
+
+// repairScan bounds how many chosen entries a repair examines.
+const repairScan = 32
+
+func (w *walk) repair(e *entry, alternatives map[string][]*entry) {
+	if w.taken[e.c.A] {
+		return
+	}
+	if w.left[e.w] >= 1 {
+		w.take(e)
+		return
+	}
+	list := w.chosen[e.w]
+	scanned := 0
+	for i := len(list) - 1; i >= 0 && scanned < repairScan; i-- {
+		v := list[i]
+		if v == nil || v.c.IsPair() || v.sf != 1 {
 			continue
 		}
-		if e.sf > left[e.w] {
-			continue
+		scanned++
+		for _, a := range alternatives[v.c.A] {
+			if a.w == e.w || w.left[a.w] < 1 {
+				continue
+			}
+			list[i] = nil
+			w.left[e.w]++
+			w.taken[v.c.A] = false
+			w.take(a)
+			w.take(e)
+			return
 		}
-		left[e.w] -= e.sf
-		taken[e.c.A] = true
-		if e.c.IsPair() {
-			taken[e.c.B] = true
+	}
+}
+
+func (w *walk) result() map[string][]entry {
+	sel := map[string][]entry{}
+	for t, list := range w.chosen {
+		for _, e := range list {
+			if e != nil {
+				sel[t] = append(sel[t], *e)
+			}
 		}
-		sel[e.w] = append(sel[e.w], *e)
 	}
 	return sel
 }
