@@ -2,15 +2,83 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
 )
 
-// newEstimateCmd is a placeholder until estimator lands; the command says so when run.
-func newEstimateCmd(_ *cli.IO) *cobra.Command {
-	return &cobra.Command{Use: "estimate", Short: "(not yet available)", RunE: func(*cobra.Command, []string) error {
-		return errors.New("estimate: not implemented yet")
-	}}
+type estimateOptions struct {
+	table, out, workers string
+	seed                uint64
+	json                bool
+}
+
+func newEstimateCmd(io *cli.IO) *cobra.Command {
+	var o estimateOptions
+	cmd := &cobra.Command{
+		Use:   "estimate",
+		Short: "Fill in the co-location pairs a partial table is missing",
+		Long: `Estimate every missing co-location pair of a partially profiled throughput table and
+write the completed table. The table needs reference job types: jobs measured with
+themselves and with each other on every worker type. Other jobs need their isolated
+rates and, ideally, a few pairs with references.
+
+The estimator is the pairwise model that 'gavel-profile evaluate' scores best: log
+normalized rates ≈ per-worker mean + job and partner effects (informed by isolated rates)
++ one embedding per job used both as the job that suffers and as the partner that slows.
+Infeasible pairs are a class of their own and are predicted separately, never averaged
+in as zero throughput.
+
+Each scale factor is estimated on its own, on the worker types that have an isolated
+rate for every job type of that scale factor (--worker-types restricts them).`,
+		Example: `  gavel-profile estimate --table partial.json --out full.json
+  gavel-profile estimate --table partial.json --out full.json --json`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runEstimate(o, io) },
+	}
+	cmd.Flags().StringVar(&o.table, "table", "", "partial throughput table (Gavel JSON); required")
+	cmd.Flags().StringVar(&o.out, "out", "", "where to write the completed table; required")
+	cmd.Flags().StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: all with every job type)")
+	cmd.Flags().Uint64Var(&o.seed, "seed", 0, "random seed of the estimator")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+	return cmd
+}
+
+func runEstimate(o estimateOptions, io *cli.IO) error {
+	if o.table == "" || o.out == "" {
+		return cli.UsageError("estimate: --table and --out are required")
+	}
+	t, err := cli.LoadTable(o.table)
+	if err != nil {
+		return err
+	}
+	full, rep, err := estimate.Table(t, estimate.Options{Workers: estimate.ParseWorkers(o.workers), Seed: o.seed})
+	if err != nil {
+		if errors.Is(err, estimate.ErrNoReference) {
+			return cli.UsageError("table %s: %v", o.table, err)
+		}
+		return fmt.Errorf("table %s: %w", o.table, err)
+	}
+	if err := full.Save(o.out); err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(io.Err, "note:", n)
+	}
+	if o.json {
+		return cli.WriteJSON(io.Out, rep)
+	}
+	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "sf", "normalized", "rate", "infeasible")
+	for _, e := range rep.Entries {
+		_ = tw.Append([]string{e.WorkerType, e.Job, e.Partner, fmt.Sprint(e.ScaleFactor),
+			fmt.Sprintf("%.3f", e.Normalized), fmt.Sprintf("%.3f", e.Rate), fmt.Sprint(e.Infeasible)})
+	}
+	if err := tw.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(io.Out, "%d entries estimated (%d predicted infeasible); wrote %s\n", rep.Estimated, rep.InfeasiblePredicted, o.out)
+	return nil
 }

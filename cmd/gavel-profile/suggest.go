@@ -2,15 +2,76 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
 )
 
-// newSuggestCmd is a placeholder until estimator lands; the command says so when run.
-func newSuggestCmd(_ *cli.IO) *cobra.Command {
-	return &cobra.Command{Use: "suggest", Short: "(not yet available)", RunE: func(*cobra.Command, []string) error {
-		return errors.New("suggest: not implemented yet")
-	}}
+type suggestOptions struct {
+	table, workers string
+	budget         int
+	seed           uint64
+	json           bool
+}
+
+func newSuggestCmd(io *cli.IO) *cobra.Command {
+	var o suggestOptions
+	cmd := &cobra.Command{
+		Use:   "suggest",
+		Short: "Name the co-location measurements most worth making next",
+		Long: `Rank the missing co-location pairs of a partial table by how much measuring them is
+worth and print the best --budget of them: pairs whose packing decision (do the two
+normalized rates sum to more than 1?) could flip, pairs whose estimate is least certain,
+and pairs whose feasibility is in doubt. Any pair of job types may be suggested.
+
+The JSON form ({"measurements": [{worker_type, job, partner, scale_factor, reason}]})
+is stable: 'gavel-profile run' can take its pair list from it.`,
+		Example: `  gavel-profile suggest --table partial.json --budget 10
+  gavel-profile suggest --table partial.json --budget 10 --json > next.json`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runSuggest(o, io) },
+	}
+	cmd.Flags().StringVar(&o.table, "table", "", "partial throughput table (Gavel JSON); required")
+	cmd.Flags().IntVar(&o.budget, "budget", 10, "number of measurements to suggest (0 or more)")
+	cmd.Flags().StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: all with every job type)")
+	cmd.Flags().Uint64Var(&o.seed, "seed", 0, "random seed of the estimator")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
+	return cmd
+}
+
+func runSuggest(o suggestOptions, io *cli.IO) error {
+	if o.table == "" {
+		return cli.UsageError("suggest: --table is required")
+	}
+	if o.budget < 0 {
+		return cli.UsageError("suggest: --budget %d: must be 0 or more", o.budget)
+	}
+	t, err := cli.LoadTable(o.table)
+	if err != nil {
+		return err
+	}
+	ms, notes, err := estimate.SuggestTable(t, o.budget, estimate.Options{Workers: estimate.ParseWorkers(o.workers), Seed: o.seed})
+	if err != nil {
+		if errors.Is(err, estimate.ErrNoReference) {
+			return cli.UsageError("table %s: %v", o.table, err)
+		}
+		return fmt.Errorf("table %s: %w", o.table, err)
+	}
+	for _, n := range notes {
+		fmt.Fprintln(io.Err, "note:", n)
+	}
+	if ms == nil {
+		ms = []estimate.Suggestion{}
+	}
+	if o.json {
+		return cli.WriteJSON(io.Out, map[string]any{"measurements": ms})
+	}
+	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "sf", "reason")
+	for _, m := range ms {
+		_ = tw.Append([]string{m.WorkerType, m.Job, m.Partner, fmt.Sprint(m.ScaleFactor), m.Reason})
+	}
+	return tw.Render()
 }

@@ -1,0 +1,172 @@
+package estimate
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// ErrNoReference is returned when a block has no fully measured reference job type.
+var ErrNoReference = errors.New("no fully measured reference job type (a job measured with itself and every other reference on every worker type)")
+
+// Options configures [Table] and [SuggestTable].
+type Options struct {
+	Workers []string // worker types to use; nil means every type with all job types of a block
+	Seed    uint64
+	Method  Method // nil means Pairwise{Seed: Seed}
+}
+
+// Entry is one estimated entry of a table.
+type Entry struct {
+	WorkerType  string  `json:"worker_type"`
+	Job         string  `json:"job"`
+	Partner     string  `json:"partner"`
+	ScaleFactor int     `json:"scale_factor"`
+	Normalized  float64 `json:"normalized"`
+	Rate        float64 `json:"rate"`
+	Infeasible  bool    `json:"infeasible"`
+}
+
+// Report says what [Table] did.
+type Report struct {
+	Estimated           int      `json:"estimated"`
+	InfeasiblePredicted int      `json:"infeasible_predicted"`
+	Entries             []Entry  `json:"entries"`
+	Notes               []string `json:"notes,omitempty"`
+}
+
+func (o Options) method() Method {
+	if o.Method != nil {
+		return o.Method
+	}
+	return Pairwise{Seed: o.Seed}
+}
+
+// Table returns a copy of t with every missing pair filled in by the estimator (our pairwise
+// model unless o.Method says otherwise), and a report of the entries it estimated (ordered
+// entries: (job, partner) and (partner, job) count separately). A table with nothing missing is
+// returned unchanged, with a note.
+func Table(t *table.Table, o Options) (*table.Table, *Report, error) {
+	blocks, notes, err := Blocks(t, o.Workers, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := t.Clone()
+	rep := &Report{Notes: notes, Entries: []Entry{}}
+	for _, d := range blocks {
+		sf := d.Jobs[0].ScaleFactor
+		if d.Missing() == 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("scale factor %d: no missing entries; unchanged", sf))
+			continue
+		}
+		if len(d.References()) == 0 {
+			return nil, nil, fmt.Errorf("scale factor %d: %w", sf, ErrNoReference)
+		}
+		r, err := o.method().Estimate(d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("scale factor %d: %w", sf, err)
+		}
+		for w, wt := range d.Workers {
+			for i := range d.Jobs {
+				for k := i; k < len(d.Jobs); k++ {
+					if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
+						continue
+					}
+					inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
+					if inf {
+						out.SetInfeasible(wt, d.Jobs[i], d.Jobs[k])
+					} else {
+						out.SetPair(wt, d.Jobs[i], d.Jobs[k], r.Norm[w][i][k]*d.Iso[w][i], r.Norm[w][k][i]*d.Iso[w][k])
+					}
+					dirs := [][2]int{{i, k}, {k, i}}
+					if i == k {
+						dirs = dirs[:1]
+					}
+					for _, p := range dirs {
+						e := Entry{WorkerType: wt, Job: d.Jobs[p[0]].Model, Partner: d.Jobs[p[1]].Model, ScaleFactor: sf, Infeasible: inf}
+						if !inf {
+							e.Normalized = r.Norm[w][p[0]][p[1]]
+							e.Rate = e.Normalized * d.Iso[w][p[0]]
+						} else {
+							rep.InfeasiblePredicted++
+						}
+						rep.Entries = append(rep.Entries, e)
+						rep.Estimated++
+					}
+				}
+			}
+		}
+	}
+	if rep.Estimated == 0 && len(blocks) > 0 {
+		rep.Notes = append(rep.Notes, "the table has no missing entries; returned unchanged")
+	}
+	return out, rep, nil
+}
+
+// Suggestion is one measurement worth making, in table terms (model names as in the table).
+type Suggestion struct {
+	WorkerType  string  `json:"worker_type"`
+	Job         string  `json:"job"`
+	Partner     string  `json:"partner"`
+	ScaleFactor int     `json:"scale_factor"`
+	Reason      string  `json:"reason"`
+	Score       float64 `json:"score"`
+}
+
+// SuggestTable names the budget co-location measurements most worth making next across all
+// blocks of t (see [Suggest]); blocks without missing pairs or references contribute nothing.
+func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string, error) {
+	if budget < 0 {
+		return nil, nil, fmt.Errorf("budget %d: must be 0 or more", budget)
+	}
+	blocks, notes, err := Blocks(t, o.Workers, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []Suggestion
+	anyRef := false
+	for _, d := range blocks {
+		if d.Missing() == 0 {
+			continue
+		}
+		if len(d.References()) == 0 {
+			notes = append(notes, fmt.Sprintf("scale factor %d: %v; skipped", d.Jobs[0].ScaleFactor, ErrNoReference))
+			continue
+		}
+		anyRef = true
+		r, err := o.method().Estimate(d)
+		if err != nil {
+			return nil, nil, err
+		}
+		ms, err := Suggest(d, r, budget)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range ms {
+			all = append(all, Suggestion{WorkerType: d.Workers[m.W], Job: d.Jobs[m.I].Model, Partner: d.Jobs[m.K].Model,
+				ScaleFactor: d.Jobs[m.I].ScaleFactor, Reason: m.Reason, Score: m.Score})
+		}
+	}
+	if !anyRef && budget > 0 {
+		for _, d := range blocks {
+			if d.Missing() > 0 {
+				return nil, nil, ErrNoReference
+			}
+		}
+	}
+	// Best first across blocks; stable, so each block's order is kept on ties.
+	sortSuggestions(all)
+	if len(all) > budget {
+		all = all[:budget]
+	}
+	return all, notes, nil
+}
+
+func sortSuggestions(s []Suggestion) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].Score > s[j-1].Score; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
