@@ -50,8 +50,8 @@ func (s Settings) withDefaults() Settings {
 type Status int
 
 const (
-	Converged     Status = iota // the objective stopped changing (relative change below Tol)
-	IterationCap                // MaxIter iterations ran first
+	Converged    Status = iota // the objective stopped changing (relative change below Tol)
+	IterationCap               // MaxIter iterations ran first
 )
 
 func (s Status) String() string {

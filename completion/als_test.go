@@ -1,0 +1,150 @@
+package completion
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// planted returns a rank-k matrix with biases and a mask revealing fraction p of it.
+func planted(r, c, k int, p float64, seed uint64) (a, mask *mat.Dense) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	u := mat.NewDense(r, k, nil)
+	v := mat.NewDense(c, k, nil)
+	for i := 0; i < r; i++ {
+		for d := 0; d < k; d++ {
+			u.Set(i, d, rng.NormFloat64())
+		}
+	}
+	for j := 0; j < c; j++ {
+		for d := 0; d < k; d++ {
+			v.Set(j, d, rng.NormFloat64())
+		}
+	}
+	a = mat.NewDense(r, c, nil)
+	a.Mul(u, v.T())
+	mask = mat.NewDense(r, c, nil)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			a.Set(i, j, a.At(i, j)+2+0.5*float64(i%3)-0.3*float64(j%4))
+			if rng.Float64() < p {
+				mask.Set(i, j, 1)
+			}
+		}
+	}
+	return a, mask
+}
+
+func heldOutRMSE(a, mask mat.Matrix, m *Model) float64 {
+	r, c := a.Dims()
+	sse, n := 0.0, 0
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			if mask.At(i, j) == 0 {
+				e := a.At(i, j) - m.At(i, j)
+				sse += e * e
+				n++
+			}
+		}
+	}
+	return math.Sqrt(sse / float64(n))
+}
+
+func TestFitRecoversPlantedLowRank(t *testing.T) {
+	tests := []struct {
+		name    string
+		r, c, k int
+		p       float64
+		maxRMSE float64
+	}{
+		{"rank2 60x40 half", 60, 40, 2, 0.5, 0.02},
+		{"rank3 80x50 40%", 80, 50, 3, 0.4, 0.05},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, mask := planted(tt.r, tt.c, tt.k, tt.p, 7)
+			m, err := Fit(a, mask, Settings{Rank: tt.k, Lambda: 1e-4, Seed: 1, MaxIter: 500, Tol: 1e-12})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The entries' standard deviation is about sqrt(k); the held-out error must be tiny.
+			if got := heldOutRMSE(a, mask, m); got > tt.maxRMSE {
+				t.Errorf("held-out RMSE %.4f > %.4f (status %v after %d iterations)", got, tt.maxRMSE, m.Status, m.Iterations)
+			}
+		})
+	}
+}
+
+func TestFitDeterministic(t *testing.T) {
+	a, mask := planted(20, 15, 2, 0.5, 3)
+	m1, _ := Fit(a, mask, Settings{Seed: 5})
+	m2, _ := Fit(a, mask, Settings{Seed: 5})
+	if !mat.Equal(m1.Dense(), m2.Dense()) {
+		t.Error("same seed gave different fits")
+	}
+}
+
+func TestFitErrors(t *testing.T) {
+	a := mat.NewDense(2, 2, nil)
+	if _, err := Fit(a, mat.NewDense(2, 2, nil), Settings{}); err != ErrNoObservations {
+		t.Errorf("empty mask: err = %v, want ErrNoObservations", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("shape mismatch did not panic")
+		}
+	}()
+	Fit(a, mat.NewDense(3, 2, nil), Settings{})
+}
+
+func TestCrossValidatePicksPlantedRank(t *testing.T) {
+	a, mask := planted(50, 40, 2, 0.6, 11)
+	s, scores, err := CrossValidate(a, mask, Settings{Seed: 1, MaxIter: 300}, []int{1, 2, 4}, []float64{1e-3, 1}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scores) != 6 {
+		t.Fatalf("%d scores, want 6", len(scores))
+	}
+	if s.Rank < 2 {
+		t.Errorf("chose rank %d, want at least the planted 2 (scores %+v)", s.Rank, scores)
+	}
+}
+
+func TestCompleteKeepsInfeasibleOutOfValues(t *testing.T) {
+	// Row 0 is infeasible with columns 0-2 everywhere observed; values elsewhere are 1.
+	// If infeasible cells were averaged in as 0, predictions would drop well below 1.
+	r, c := 8, 6
+	a := mat.NewDense(r, c, nil)
+	cells := make([][]Cell, r)
+	for i := range cells {
+		cells[i] = make([]Cell, c)
+		for j := range cells[i] {
+			a.Set(i, j, 1)
+			cells[i][j] = Known
+			if j < 3 && i < 4 {
+				cells[i][j] = Infeasible
+				a.Set(i, j, 0)
+			}
+		}
+	}
+	cells[4][0] = Unknown // a row like the feasible ones: stays feasible
+	cells[5][4] = Unknown
+	cells[3][1] = Unknown // in the infeasible block
+	res, err := Complete(a, cells, Settings{Rank: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res.Values.At(5, 4); math.Abs(v-1) > 0.05 {
+		t.Errorf("feasible unknown predicted %.3f, want about 1", v)
+	}
+	if !res.Infeasible[3][1] || res.Infeasible[4][0] || res.Infeasible[5][4] {
+		t.Errorf("infeasible predictions (3,1)=%v (4,0)=%v (5,4)=%v, want true false false",
+			res.Infeasible[3][1], res.Infeasible[4][0], res.Infeasible[5][4])
+	}
+	if len(res.PredictedInfeasible) != 1 || res.PredictedInfeasible[0] != [2]int{3, 1} {
+		t.Errorf("PredictedInfeasible = %v, want [[3 1]]", res.PredictedInfeasible)
+	}
+}

@@ -1,0 +1,171 @@
+package fingerprint
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Distance compares two fingerprints on the entries both have (NaN marks a missing entry).
+type Distance int
+
+const (
+	Cosine     Distance = iota // 1 − cosine similarity, as Gavel
+	MeanAbs                    // mean absolute difference
+	MeanAbsLog                 // mean |log a − log b|: relative differences, scale-free
+)
+
+func (d Distance) String() string {
+	switch d {
+	case Cosine:
+		return "cosine"
+	case MeanAbs:
+		return "mean-abs"
+	case MeanAbsLog:
+		return "mean-abs-log"
+	}
+	return fmt.Sprintf("Distance(%d)", int(d))
+}
+
+// Between returns the distance over the entries observed in both a and b, and how many there
+// were; NaN when there are none.
+func (d Distance) Between(a, b []float64) (float64, int) {
+	if len(a) != len(b) {
+		panic("fingerprint: vectors of different lengths")
+	}
+	var x, y []float64
+	for i := range a {
+		if !math.IsNaN(a[i]) && !math.IsNaN(b[i]) {
+			x, y = append(x, a[i]), append(y, b[i])
+		}
+	}
+	if len(x) == 0 {
+		return math.NaN(), 0
+	}
+	switch d {
+	case Cosine:
+		return CosineDistance(x, y), len(x)
+	case MeanAbs, MeanAbsLog:
+		s := 0.0
+		for i := range x {
+			if d == MeanAbsLog {
+				s += math.Abs(math.Log(math.Max(x[i], 1e-3)) - math.Log(math.Max(y[i], 1e-3)))
+			} else {
+				s += math.Abs(x[i] - y[i])
+			}
+		}
+		return s / float64(len(x)), len(x)
+	}
+	panic("fingerprint: unknown distance")
+}
+
+// Neighbor is one matched reference.
+type Neighbor struct {
+	Index    int     // row of the reference
+	Distance float64 // under the chosen Distance
+	Weight   float64 // inverse-distance weight; the weights of a match sum to 1
+}
+
+// Result is the outcome of [Match].
+type Result struct {
+	Neighbors []Neighbor // nearest first; ties by index
+	// Confidence in [0, 1]: high when the nearest reference is clearly closer than the next and
+	// the match rests on many observed entries. It is (1 − d₁/d₂)·n/(n+4), where d₁ ≤ d₂ are the
+	// two smallest distances and n the number of entries compared; 1 with a single reference
+	// at distance 0.
+	Confidence float64
+	Compared   int // observed entries compared with the nearest reference
+}
+
+// Predict returns the neighbours' weighted average of entry j of the references.
+func (r Result) Predict(refs [][]float64, j int) float64 {
+	s, w := 0.0, 0.0
+	for _, n := range r.Neighbors {
+		if v := refs[n.Index][j]; !math.IsNaN(v) {
+			s += n.Weight * v
+			w += n.Weight
+		}
+	}
+	if w == 0 {
+		return math.NaN()
+	}
+	return s / w
+}
+
+// Match finds the k nearest references (rows of refs) to the partial fingerprint row, using
+// only entries observed (not NaN) in both. Weights are proportional to 1/(distance + eps) with
+// eps = 1e-3. It returns an error when no reference shares an observed entry with row.
+func Match(row []float64, refs [][]float64, k int, d Distance) (Result, error) {
+	if k < 1 {
+		return Result{}, fmt.Errorf("fingerprint: k = %d, want at least 1", k)
+	}
+	var ns []Neighbor
+	compared := map[int]int{}
+	for i, ref := range refs {
+		dist, n := d.Between(row, ref)
+		if math.IsNaN(dist) {
+			continue
+		}
+		ns = append(ns, Neighbor{Index: i, Distance: dist})
+		compared[i] = n
+	}
+	if len(ns) == 0 {
+		return Result{}, fmt.Errorf("fingerprint: no reference shares an observed entry with the row")
+	}
+	sort.SliceStable(ns, func(a, b int) bool { return ns[a].Distance < ns[b].Distance })
+	res := Result{Compared: compared[ns[0].Index]}
+	switch {
+	case len(ns) == 1:
+		res.Confidence = 1
+		if ns[0].Distance > 0 {
+			res.Confidence = 0.5
+		}
+	case ns[1].Distance > 0:
+		res.Confidence = 1 - ns[0].Distance/ns[1].Distance
+	}
+	nc := float64(res.Compared)
+	res.Confidence *= nc / (nc + 4)
+	if k < len(ns) {
+		ns = ns[:k]
+	}
+	total := 0.0
+	for i := range ns {
+		ns[i].Weight = 1 / (ns[i].Distance + 1e-3)
+		total += ns[i].Weight
+	}
+	for i := range ns {
+		ns[i].Weight /= total
+	}
+	res.Neighbors = ns
+	return res, nil
+}
+
+// ColdStart matches a job that has no co-location measurement yet from its isolated rates
+// alone (one per worker type, same order as each reference's): the distance is the mean
+// absolute difference of log rates after removing each vector's mean, so it compares how a
+// job's speed varies across worker types rather than its absolute speed.
+func ColdStart(isolated []float64, refIsolated [][]float64, k int) (Result, error) {
+	center := func(x []float64) []float64 {
+		out := make([]float64, len(x))
+		m, n := 0.0, 0
+		for i, v := range x {
+			if v > 0 {
+				out[i] = math.Log(v)
+				m += out[i]
+				n++
+			} else {
+				out[i] = math.NaN()
+			}
+		}
+		for i := range out {
+			out[i] -= m / float64(max(n, 1))
+		}
+		return out
+	}
+	row := center(isolated)
+	refs := make([][]float64, len(refIsolated))
+	for i, r := range refIsolated {
+		refs[i] = center(r)
+	}
+	return Match(row, refs, k, MeanAbs)
+}

@@ -1,0 +1,93 @@
+package fingerprint
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// plantedRefs returns n random reference rows in (0.2, 1) and a noisy copy of row target with
+// a fraction of its entries hidden (NaN).
+func plantedRefs(n, m, target int, noise, hide float64, seed uint64) (refs [][]float64, row []float64) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	refs = make([][]float64, n)
+	for i := range refs {
+		refs[i] = make([]float64, m)
+		for j := range refs[i] {
+			refs[i][j] = 0.2 + 0.8*rng.Float64()
+		}
+	}
+	row = make([]float64, m)
+	for j := range row {
+		row[j] = refs[target][j] * (1 + noise*rng.NormFloat64())
+		if rng.Float64() < hide {
+			row[j] = math.NaN()
+		}
+	}
+	return refs, row
+}
+
+func TestMatchRecoversPlantedNearest(t *testing.T) {
+	for _, d := range []Distance{Cosine, MeanAbs, MeanAbsLog} {
+		for target := 0; target < 10; target++ {
+			refs, row := plantedRefs(10, 60, target, 0.03, 0.7, uint64(target))
+			res, err := Match(row, refs, 3, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Neighbors[0].Index; got != target {
+				t.Errorf("%v: nearest = %d, want planted %d", d, got, target)
+			}
+			sum := 0.0
+			for _, n := range res.Neighbors {
+				sum += n.Weight
+			}
+			if len(res.Neighbors) != 3 || math.Abs(sum-1) > 1e-12 {
+				t.Errorf("%v: %d neighbours with weights summing to %v, want 3 and 1", d, len(res.Neighbors), sum)
+			}
+			if res.Neighbors[0].Weight <= res.Neighbors[1].Weight {
+				t.Errorf("%v: nearest weight %v not above second %v", d, res.Neighbors[0].Weight, res.Neighbors[1].Weight)
+			}
+		}
+	}
+}
+
+func TestConfidenceFallsWithNoise(t *testing.T) {
+	refs, clean := plantedRefs(8, 40, 2, 0.0, 0.5, 1)
+	_, noisy := plantedRefs(8, 40, 2, 0.5, 0.5, 1)
+	a, _ := Match(clean, refs, 1, MeanAbs)
+	b, _ := Match(noisy, refs, 1, MeanAbs)
+	if !(a.Confidence > b.Confidence) || a.Confidence < 0.8 {
+		t.Errorf("confidence clean %.3f, noisy %.3f: want clean > noisy and clean ≥ 0.8", a.Confidence, b.Confidence)
+	}
+}
+
+func TestMatchNoOverlap(t *testing.T) {
+	if _, err := Match([]float64{math.NaN()}, [][]float64{{1}}, 1, Cosine); err == nil {
+		t.Error("no shared entry: want an error")
+	}
+}
+
+func TestNearestCosineLikeGavel(t *testing.T) {
+	refs := mat.NewDense(3, 2, []float64{1, 0, 0, 1, 1, 1})
+	if got, ok := NearestCosine([]float64{2, 2.1}, refs); !ok || got != 2 {
+		t.Errorf("NearestCosine = %d, %v; want 2, true", got, ok)
+	}
+	if _, ok := NearestCosine([]float64{0, 0}, refs); ok {
+		t.Error("zero row: want ok = false")
+	}
+}
+
+func TestColdStartFromIsolatedRates(t *testing.T) {
+	refs := [][]float64{{10, 20, 40}, {30, 15, 10}, {5, 5, 5}}
+	// Twice as fast as reference 1 everywhere: same shape across worker types.
+	res, err := ColdStart([]float64{60, 30, 20}, refs, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Neighbors[0].Index != 1 || res.Neighbors[0].Distance > 1e-12 {
+		t.Errorf("cold start nearest = %+v, want reference 1 at distance 0", res.Neighbors[0])
+	}
+}
