@@ -45,6 +45,10 @@ type Devices interface {
 	// ProcessMemory returns the GPU memory used on device index, by process id. Devices that
 	// cannot tell return (nil, nil).
 	ProcessMemory(ctx context.Context, index int) (map[int]uint64, error)
+	// MemoryUsed returns the memory in use on device index, all processes together. It stands
+	// in for ProcessMemory when process ids cannot be matched (a container with its own PID
+	// namespace), for jobs measured alone.
+	MemoryUsed(ctx context.Context, index int) (uint64, error)
 	Close() error
 }
 
@@ -69,6 +73,7 @@ func (c cpuDevices) List(context.Context) ([]GPU, error) {
 }
 
 func (cpuDevices) ProcessMemory(context.Context, int) (map[int]uint64, error) { return nil, nil }
+func (cpuDevices) MemoryUsed(context.Context, int) (uint64, error)            { return 0, nil }
 func (cpuDevices) Close() error                                               { return nil }
 
 // vendorWords are dropped from product names before the model is taken.

@@ -103,6 +103,8 @@ type Slot struct {
 type measurer struct {
 	settings Settings
 	devices  Devices // for peak memory; nil = not measured
+	// baseline is the memory in use on each device before the jobs started.
+	baseline map[int]uint64
 }
 
 type phase int
@@ -150,6 +152,7 @@ func (m *measurer) measure(ctx context.Context, slot Slot, names []string, cmds 
 		}
 		return out
 	}
+	m.takeBaseline(ctx, slot)
 	for i, c := range cmds {
 		env := append(append([]string{}, slot.Env...), c.Env...)
 		p, err := startProc(c, env, i, events)
@@ -355,16 +358,37 @@ func (m *measurer) collect(out *Outcome, jobs []*jobState, s Settings) {
 	}
 }
 
+func (m *measurer) takeBaseline(ctx context.Context, slot Slot) {
+	m.baseline = map[int]uint64{}
+	if m.devices == nil {
+		return
+	}
+	for _, g := range slot.GPUs {
+		if !g.CPU {
+			if u, err := m.devices.MemoryUsed(ctx, g.Index); err == nil {
+				m.baseline[g.Index] = u
+			}
+		}
+	}
+}
+
 // sampleMemory adds up the GPU memory of each job's process group on the slot's devices and
-// keeps the peak.
+// keeps the peak. When a job measured alone has no process that can be matched by id (a
+// container with its own PID namespace), the growth of the devices' memory in use since the
+// start stands in.
 func (m *measurer) sampleMemory(ctx context.Context, slot Slot, jobs []*jobState) {
 	if m.devices == nil {
 		return
 	}
 	used := make([]uint64, len(jobs))
+	matched := false
+	var growth uint64
 	for _, g := range slot.GPUs {
 		if g.CPU {
 			continue
+		}
+		if u, err := m.devices.MemoryUsed(ctx, g.Index); err == nil && u > m.baseline[g.Index] {
+			growth += u - m.baseline[g.Index]
 		}
 		mem, err := m.devices.ProcessMemory(ctx, g.Index)
 		if err != nil {
@@ -378,9 +402,13 @@ func (m *measurer) sampleMemory(ctx context.Context, slot Slot, jobs []*jobState
 			for i, j := range jobs {
 				if j.p.pgid == pg {
 					used[i] += b
+					matched = true
 				}
 			}
 		}
+	}
+	if !matched && len(jobs) == 1 {
+		used[0] = growth
 	}
 	for i, j := range jobs {
 		j.peak = max(j.peak, used[i])

@@ -92,6 +92,18 @@ func (d *nvmlDevices) ProcessMemory(_ context.Context, index int) (map[int]uint6
 	return m, nil
 }
 
+func (d *nvmlDevices) MemoryUsed(_ context.Context, index int) (uint64, error) {
+	dev, ret := d.lib.DeviceGetHandleByIndex(index)
+	if ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("NVML device %d: %s", index, nvml.ErrorString(ret))
+	}
+	mem, ret := dev.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("NVML device %d memory: %s", index, nvml.ErrorString(ret))
+	}
+	return mem.Used, nil
+}
+
 func computeModeName(m nvml.ComputeMode) string {
 	switch m {
 	case nvml.COMPUTEMODE_DEFAULT:

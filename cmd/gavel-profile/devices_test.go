@@ -18,6 +18,7 @@ func (f fakeDevices) List(context.Context) ([]profile.GPU, error) {
 	return append([]profile.GPU{}, f...), nil
 }
 func (fakeDevices) ProcessMemory(context.Context, int) (map[int]uint64, error) { return nil, nil }
+func (fakeDevices) MemoryUsed(context.Context, int) (uint64, error)            { return 0, nil }
 func (fakeDevices) Close() error                                               { return nil }
 
 func twoH200() fakeDevices {
