@@ -76,11 +76,17 @@ func (cpuDevices) ProcessMemory(context.Context, int) (map[int]uint64, error) { 
 func (cpuDevices) MemoryUsed(context.Context, int) (uint64, error)            { return 0, nil }
 func (cpuDevices) Close() error                                               { return nil }
 
-// vendorWords are dropped from product names before the model is taken.
-var vendorWords = map[string]bool{"nvidia": true, "tesla": true, "geforce": true, "quadro": true}
+// vendorWord reports words dropped from product names before the model is taken.
+func vendorWord(w string) bool {
+	switch w {
+	case "nvidia", "tesla", "geforce", "quadro":
+		return true
+	}
+	return false
+}
 
-// seriesWords are joined with the word after them ("RTX 4090" → "rtx4090").
-var seriesWords = map[string]bool{"rtx": true, "gtx": true, "titan": true}
+// seriesWord reports words joined with the word after them ("RTX 4090" → "rtx4090").
+func seriesWord(w string) bool { return w == "rtx" || w == "gtx" || w == "titan" }
 
 // WorkerType derives a worker type from a product name: the model without vendor words and
 // without memory or form-factor suffixes, in lower case ("NVIDIA H200" → "h200",
@@ -92,7 +98,7 @@ func WorkerType(product string) string {
 	})
 	var words []string
 	for _, f := range fields {
-		if !vendorWords[f] {
+		if !vendorWord(f) {
 			words = append(words, f)
 		}
 	}
@@ -100,7 +106,7 @@ func WorkerType(product string) string {
 		return "unknown"
 	}
 	w := words[0]
-	if seriesWords[w] && len(words) > 1 {
+	if seriesWord(w) && len(words) > 1 {
 		w += words[1]
 	}
 	return w

@@ -6,9 +6,11 @@ import (
 	"strings"
 )
 
-// allowedEnv are the variables of the profiler's environment that jobs inherit. Anything else
-// must be passed explicitly (BaseEnv's extra, or a reference's env).
-var allowedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
+// AllowedEnv returns the variables of the profiler's environment that jobs inherit. Anything
+// else must be passed explicitly (BaseEnv's extra, or a reference's env).
+func AllowedEnv() []string {
+	return []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
+}
 
 // BaseEnv builds the environment jobs start from: the allowlisted variables of parent, then
 // extra, each "K=V" or "K" (copied from parent when set there).
@@ -22,7 +24,7 @@ func BaseEnv(parent, extra []string) ([]string, error) {
 		return "", false
 	}
 	var env []string
-	for _, k := range allowedEnv {
+	for _, k := range AllowedEnv() {
 		if v, ok := get(k); ok {
 			env = append(env, k+"="+v)
 		}
