@@ -1,0 +1,12 @@
+// Package estimate is the library behind "gavel-profile estimate / suggest / evaluate": it fills
+// in the co-location pairs a throughput table is missing, says which pairs are most worth
+// measuring next, and scores estimators with Gavel's hold-out protocol.
+//
+// A table is split into blocks ([Blocks]): the job types of one scale factor (only they can
+// share a GPU) on the worker types that have an isolated rate for all of them, laid out as
+// dense [w][i][k] arrays of normalized rates (co-located rate / isolated rate) with a
+// [table.State] each. A [Method] estimates a block: [Pairwise] (ours, built on
+// completion.FitPairs), [Gavel] (Gavel's estimator, gavel-reference §6) and [PartnerMean] (a
+// baseline). [Table] and [SuggestTable] work on whole tables; [Protocol], [Score], [Active] and
+// [Evaluate] implement the evaluation.
+package estimate

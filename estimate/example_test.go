@@ -1,0 +1,45 @@
+package estimate_test
+
+import (
+	"fmt"
+
+	"github.com/gavelkit/gavel/estimate"
+	"github.com/gavelkit/gavel/table"
+)
+
+// Forget the V100 pairs of one job type except its pair with itself, then estimate them back.
+func ExampleTable() {
+	t := table.Default().Select(nil, []string{"k80", "p100", "v100"})
+	jobs := t.JobTypesWithScaleFactor(1)
+	j := jobs[len(jobs)-1]
+	for _, k := range jobs {
+		if k != j {
+			t.DeletePair("v100", j, k)
+		}
+	}
+	full, rep, err := estimate.Table(t, estimate.Options{Seed: 1})
+	if err != nil {
+		panic(err)
+	}
+	_, _, s := full.Pair("v100", j, jobs[0])
+	fmt.Println("estimated:", rep.Estimated, "now:", s)
+	// Output: estimated: 50 now: measured
+}
+
+// Score Gavel's estimator on the embedded table with 20 references, half the pairs revealed.
+func ExampleEvaluate() {
+	blocks, _, err := estimate.Blocks(table.Default(), nil, true)
+	if err != nil {
+		panic(err)
+	}
+	ev, err := estimate.Evaluate(blocks[0], estimate.EvalOptions{
+		References: 20, Fraction: 0.5, Seeds: []uint64{0},
+		Methods: []estimate.Method{estimate.PartnerMean{}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	m := ev.Methods["partner_mean"]
+	fmt.Println(ev.Order, m.Entries, m.PackingAgreement > 0.5)
+	// Output: [partner_mean] 828 true
+}
