@@ -16,9 +16,8 @@ import (
 
 // Gavel's simulator constants (gavel-reference §5.1).
 const (
-	DefaultRoundSeconds  = 360.0
-	GavelResetInterval   = 1920.0
-	gavelPriorityDefault = 1e9
+	DefaultRoundSeconds = 360.0
+	GavelResetInterval  = 1920.0
 )
 
 // Config configures a simulation.
@@ -477,7 +476,7 @@ func (s *simulator) runCompat(ctx context.Context) error {
 	now := j.Arrival
 	hist := newGavelHistory(s.round, s.types)
 	state := &State{Topology: s.topo, PairRates: s.pairRates, History: hist,
-		Options: Options{GavelCompat: true, TypeOrder: GavelTypeOrder, NoBackFill: s.fifo}}
+		Options: Options{GavelCompat: true, TypeOrder: GavelTypeOrder(), NoBackFill: s.fifo}}
 	var alloc *policy.Allocation
 	need := false
 	roundStart, roundEnd, haveEnd := 0.0, 0.0, false
@@ -554,7 +553,7 @@ func (s *simulator) runCompat(ctx context.Context) error {
 			need = false
 		}
 		if s.shuffle {
-			order := append([]string(nil), GavelTypeOrder...)
+			order := GavelTypeOrder()
 			s.rng.Shuffle(len(order), func(i, k int) { order[i], order[k] = order[k], order[i] })
 			state.TypeOrder = order
 		}
@@ -586,9 +585,10 @@ func (s *simulator) runCompat(ctx context.Context) error {
 	return nil
 }
 
-// GavelTypeOrder is the order in which Gavel's mechanism walks worker types;
-// compat mode walks the types present in it first, then any others, sorted.
-var GavelTypeOrder = []string{"v100", "p100", "k80"}
+// GavelTypeOrder returns the order in which Gavel's mechanism walks worker
+// types; compat mode walks the types present in it first, then any others,
+// sorted (Gavel never schedules those at all).
+func GavelTypeOrder() []string { return []string{"v100", "p100", "k80"} }
 
 // completeCompat is _done_callback for a finished micro-task.
 func (s *simulator) completeCompat(t task, now, roundStart float64, hist *gavelHistory, need *bool) {
