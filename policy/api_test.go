@@ -257,9 +257,6 @@ func TestWaterFillingRefinesLAS(t *testing.T) {
 		wf := mustAllocate(t, "max_min_fairness_water_filling"+md, p)
 		in, _ := newInstance(p)
 		prop := in.prop
-		if md == "" {
-			prop = in.proportional(in.agnosticRates())
-		}
 		// Agnostic norms are in units of time share, not true throughput.
 		if md == "" {
 			continue

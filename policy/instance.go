@@ -61,7 +61,7 @@ type instance struct {
 	total   float64     // GPUs
 	rate    [][]float64 // [job][worker] isolated rate; 0 where the job cannot run (rate 0 or sf > GPUs)
 	weight  []float64
-	prop    []float64 // proportional throughput (§2.4)
+	prop    []float64 // proportional throughput (§2.4), from the table's rates
 	iso     []float64 // isolated (equal-share) throughput (§2.4)
 	combos  []combo   // singles first (index = job index), then pairs
 	byJob   [][]int   // job → its combinations, own single first
@@ -123,6 +123,7 @@ func newInstance(p *Problem) (*instance, error) {
 			}
 		}
 		row := make([]float64, len(in.workers))
+		raw := make([]float64, len(in.workers))
 		any := false
 		for w, wt := range in.workers {
 			r, ok := p.Table.Isolated(wt, j.Type)
@@ -132,6 +133,7 @@ func newInstance(p *Problem) (*instance, error) {
 			if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 				return nil, inputErr("job %q: job type %s: bad rate %v on worker type %q", j.ID, j.Type, r, wt)
 			}
+			raw[w] = r
 			if float64(j.Type.ScaleFactor) > in.cap[w] {
 				r = 0 // can never get sf GPUs of this type at once
 			}
@@ -143,6 +145,7 @@ func newInstance(p *Problem) (*instance, error) {
 				j.ID, j.Type, p.Cluster)
 		}
 		in.rate = append(in.rate, row)
+		in.prop = append(in.prop, in.proportionalRow(raw))
 		in.weight = append(in.weight, j.EffectiveWeight())
 		in.combos = append(in.combos, combo{a: i, b: -1, sf: j.Type.ScaleFactor, ra: row})
 		in.byJob = append(in.byJob, []int{i})
@@ -164,7 +167,6 @@ func newInstance(p *Problem) (*instance, error) {
 			}
 		}
 	}
-	in.prop = in.proportional(in.rate)
 	in.iso = in.isolated(in.rate)
 	return in, nil
 }
@@ -173,15 +175,32 @@ func (in *instance) m() int           { return len(in.jobs) }
 func (in *instance) nw() int          { return len(in.workers) }
 func (in *instance) sf(i int) float64 { return float64(in.jobs[i].Type.ScaleFactor) }
 
-// proportional returns prop_i = Σ_w T_iw·n_w/N (gavel-reference §2.4).
-func (in *instance) proportional(rate [][]float64) []float64 {
-	out := make([]float64, len(rate))
-	for i, row := range rate {
-		for w, r := range row {
-			out[i] += r * in.cap[w] / in.total
-		}
+// proportionalRow returns Gavel's proportional throughput Σ_w T_w·n_w/N
+// (gavel-reference §2.4) of a row of table rates. It is computed from the
+// table as Gavel does, including worker types with fewer GPUs than the
+// job's scale factor: it is the max-min normalizer, and changing it would
+// change Gavel's objective.
+func (in *instance) proportionalRow(row []float64) float64 {
+	s := 0.0
+	for w, r := range row {
+		s += r * in.cap[w] / in.total
 	}
-	return out
+	return s
+}
+
+// lasView returns the rates and normalizers of the max-min family (§3.1,
+// §3.2): the table's rates and Gavel's proportional rate, or, agnostic,
+// rate 1 wherever the job can run and normalizer 1 (Gavel's T ≡ 1 gives
+// prop = Σ_w n_w/N = 1), so that attained GPU time is what is equalized.
+func (in *instance) lasView(md mode) (rateFunc, []float64) {
+	if md != agnostic {
+		return in.trueRates(), in.prop
+	}
+	ones := make([]float64, in.m())
+	for i := range ones {
+		ones[i] = 1
+	}
+	return in.viewRates(in.agnosticRates()), ones
 }
 
 // isolated returns iso_i = Σ_w T_iw·n_w / max(m·sf_i, N), the rate of an

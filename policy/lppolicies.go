@@ -39,12 +39,7 @@ func maxMinFairness(md mode) allocator {
 		if err != nil || in.m() == 0 {
 			return orEmpty(err)
 		}
-		view := in.rate
-		if md == agnostic {
-			view = in.agnosticRates()
-		}
-		prop := in.proportional(view)
-		rate := in.viewRates(view)
+		rate, prop := in.lasView(md)
 		b := in.newBuilder(lp.Maximize)
 		t := b.m.AddCol(0, lp.Inf, 1)
 		for i := range in.jobs {

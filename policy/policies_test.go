@@ -117,11 +117,10 @@ func TestProportionalHand(t *testing.T) {
 }
 
 // Agnostic water filling, cluster 1:1:1. J0 runs only on v100 (rate 5), J1
-// and J2 anywhere (rate 1). Agnostic view: rates 1 where runnable, so
-// prop = (1/3, 1, 1) and norm = (3·x0, s1, s2). Rising together: s1, s2 ≤ 1
-// cap the level at 1 (J0 then needs x0 = 1/3); J1 and J2 are frozen. J0
-// rises alone: J1 and J2 move to k80 and p100, J0 gets v100 fully: norm 3.
-// Final norms (3, 1, 1), true throughputs (5, 1, 1). Plain LAS stops at 1.
+// and J2 anywhere (rate 1). Agnostic view: rate 1 where runnable and prop 1,
+// so norm = time share (s0, s1, s2). Rising together, every job reaches
+// share 1 (J0 on v100, J1 and J2 on k80 and p100) and the cluster is full:
+// all freeze at 1. True throughputs (5, 1, 1). Plain LAS: 1.
 func TestWaterFillingAgnosticHand(t *testing.T) {
 	p := wfProblem([][]float64{{0, 0, 5}, {1, 1, 1}, {1, 1, 1}}, []float64{1, 1, 1}, cluster(1, 1, 1))
 	a := mustAllocate(t, "max_min_fairness_water_filling", p)
@@ -537,5 +536,38 @@ func TestFTFAgnosticHand(t *testing.T) {
 	a := mustAllocate(t, "finish_time_fairness", p)
 	if !approx(a.Objective, 5.0/6, 1e-7) {
 		t.Fatalf("ρ = %v, want 5/6", a.Objective)
+	}
+}
+
+// The max-min normalizer is Gavel's proportional rate (§2.4, §3.1), computed
+// from the table whatever the job can use:
+//
+// Agnostic (§3.1.2): T ≡ 1, so prop = 1 and attained GPU time is equalized.
+// Cluster alpha 1, beta 1; J1 runs only on alpha, J2 and J3 anywhere.
+// max t: s1, s2, s3 ≥ t, s1 ≤ 1, s1 + s2 + s3 ≤ 2 → t* = 2/3 (J1 2/3 of
+// alpha; J2 and J3 share the rest). Water filling stops there too (the
+// cluster is full), so J1 runs at 3·2/3 = 2 steps/s. (A normalizer that
+// counted only the types a job can use, prop_J1 = 1/2, gave J1 less GPU
+// time: t = 0.8 with s1 = 0.4.)
+//
+// Aware: one sf-2 job Y (alpha 4, beta 6) on alpha 2, beta 1. It fits only
+// on alpha, but prop = (4·2 + 6·1)/3 = 14/3 as in Gavel, so t* = sf·eff/prop
+// = 2·4/(14/3) = 12/7 (not 2·4/(8/3) = 3).
+func TestLASNormalizerIsGavels(t *testing.T) {
+	ws := []string{"alpha", "beta"}
+	x, z := jt("X"), jt("Z")
+	p := &Problem{Table: rateTable(ws, map[table.JobType][]float64{x: {3, 0}, z: {1, 2}}), Cluster: Cluster{"alpha": 1, "beta": 1},
+		Jobs: []Job{job("J1", x, 1), job("J2", z, 1), job("J3", z, 1)}}
+	if got := mustAllocate(t, "max_min_fairness", p).Objective; !approx(got, 2.0/3, 1e-9) {
+		t.Fatalf("agnostic LAS t* = %v, want 2/3", got)
+	}
+	if got := mustAllocate(t, "max_min_fairness_water_filling", p).Effective["J1"]; !approx(got, 2, 1e-7) {
+		t.Fatalf("agnostic water filling: J1 at %v steps/s, want 2", got)
+	}
+	y := table.JobType{Model: "Y", ScaleFactor: 2}
+	p = &Problem{Table: rateTable(ws, map[table.JobType][]float64{y: {4, 6}}), Cluster: Cluster{"alpha": 2, "beta": 1},
+		Jobs: []Job{job("J", y, 1)}}
+	if got := mustAllocate(t, "max_min_fairness_perf", p).Objective; !approx(got, 12.0/7, 1e-9) {
+		t.Fatalf("aware LAS t* = %v, want 12/7", got)
 	}
 }

@@ -29,12 +29,7 @@ func waterFilling(md mode) allocator {
 		if err != nil || in.m() == 0 {
 			return orEmpty(err)
 		}
-		view := in.rate
-		if md == agnostic {
-			view = in.agnosticRates()
-		}
-		prop := in.proportional(view)
-		rate := in.viewRates(view)
+		rate, prop := in.lasView(md)
 		m := in.m()
 		level := make([]float64, m)
 		frozen := make([]bool, m)
