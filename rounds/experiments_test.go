@@ -1,0 +1,50 @@
+package rounds
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+func TestHierarchicalWeightsMatter(t *testing.T) {
+	tbl := table.Default()
+	cluster := policy.Cluster{"v100": 3, "p100": 3, "k80": 3}
+	res, err := Hierarchical(context.Background(), HierarchicalConfig{Table: tbl, Cluster: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows: Σ_t min(18, t/4+1) = 684 job-timesteps per policy.
+	if len(res.Rows) != 2*684 {
+		t.Fatalf("%d rows, want %d", len(res.Rows), 2*684)
+	}
+	// At the last timestep (all 18 jobs), the aware policy splits normalized
+	// throughput between the entities 1:2:3.
+	share := map[string]float64{}
+	for _, r := range res.Rows {
+		if r.Timestep == 71 && r.Policy == "max_min_fairness_water_filling_perf" {
+			share[r.Entity] += r.Normalized
+		}
+	}
+	t.Logf("entity totals at t=71: %v; mean totals %v", share, res.MeanTotal)
+	if math.Abs(share["e1"]/share["e0"]-2) > 0.05 || math.Abs(share["e2"]/share["e0"]-3) > 0.05 {
+		t.Errorf("entity totals %v do not follow weights 1:2:3", share)
+	}
+	if !(res.MeanTotal["max_min_fairness_water_filling_perf"] > res.MeanTotal["max_min_fairness_water_filling"]) {
+		t.Errorf("aware %v not above agnostic %v", res.MeanTotal["max_min_fairness_water_filling_perf"], res.MeanTotal["max_min_fairness_water_filling"])
+	}
+}
+
+func TestContinuousSmall(t *testing.T) {
+	pts, err := Continuous(context.Background(), ContinuousConfig{Table: table.Default(),
+		Cluster:  policy.Cluster{"v100": 4, "p100": 4, "k80": 4},
+		Policies: []string{"max_min_fairness_perf", "max_min_fairness"}, Rates: []float64{1}, WindowStart: 5, WindowEnd: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2 || pts[0].AvgJCT <= 0 || pts[1].AvgJCT <= 0 || pts[0].Solves == 0 {
+		t.Fatalf("points %+v", pts)
+	}
+}
