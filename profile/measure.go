@@ -72,8 +72,8 @@ const (
 	StatusFailed     Status = "failed"     // crash, hang, no progress, garbage: nothing learned
 )
 
-// JobRate is what a measurement learned about one job.
-type JobRate struct {
+// jobRate is what a measurement learned about one job.
+type jobRate struct {
 	Rate        float64 // steps/s over the measurement window
 	HalfWidth   float64 // 95% confidence half-width, steps/s
 	Batches     int
@@ -83,18 +83,18 @@ type JobRate struct {
 	PrecisionOK bool    // HalfWidth/Rate reached Settings.Precision
 }
 
-// Outcome is the result of measuring one job alone or a pair together.
-type Outcome struct {
+// outcome is the result of measuring one job alone or a pair together.
+type outcome struct {
 	Status        Status
 	Reason        string
-	Jobs          []JobRate // one per command, in order
+	Jobs          []jobRate // one per command, in order
 	WarmupSeconds float64
 	TotalSeconds  float64 // start to end, including start-up and warm-up
 }
 
-// Slot is where a measurement runs: one device (or a group of devices for a multi-GPU job) and
+// deviceSlot is where a measurement runs: one device (or a group of devices for a multi-GPU job) and
 // the complete environment its jobs get.
-type Slot struct {
+type deviceSlot struct {
 	GPUs []GPU
 	Env  []string // full environment, K=V; the per-job Command.Env is appended
 }
@@ -127,13 +127,13 @@ type jobState struct {
 }
 
 // measure runs cmds together on slot and measures their rates over common windows.
-func (m *measurer) measure(ctx context.Context, slot Slot, names []string, cmds []Command) Outcome {
+func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string, cmds []Command) outcome {
 	s := m.settings.withDefaults()
 	start := time.Now()
 	events := make(chan event, 256)
 	jobs := make([]*jobState, len(cmds))
-	out := Outcome{}
-	finish := func(st Status, reason string) Outcome {
+	out := outcome{}
+	finish := func(st Status, reason string) outcome {
 		for _, j := range jobs {
 			if j != nil {
 				j.p.stop(s.KillGrace)
@@ -346,19 +346,19 @@ func stalled(jobs []*jobState, names []string, now, start time.Time, s Settings)
 	return ""
 }
 
-func (m *measurer) collect(out *Outcome, jobs []*jobState, s Settings) {
-	out.Jobs = make([]JobRate, len(jobs))
+func (m *measurer) collect(out *outcome, jobs []*jobState, s Settings) {
+	out.Jobs = make([]jobRate, len(jobs))
 	for i, j := range jobs {
 		hw := j.meas.halfWidth()
 		if math.IsInf(hw, 0) {
 			hw = 0
 		}
-		out.Jobs[i] = JobRate{Rate: j.meas.rate(), HalfWidth: hw, Batches: j.meas.n(), Steps: int64(j.meas.steps),
+		out.Jobs[i] = jobRate{Rate: j.meas.rate(), HalfWidth: hw, Batches: j.meas.n(), Steps: int64(j.meas.steps),
 			Seconds: j.meas.seconds, PeakMemory: j.peak, PrecisionOK: j.meas.relHalfWidth() <= s.Precision}
 	}
 }
 
-func (m *measurer) takeBaseline(ctx context.Context, slot Slot) {
+func (m *measurer) takeBaseline(ctx context.Context, slot deviceSlot) {
 	m.baseline = map[int]uint64{}
 	if m.devices == nil {
 		return
@@ -376,7 +376,7 @@ func (m *measurer) takeBaseline(ctx context.Context, slot Slot) {
 // keeps the peak. When a job measured alone has no process that can be matched by id (a
 // container with its own PID namespace), the growth of the devices' memory in use since the
 // start stands in.
-func (m *measurer) sampleMemory(ctx context.Context, slot Slot, jobs []*jobState) {
+func (m *measurer) sampleMemory(ctx context.Context, slot deviceSlot, jobs []*jobState) {
 	if m.devices == nil {
 		return
 	}

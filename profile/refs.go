@@ -90,7 +90,7 @@ func ReadReferences(r io.Reader, file string) (*References, error) {
 	return &refs, nil
 }
 
-// Command returns the reference's command.
+// ProfileCommand returns the reference's command.
 func (r Reference) ProfileCommand() Command {
 	keys := make([]string, 0, len(r.Env))
 	for k := range r.Env {

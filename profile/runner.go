@@ -289,9 +289,9 @@ func (r *Runner) dispatch(ctx context.Context, todo []Task, byType map[string][]
 }
 
 // slot builds the environment of a measurement on gpus.
-func (r *Runner) slot(gpus []GPU, mpsEnv []string) Slot {
+func (r *Runner) slot(gpus []GPU, mpsEnv []string) deviceSlot {
 	env := append(append([]string{}, r.Env...), mpsEnv...)
-	return Slot{GPUs: gpus, Env: env}
+	return deviceSlot{GPUs: gpus, Env: env}
 }
 
 // runTask measures one task and sends its records (a pair may first re-measure isolated rates).
