@@ -29,5 +29,5 @@ timeout 480 "$BIN" run --name "MLP-tiny (batch size 256)" --gpu "$GPU" \
     > "$OUT/run.json" 2> "$OUT/run.log"
 echo "run exit status $?" | tee "$OUT/status.txt"
 set -e
-"$BIN" table show "$OUT/h200.json" > "$OUT/table.txt" 2>&1 || true
+"$BIN" table show --table "$OUT/h200.json" > "$OUT/table.txt" 2>&1 || true
 cat "$OUT/table.txt" "$OUT/status.txt"
