@@ -255,6 +255,10 @@ func TestWaterFillingRefinesLAS(t *testing.T) {
 		p := &Problem{Table: tb, Cluster: Cluster{"v100": 8, "p100": 8, "k80": 8}, Jobs: defaultJobs(tb, 64)}
 		las := mustAllocate(t, "max_min_fairness"+md, p)
 		wf := mustAllocate(t, "max_min_fairness_water_filling"+md, p)
+		// Water filling's objective is the same max-min value as LAS's.
+		if !approx(wf.Objective, las.Objective, 1e-5) {
+			t.Fatalf("%s: water filling objective %v, LAS %v", md, wf.Objective, las.Objective)
+		}
 		in, _ := newInstance(p)
 		prop := in.prop
 		// Agnostic norms are in units of time share, not true throughput.
@@ -272,6 +276,7 @@ func TestWaterFillingRefinesLAS(t *testing.T) {
 		if !approx(lowest, las.Objective, 1e-5) {
 			t.Fatalf("%s: lowest %v, LAS %v", md, lowest, las.Objective)
 		}
+
 	}
 }
 

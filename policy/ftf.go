@@ -92,17 +92,7 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 	// Start from the isolated allocation (x = equal share), which every job
 	// can use: eff_i > 0 because each job runs somewhere.
 	x := isolatedFractions(in)
-	effAt := func(x [][]float64) []float64 {
-		e := make([]float64, in.m())
-		for i := range in.jobs {
-			for _, c := range in.byJob[i] {
-				for w := range in.workers {
-					e[i] += rate(i, c, w) * x[c][w]
-				}
-			}
-		}
-		return e
-	}
+	effAt := func(x [][]float64) []float64 { return in.throughputAt(x, rate) }
 	ratio := func(e []float64) float64 {
 		r := 0.0
 		for _, i := range active {
@@ -150,6 +140,12 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 		x, eff, rho = nx, ne, nr
 	}
 	a := in.allocation(x)
+	a.Terms = map[string]float64{}
+	for _, i := range active {
+		j := in.jobs[i]
+		a.Terms[j.ID] = (j.TimeRun + j.StepsRemaining()/eff[i]) / eIso[i]
+	}
+	a.ObjectiveMeaning = "max over jobs of the finish-time ratio ρ = (time run + steps left/effective) / (the same with an equal share)"
 	if !converged {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("finish-time fairness: stopped after %d LPs at ρ = %g before proving optimality", ftfMaxIter, rho))
 	}

@@ -381,6 +381,7 @@ func (in *instance) allocation(x [][]float64) *Allocation {
 		Fractions:  map[Combination]map[string]float64{},
 		Effective:  map[string]float64{},
 		Normalized: map[string]float64{},
+		EqualShare: map[string]float64{},
 	}
 	for c := range in.combos {
 		cb := &in.combos[c]
@@ -414,6 +415,7 @@ func (in *instance) allocation(x [][]float64) *Allocation {
 	for i, j := range in.jobs {
 		e := a.Effective[j.ID]
 		a.Effective[j.ID] = e
+		a.EqualShare[j.ID] = in.iso[i]
 		if in.iso[i] > 0 {
 			a.Normalized[j.ID] = e / in.iso[i]
 		}
@@ -423,5 +425,43 @@ func (in *instance) allocation(x [][]float64) *Allocation {
 
 // emptyAllocation is returned when there are no jobs.
 func emptyAllocation() *Allocation {
-	return &Allocation{Fractions: map[Combination]map[string]float64{}, Effective: map[string]float64{}, Normalized: map[string]float64{}}
+	return &Allocation{Fractions: map[Combination]map[string]float64{}, Effective: map[string]float64{},
+		Normalized: map[string]float64{}, EqualShare: map[string]float64{}}
+}
+
+// throughputAt returns each job's throughput Σ_{c∋i} Σ_w rate(i,c,w)·x_cw
+// at x, with x clipped to [0, 1] so that solver noise cannot add rate.
+func (in *instance) throughputAt(x [][]float64, rate rateFunc) []float64 {
+	out := make([]float64, in.m())
+	for i := range in.jobs {
+		for _, c := range in.byJob[i] {
+			for w := range in.workers {
+				if v := math.Min(1, math.Max(0, x[c][w])); v > 0 {
+					out[i] += rate(i, c, w) * v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// maxMinTerms returns sf_i·eff_i/(w_i·prop_i) per job (eff in the rates'
+// view), the terms of the max-min objective, and their minimum.
+func (in *instance) maxMinTerms(x [][]float64, rate rateFunc, prop []float64) (map[string]float64, float64) {
+	terms := map[string]float64{}
+	low := math.Inf(1)
+	for i, e := range in.throughputAt(x, rate) {
+		v := in.sf(i) * e / (in.weight[i] * prop[i])
+		terms[in.jobs[i].ID] = v
+		low = math.Min(low, v)
+	}
+	return terms, low
+}
+
+// maxMinMeaning describes the max-min objective of a view.
+func maxMinMeaning(md mode) string {
+	if md == agnostic {
+		return "min over jobs of scale_factor·time_share/weight (GPU time, every GPU alike)"
+	}
+	return "min over jobs of scale_factor·effective/(weight·proportional), proportional = the job's rate averaged over all GPUs of the cluster (Gavel's normalizer)"
 }

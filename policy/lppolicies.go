@@ -51,8 +51,11 @@ func maxMinFairness(md mode) allocator {
 		if err != nil {
 			return nil, err
 		}
-		a := in.allocation(b.fractions(res))
+		x := b.fractions(res)
+		a := in.allocation(x)
 		a.Objective, a.Stats = res.Objective, st
+		a.Terms, _ = in.maxMinTerms(x, rate, prop)
+		a.ObjectiveMeaning = maxMinMeaning(md)
 		return a, nil
 	}
 }
@@ -115,8 +118,19 @@ func makespan(md mode) allocator {
 		if !(res.Objective > 0) {
 			return nil, &lp.StatusError{Status: lp.Numerical, Detail: "makespan LP returned a non-positive rate of progress"}
 		}
-		a := in.allocation(b.fractions(res))
+		x := b.fractions(res)
+		a := in.allocation(x)
 		a.Objective, a.Stats = t0/res.Objective, st
+		a.Terms = map[string]float64{}
+		for i, e := range in.throughputAt(x, rate) {
+			if r := in.jobs[i].StepsRemaining(); r > 0 && e > 0 {
+				a.Terms[in.jobs[i].ID] = r / e
+			}
+		}
+		a.ObjectiveMeaning = "makespan in seconds: max over jobs of steps remaining/effective"
+		if md == agnostic {
+			a.ObjectiveMeaning += " (every GPU at the job's reference rate)"
+		}
 		return a, nil
 	}
 }
@@ -187,6 +201,10 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 		}
 		a := in.allocation(b.fractions(res))
 		a.Objective, a.Stats, a.Warnings = res.Objective, st, warnings
+		a.ObjectiveMeaning = "total throughput, Σ over jobs of effective steps/s"
+		if useCost {
+			a.ObjectiveMeaning = "throughput per price, Σ over jobs and worker types of steps/s / price"
+		}
 		return a, nil
 	}
 }

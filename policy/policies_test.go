@@ -200,6 +200,10 @@ func TestFTFWithAgeHand(t *testing.T) {
 	if !approx(a.Fractions[Single("A")]["v100"], 1/math.Sqrt2, 1e-6) {
 		t.Fatalf("%v", a.Fractions)
 	}
+	// Both ratios are equal at the optimum: each job's term is ρ*.
+	if !approx(a.Terms["A"], want, 1e-6) || !approx(a.Terms["B"], want, 1e-6) {
+		t.Fatalf("terms %v, want both %v", a.Terms, want)
+	}
 }
 
 // Agnostic makespan, cluster k80 1, v100 1: A (k80 1, v100 4, 400 steps),

@@ -35,9 +35,13 @@ func TestReferenceLASPerf(t *testing.T) {
 		t.Fatalf("effective %v", a.Effective)
 	}
 	for id, n := range a.Normalized {
-		if !approx(n, 48.0/31, 1e-6) {
-			t.Fatalf("job %s normalized %v", id, n)
+		if !approx(n, 48.0/31, 1e-6) || !approx(a.Terms[id], 48.0/31, 1e-6) {
+			t.Fatalf("job %s normalized %v term %v", id, n, a.Terms[id])
 		}
+	}
+	// Two jobs on six GPUs: the equal share is the proportional rate.
+	if !approx(a.EqualShare["0"], 5.5/6, 1e-12) || !approx(a.EqualShare["1"], 10.0/6, 1e-12) {
+		t.Fatalf("equal share %v", a.EqualShare)
 	}
 }
 
@@ -99,8 +103,8 @@ func TestReferenceMakespan(t *testing.T) {
 		}
 		// Every job finishes by T*.
 		for _, j := range twoJobs(false, tc.s0, tc.s1, tc.c).Jobs {
-			if fin := j.StepsRemaining() / a.Effective[j.ID]; fin > tc.want*(1+1e-7) {
-				t.Fatalf("job %s finishes at %v > %v", j.ID, fin, tc.want)
+			if fin := j.StepsRemaining() / a.Effective[j.ID]; fin > tc.want*(1+1e-7) || !approx(a.Terms[j.ID], fin, 1e-7) {
+				t.Fatalf("job %s finishes at %v > %v (term %v)", j.ID, fin, tc.want, a.Terms[j.ID])
 			}
 		}
 	}

@@ -216,6 +216,19 @@ type Allocation struct {
 	Objective  float64
 	Stats      SolveStats
 	Warnings   []string // what the policy had to relax (e.g. SLOs dropped), for the user
+
+	// EqualShare is each job's equal-share rate in steps/s, the denominator
+	// of Normalized: the job's rate when it gets 1/m of every worker type's
+	// GPUs (m jobs), at most full time: Σ_w T_w·n_w / max(m·sf, N) over the
+	// worker types it can run on. Normalized 1 means "as fast as an equal
+	// split of the cluster".
+	EqualShare map[string]float64
+	// Terms is each job's term of the objective for policies whose objective
+	// is a min or max over jobs (max-min fairness and water filling: min;
+	// finish-time fairness and makespan: max); nil for the others.
+	Terms map[string]float64
+	// ObjectiveMeaning says in words what Objective (and Terms) measure.
+	ObjectiveMeaning string
 }
 
 // Combinations returns the combinations with an allocation, sorted.

@@ -71,8 +71,8 @@ func waterFilling(md mode) allocator {
 			// The solver meets rows only to its tolerance. Lower each level to
 			// what x actually achieves (a change of about 1e-9), so that x is
 			// an exactly feasible point of every later LP.
-			for i, n := range in.normsAt(x, rate, prop) {
-				level[i] = math.Min(level[i], n)
+			for i, e := range in.throughputAt(x, rate) {
+				level[i] = math.Min(level[i], e/prop[i])
 			}
 			bott, err := in.bottlenecks(ctx, opt, &st, rate, prop, level, active)
 			if err != nil {
@@ -89,10 +89,10 @@ func waterFilling(md mode) allocator {
 			}
 		}
 		a := in.allocation(x)
-		a.Objective = math.Inf(1)
-		for _, l := range level {
-			a.Objective = math.Min(a.Objective, l)
-		}
+		// Report the max-min value, as LAS does (water filling's first level
+		// is LAS's optimum): levels are in units of norm, not sf·norm/w.
+		a.Terms, a.Objective = in.maxMinTerms(x, rate, prop)
+		a.ObjectiveMeaning = maxMinMeaning(md) + "; water filling then raises every job as far as it can"
 		a.Stats = st
 		return a, nil
 	}
@@ -101,22 +101,6 @@ func waterFilling(md mode) allocator {
 // A job counts as able to rise above its level when it can gain more than
 // wfRaise (relative); Gavel uses a slack of 1e-4.
 const wfRaise = 1e-6
-
-// normsAt returns norm_i = eff_i/prop_i at x (clipped to [0, 1]).
-func (in *instance) normsAt(x [][]float64, rate rateFunc, prop []float64) []float64 {
-	out := make([]float64, in.m())
-	for i := range in.jobs {
-		for _, c := range in.byJob[i] {
-			for w := range in.workers {
-				if v := math.Min(1, math.Max(0, x[c][w])); v > 0 {
-					out[i] += rate(i, c, w) * v
-				}
-			}
-		}
-		out[i] /= prop[i]
-	}
-	return out
-}
 
 // bottlenecks returns the jobs of cand that cannot rise above their level
 // while every job keeps at least its level (see waterFilling).
