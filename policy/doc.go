@@ -34,8 +34,18 @@
 // *lp.StatusError and bad input as an error matching ErrInput; no policy
 // returns an all-zero allocation in place of an error.
 //
-// Normalized throughput is effective throughput divided by the job's
-// equal-share (isolated) rate Σ_w T_w·n_w / max(m·sf, N) (§2.4). The LAS
-// and water-filling objectives normalize by Gavel's proportional rate
-// Σ_w T_w·n_w / N instead, as Gavel does.
+// Normalized throughput (Allocation.Normalized) is effective throughput
+// divided by the job's equal-share rate (Allocation.EqualShare): its rate
+// with 1/m of every worker type's GPUs, at most full time,
+// Σ_w T_w·n_w / max(m·sf, N) over the worker types it can run on (Gavel's
+// isolated throughput, §2.4). 1 means "as fast as an equal split".
+//
+// The max-min objectives (LAS and water filling) normalize as Gavel does, by
+// the proportional rate prop = Σ_w T_w·n_w / N from the table (the job's
+// rate on an average GPU, full time; 1 in the agnostic view): each job's
+// term is sf·eff/(w·prop) and the objective is the smallest term. With
+// more GPU demand than GPUs (m·sf > N) the two differ by a constant per
+// job: normalized = term·w·m/N. Allocation.Terms holds the per-job terms
+// of the min-max and max-min policies and Allocation.ObjectiveMeaning says
+// what the objective measures.
 package policy

@@ -30,9 +30,23 @@ func newAllocateCmd(streams *cli.IO) *cobra.Command {
 		Short: "Compute a policy's time fractions per job (or pair) and worker type",
 		Long: `allocate solves one of Gavel's policies exactly (an LP on COIN-OR CLP for
 the LP-based ones) and prints, for every job or co-located pair, the fraction
-of time it should spend on each worker type, each job's effective throughput
-(steps/s) and its throughput normalized to the equal-share rate, and the
-objective.
+of time it should spend on each worker type, and for every job:
+
+  effective    its throughput in steps/s under the allocation;
+  equal share  its throughput with an equal split of the cluster: 1/m of
+               every worker type's GPUs (m jobs), at most full time, i.e.
+               sum_w rate_w*n_w / max(m*scale_factor, N) over the worker
+               types it can run on (N GPUs in all);
+  normalized   effective / equal share: 1 = as fast as an equal split;
+  term         (max-min, water filling, finish-time fairness, makespan) the
+               job's term of the objective, which is their min or max.
+
+The objective is the policy's own (its meaning is printed with it). Max-min
+fairness normalizes as Gavel does, by the proportional rate sum_w
+rate_w*n_w/N (the job's rate on an average GPU, full time): its term is
+scale_factor*effective/(weight*proportional). When there are more jobs than
+GPUs this differs from normalized: on the default job set (8 jobs) on
+v100=2,p100=2,k80=2 (N = 6), normalized = term * 8/6 for every job.
 
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
@@ -139,9 +153,12 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 type allocationOut struct {
 	Policy     string                        `json:"policy"`
 	Objective  float64                       `json:"objective"`
+	Meaning    string                        `json:"objective_meaning,omitempty"`
 	Allocation map[string]map[string]float64 `json:"allocation"`
 	Effective  map[string]float64            `json:"effective_throughput"`
+	EqualShare map[string]float64            `json:"equal_share_throughput"`
 	Normalized map[string]float64            `json:"normalized_throughput"`
+	Terms      map[string]float64            `json:"objective_terms,omitempty"`
 	Seconds    float64                       `json:"solve_seconds"`
 	LPs        int                           `json:"lps"`
 	Rows       int                           `json:"lp_rows"`
@@ -150,8 +167,9 @@ type allocationOut struct {
 }
 
 func allocationJSON(a *policy.Allocation) allocationOut {
-	out := allocationOut{Policy: a.Policy, Objective: a.Objective, Allocation: map[string]map[string]float64{},
-		Effective: a.Effective, Normalized: a.Normalized, Seconds: a.Stats.Seconds, LPs: a.Stats.LPs,
+	out := allocationOut{Policy: a.Policy, Objective: a.Objective, Meaning: a.ObjectiveMeaning,
+		Allocation: map[string]map[string]float64{}, Effective: a.Effective, EqualShare: a.EqualShare,
+		Normalized: a.Normalized, Terms: a.Terms, Seconds: a.Stats.Seconds, LPs: a.Stats.LPs,
 		Rows: a.Stats.Rows, Cols: a.Stats.Cols, Warnings: a.Warnings}
 	for c, fr := range a.Fractions {
 		out.Allocation[c.Key()] = fr
@@ -179,16 +197,41 @@ func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) e
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	jt := cli.NewTableWriter(streams.Out, "job", "effective steps/s", "normalized")
+	header := []string{"job", "effective steps/s", "equal share steps/s", "normalized"}
+	if a.Terms != nil {
+		header = append(header, "term")
+	}
+	jt := cli.NewTableWriter(streams.Out, header...)
 	for _, id := range ids {
-		if err := jt.Append([]string{id, fmt.Sprintf("%.4f", a.Effective[id]), fmt.Sprintf("%.4f", a.Normalized[id])}); err != nil {
+		row := []string{id, fmt.Sprintf("%.4f", a.Effective[id]), fmt.Sprintf("%.4f", a.EqualShare[id]), fmt.Sprintf("%.4f", a.Normalized[id])}
+		if a.Terms != nil {
+			row = append(row, termCell(a.Terms, id))
+		}
+		if err := jt.Append(row); err != nil {
 			return err
 		}
 	}
 	if err := jt.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(streams.Out, "policy %s: objective %.6g (%d LPs, largest %d rows x %d columns, %.3fs)\n",
+	fmt.Fprintln(streams.Out, "normalized = effective / equal share (the job's rate with 1/m of every worker type's GPUs, at most full time)")
+	if a.Terms != nil {
+		fmt.Fprintln(streams.Out, "term = the job's term of the objective")
+	}
+	fmt.Fprintf(streams.Out, "policy %s: objective %.6g (%d LPs, largest %d rows x %d columns, %.3fs)\n",
 		a.Policy, a.Objective, a.Stats.LPs, a.Stats.Rows, a.Stats.Cols, a.Stats.Seconds)
-	return err
+	if a.ObjectiveMeaning != "" {
+		fmt.Fprintf(streams.Out, "objective = %s\n", a.ObjectiveMeaning)
+	}
+	return nil
+}
+
+// termCell formats a job's objective term; jobs without one (finished jobs
+// under makespan or finish-time fairness) get "-".
+func termCell(terms map[string]float64, id string) string {
+	v, ok := terms[id]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", v)
 }

@@ -86,7 +86,8 @@ func TestAllocateHumanOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"combination", "v100", "effective steps/s", "normalized", "policy max_min_fairness_perf: objective"} {
+	for _, want := range []string{"combination", "v100", "effective steps/s", "equal share steps/s", "normalized", "term",
+		"policy max_min_fairness_perf: objective", "objective = min over jobs of scale_factor·effective/(weight·proportional)"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("missing %q in\n%s", want, out)
 		}
@@ -195,5 +196,59 @@ func TestAllocateSolverFailureExit1(t *testing.T) {
 		"--jobs", jobs, "--time-limit", "1ns")
 	if err == nil || cli.ExitCode(err) != 1 || !strings.Contains(err.Error(), "time limit") {
 		t.Fatalf("error %v (exit %d)", err, cli.ExitCode(err))
+	}
+}
+
+// The job table relates normalized throughput to the objective. §9.2's LAS
+// instance (T0, T1 on k80 3, p100 2, v100 1): equal-share rates 0.916667 and
+// 1.666667 (two jobs on six GPUs: the proportional rate), objective terms and
+// normalized both 48/31. The default job set (8 sf-1 jobs) on 2:2:2: the
+// equal share is prop·6/8, so normalized = term·8/6 for every job, and the
+// objective is the smallest term.
+func TestAllocateNormalizedVsObjective(t *testing.T) {
+	type result struct {
+		Objective  float64            `json:"objective"`
+		Meaning    string             `json:"objective_meaning"`
+		Effective  map[string]float64 `json:"effective_throughput"`
+		EqualShare map[string]float64 `json:"equal_share_throughput"`
+		Normalized map[string]float64 `json:"normalized_throughput"`
+		Terms      map[string]float64 `json:"objective_terms"`
+	}
+	run := func(args ...string) result {
+		t.Helper()
+		out, _, err := runAllocateCmd(t, append(args, "--json")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	tbl := writeFile(t, "t.json", `{
+ "k80": {"('T0', 1)": {"null": 0.5}, "('T1', 1)": {"null": 1.0}},
+ "p100": {"('T0', 1)": {"null": 1.0}, "('T1', 1)": {"null": 2.0}},
+ "v100": {"('T0', 1)": {"null": 2.0}, "('T1', 1)": {"null": 3.0}}}`)
+	jobs := writeFile(t, "jobs.json", `{"jobs": [{"id": "0", "type": "T0", "total_steps": 300}, {"id": "1", "type": "T1", "total_steps": 500}]}`)
+	r := run("--policy", "max_min_fairness_perf", "--cluster", "k80=3,p100=2,v100=1", "--table", tbl, "--jobs", jobs)
+	for id, eq := range map[string]float64{"0": 5.5 / 6, "1": 10.0 / 6} {
+		if math.Abs(r.EqualShare[id]-eq) > 1e-9 || math.Abs(r.Terms[id]-48.0/31) > 1e-6 || math.Abs(r.Normalized[id]-48.0/31) > 1e-6 {
+			t.Fatalf("job %s: equal share %v term %v normalized %v", id, r.EqualShare[id], r.Terms[id], r.Normalized[id])
+		}
+	}
+	if !strings.Contains(r.Meaning, "proportional") {
+		t.Fatalf("meaning %q", r.Meaning)
+	}
+	r = run("--policy", "max_min_fairness_packed", "--cluster", "v100=2,p100=2,k80=2")
+	low := math.Inf(1)
+	for id, term := range r.Terms {
+		if math.Abs(r.Normalized[id]-term*8/6) > 1e-6 || math.Abs(r.Normalized[id]-r.Effective[id]/r.EqualShare[id]) > 1e-9 {
+			t.Fatalf("job %s: normalized %v, term %v, effective %v, equal share %v", id, r.Normalized[id], term, r.Effective[id], r.EqualShare[id])
+		}
+		low = math.Min(low, term)
+	}
+	if len(r.Terms) != 8 || math.Abs(low-r.Objective) > 1e-7 {
+		t.Fatalf("objective %v, smallest term %v (%d terms)", r.Objective, low, len(r.Terms))
 	}
 }
