@@ -28,7 +28,7 @@ func allox(ctx context.Context, p *Problem, opt *options, st *alloxState) (*Allo
 	}
 	for _, j := range in.jobs {
 		if j.Type.ScaleFactor != 1 {
-			return nil, inputErr("job %q: AlloX supports scale factor 1 only, got %d", j.ID, j.Type.ScaleFactor)
+			return nil, jobErr(j.ID, "AlloX supports scale factor 1 only, got %d", j.Type.ScaleFactor)
 		}
 	}
 	st.mu.Lock()

@@ -60,15 +60,18 @@ func TestReadJobs(t *testing.T) {
 		t.Fatalf("round trip: %v %v", back, err)
 	}
 	for _, tc := range []struct{ in, msg string }{
-		{`{"jobs": []}`, "no jobs"},
-		{`{"jobs": [{"type": "A", "total_steps": 1}]}`, "missing id"},
-		{`{"jobs": [{"id": "a", "type": "A", "weight": -1}]}`, `job "a": weight -1`},
-		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "a", "type": "A"}]}`, "duplicate"},
-		{`{"jobs": [{"id": "a", "type": "A", "scale_factor": 0}]}`, "scale_factor 0"},
-		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "steps_done": 2}]}`, "exceeds"},
-		{`{"entities": {"e": {"weight": 1}}, "jobs": [{"id": "a", "type": "A", "entity": "f"}]}`, `entity "f"`},
-		{`{"entities": {"e": {"weight": 1, "policy": "lifo"}}, "jobs": [{"id": "a", "type": "A"}]}`, `"lifo"`},
-		{`{"jobs": [{"id": "a", "type": "A", "color": 1}]}`, "unknown field"},
+		{`{"jobs": []}`, "jobs file: no jobs"},
+		{`{"jobs": [{"type": "A", "total_steps": 1}]}`, "jobs file: jobs[0]: missing id"},
+		{`{"jobs": [{"id": "a", "type": "A", "weight": -1}]}`, `jobs file: jobs[0] (id "a"): weight -1`},
+		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "a", "type": "A"}]}`, `jobs[1] (id "a"): duplicate id`},
+		{`{"jobs": [{"id": "a", "type": "A", "scale_factor": 0}]}`, `jobs[0] (id "a"): scale_factor 0`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "steps_done": 2}]}`, `jobs[0] (id "a"): steps_done 2 exceeds`},
+		{`{"entities": {"e": {"weight": 1}}, "jobs": [{"id": "a", "type": "A", "entity": "f"}]}`, `jobs[0] (id "a"): entity "f"`},
+		{`{"entities": {"e": {"weight": 1, "policy": "lifo"}}, "jobs": [{"id": "a", "type": "A"}]}`, `entity "e": policy "lifo"`},
+		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): json: unknown field "color"`},
+		// A wrongly typed field names the entry, not only the Go struct.
+		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "b", "type": "A", "total_steps": "many"}]}`, `jobs[1] (id "b"): json: cannot unmarshal string`},
+		{"{\"jobs\": [\n{\"id\": \"a\",, }]}", "jobs file: line 2, column 12: invalid character ','"},
 	} {
 		_, err := ReadJobs(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {
@@ -123,6 +126,7 @@ func TestInputErrors(t *testing.T) {
 		{"no table", func(p *Problem) { p.Table = nil }, "no throughput table"},
 		{"worker not in table", func(p *Problem) { p.Cluster["tpu"] = 4 }, `no isolated rate on worker type "tpu"`},
 		{"duplicate", func(p *Problem) { p.Jobs[1].ID = "0" }, "duplicate"},
+		{"empty id", func(p *Problem) { p.Jobs[1].ID = "" }, "job 1 (in the order given): empty id"},
 		{"unknown entity", func(p *Problem) { p.Entities = map[string]Entity{"e": {Weight: 1}}; p.Jobs[0].Entity = "f" }, `entity "f"`},
 		{"negative steps", func(p *Problem) { p.Jobs[0].StepsDone = -1 }, "steps done"},
 	} {

@@ -14,14 +14,27 @@ import (
 // cluster. Solver failures are lp.StatusError instead.
 var ErrInput = errors.New("invalid policy input")
 
-// InputError describes bad input.
-type InputError struct{ Msg string }
+// InputError describes bad input. Job is the id of the job the error is
+// about ("" when it is about no single job), so that a caller that read the
+// jobs from a file can point at the entry.
+type InputError struct {
+	Job string
+	Msg string
+}
 
-func (e *InputError) Error() string        { return e.Msg }
+// Error returns the message, which names the job when there is one.
+func (e *InputError) Error() string { return e.Msg }
+
+// Is makes every InputError match ErrInput.
 func (e *InputError) Is(target error) bool { return target == ErrInput }
 
 func inputErr(format string, args ...any) error {
 	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// jobErr is an InputError about job id.
+func jobErr(id, format string, args ...any) error {
+	return &InputError{Job: id, Msg: fmt.Sprintf("job %q: ", id) + fmt.Sprintf(format, args...)}
 }
 
 // combo is a single job (b < 0) or a pair of jobs with equal scale factors,
@@ -87,6 +100,11 @@ func newInstance(p *Problem) (*instance, error) {
 	if len(in.workers) == 0 {
 		return nil, inputErr("cluster is empty: no worker type has GPUs")
 	}
+	for i, j := range p.Jobs {
+		if j.ID == "" {
+			return nil, inputErr("job %d (in the order given): empty id", i)
+		}
+	}
 	in.jobs = append([]Job(nil), p.Jobs...)
 	sort.SliceStable(in.jobs, func(a, b int) bool { return in.jobs[a].ID < in.jobs[b].ID })
 	maxCap := 0.0
@@ -94,32 +112,28 @@ func newInstance(p *Problem) (*instance, error) {
 		maxCap = math.Max(maxCap, c)
 	}
 	for i, j := range in.jobs {
-		if j.ID == "" {
-			return nil, inputErr("job %d: empty id", i)
-		}
 		if _, dup := in.idx[j.ID]; dup {
-			return nil, inputErr("job %q: duplicate id", j.ID)
+			return nil, jobErr(j.ID, "duplicate id")
 		}
 		in.idx[j.ID] = i
 		if j.Weight < 0 || math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) {
-			return nil, inputErr("job %q: weight %v must be positive", j.ID, j.Weight)
+			return nil, jobErr(j.ID, "weight %v must be positive", j.Weight)
 		}
 		if j.Type.ScaleFactor < 1 {
-			return nil, inputErr("job %q: scale factor %d must be at least 1", j.ID, j.Type.ScaleFactor)
+			return nil, jobErr(j.ID, "scale factor %d must be at least 1", j.Type.ScaleFactor)
 		}
 		if float64(j.Type.ScaleFactor) > maxCap {
-			return nil, inputErr("job %q: scale factor %d exceeds the GPUs of every worker type (cluster %s)",
-				j.ID, j.Type.ScaleFactor, p.Cluster)
+			return nil, jobErr(j.ID, "scale factor %d exceeds the GPUs of every worker type (cluster %s)", j.Type.ScaleFactor, p.Cluster)
 		}
 		if !p.Table.HasJobType(j.Type) {
-			return nil, inputErr("job %q: job type %s is not in the throughput table", j.ID, j.Type)
+			return nil, jobErr(j.ID, "job type %s is not in the throughput table", j.Type)
 		}
 		for _, f := range []struct {
 			name string
 			v    float64
 		}{{"total steps", j.TotalSteps}, {"steps done", j.StepsDone}, {"time run", j.TimeRun}, {"arrival", j.Arrival}, {"SLO", j.SLO}} {
 			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-				return nil, inputErr("job %q: %s %v must be finite and non-negative", j.ID, f.name, f.v)
+				return nil, jobErr(j.ID, "%s %v must be finite and non-negative", f.name, f.v)
 			}
 		}
 		row := make([]float64, len(in.workers))
@@ -128,10 +142,10 @@ func newInstance(p *Problem) (*instance, error) {
 		for w, wt := range in.workers {
 			r, ok := p.Table.Isolated(wt, j.Type)
 			if !ok {
-				return nil, inputErr("job %q: job type %s has no isolated rate on worker type %q in the table", j.ID, j.Type, wt)
+				return nil, jobErr(j.ID, "job type %s has no isolated rate on worker type %q in the table", j.Type, wt)
 			}
 			if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-				return nil, inputErr("job %q: job type %s: bad rate %v on worker type %q", j.ID, j.Type, r, wt)
+				return nil, jobErr(j.ID, "job type %s: bad rate %v on worker type %q", j.Type, r, wt)
 			}
 			raw[w] = r
 			if float64(j.Type.ScaleFactor) > in.cap[w] {
@@ -141,8 +155,7 @@ func newInstance(p *Problem) (*instance, error) {
 			any = any || r > 0
 		}
 		if !any {
-			return nil, inputErr("job %q: job type %s cannot run on any worker type of cluster %s (rate 0 or too few GPUs)",
-				j.ID, j.Type, p.Cluster)
+			return nil, jobErr(j.ID, "job type %s cannot run on any worker type of cluster %s (rate 0 or too few GPUs)", j.Type, p.Cluster)
 		}
 		in.rate = append(in.rate, row)
 		in.prop = append(in.prop, in.proportionalRow(raw))
@@ -157,7 +170,7 @@ func newInstance(p *Problem) (*instance, error) {
 			}
 			e, ok := p.Entities[j.Entity]
 			if !ok {
-				return nil, inputErr("job %q: entity %q is not defined", j.ID, j.Entity)
+				return nil, jobErr(j.ID, "entity %q is not defined", j.Entity)
 			}
 			if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
 				return nil, inputErr("entity %q: weight %v must be positive", j.Entity, e.Weight)
@@ -248,8 +261,7 @@ func (in *instance) referenceRates(ref string) ([][]float64, error) {
 		} else {
 			r, ok := in.p.Table.Isolated(ref, in.jobs[i].Type)
 			if !ok || r <= 0 {
-				return nil, inputErr("job %q: job type %s has no positive rate on reference worker type %q",
-					in.jobs[i].ID, in.jobs[i].Type, ref)
+				return nil, jobErr(in.jobs[i].ID, "job type %s has no positive rate on reference worker type %q", in.jobs[i].Type, ref)
 			}
 			v = r
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -39,113 +40,167 @@ type jsonJobsFile struct {
 // ReadJobs reads a jobs file and checks every entry: ids present and unique,
 // scale factor ≥ 1, finite non-negative numbers, steps_done ≤ total_steps,
 // entities known with a positive weight and policy "fairness" or "fifo".
-func ReadJobs(r io.Reader) (*JobsFile, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var jf jsonJobsFile
-	if err := dec.Decode(&jf); err != nil {
-		return nil, fmt.Errorf("jobs file: %w", err)
-	}
-	out := &JobsFile{Entities: jf.Entities}
-	names := make([]string, 0, len(jf.Entities))
-	for name := range jf.Entities {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		e := jf.Entities[name]
-		if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
-			return nil, fmt.Errorf("jobs file: entity %q: weight %v must be positive", name, e.Weight)
-		}
-		if e.Policy == "" {
-			e.Policy = EntityFairness
-			jf.Entities[name] = e
-		}
-		if e.Policy != EntityFairness && e.Policy != EntityFIFO {
-			return nil, fmt.Errorf("jobs file: entity %q: policy %q: want %q or %q", name, e.Policy, EntityFairness, EntityFIFO)
-		}
-	}
-	if len(jf.Jobs) == 0 {
-		return nil, fmt.Errorf("jobs file: no jobs")
-	}
-	seen := map[string]bool{}
-	for i, j := range jf.Jobs {
-		where := fmt.Sprintf("jobs file: job %d", i)
-		if j.ID != "" {
-			where = fmt.Sprintf("jobs file: job %q", j.ID)
-		}
-		if j.ID == "" {
-			return nil, fmt.Errorf("%s: missing id", where)
-		}
-		if seen[j.ID] {
-			return nil, fmt.Errorf("%s: duplicate id", where)
-		}
-		seen[j.ID] = true
-		if j.Type == "" {
-			return nil, fmt.Errorf("%s: missing type", where)
-		}
-		sf := 1
-		if j.ScaleFactor != nil {
-			sf = *j.ScaleFactor
-		}
-		if sf < 1 {
-			return nil, fmt.Errorf("%s: scale_factor %d must be at least 1", where, sf)
-		}
-		w := 1.0
-		if j.Weight != nil {
-			w = *j.Weight
-		}
-		if !(w > 0) || math.IsInf(w, 0) {
-			return nil, fmt.Errorf("%s: weight %v must be positive", where, w)
-		}
-		if j.Entity != "" && jf.Entities != nil {
-			if _, ok := jf.Entities[j.Entity]; !ok {
-				return nil, fmt.Errorf("%s: entity %q is not in entities", where, j.Entity)
-			}
-		}
-		if j.Entity != "" && jf.Entities == nil {
-			return nil, fmt.Errorf("%s: entity %q given but the file has no entities", where, j.Entity)
-		}
-		total := 0.0
-		if j.TotalSteps != nil {
-			total = *j.TotalSteps
-		}
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"total_steps", total}, {"steps_done", j.StepsDone}, {"time_run_seconds", j.TimeRun},
-			{"arrival_seconds", j.Arrival}, {"slo_seconds", j.SLO}} {
-			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-				return nil, fmt.Errorf("%s: %s %v must be finite and non-negative", where, f.name, f.v)
-			}
-		}
-		if j.StepsDone > total {
-			return nil, fmt.Errorf("%s: steps_done %v exceeds total_steps %v", where, j.StepsDone, total)
-		}
-		out.Jobs = append(out.Jobs, Job{
-			ID: j.ID, Type: table.JobType{Model: j.Type, ScaleFactor: sf}, Weight: w, Entity: j.Entity,
-			TotalSteps: total, StepsDone: j.StepsDone, TimeRun: j.TimeRun, Arrival: j.Arrival, SLO: j.SLO,
-		})
-	}
-	return out, nil
-}
+// Errors name the entry: jobs[i] (its position in the file) and its id.
+func ReadJobs(r io.Reader) (*JobsFile, error) { return readJobs(r, "jobs file") }
 
-// LoadJobs reads a jobs file from path; errors name the file.
+// LoadJobs reads a jobs file from path; errors name the file and the entry.
 func LoadJobs(path string) (*JobsFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	jf, err := ReadJobs(f)
+	return readJobs(f, path)
+}
+
+// readJobs is ReadJobs with the name errors start with.
+func readJobs(r io.Reader, name string) (*JobsFile, error) {
+	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return jf, nil
+	// Jobs are decoded one by one so that an error can name its entry.
+	var raw struct {
+		Entities map[string]Entity `json:"entities"`
+		Jobs     []json.RawMessage `json:"jobs"`
+	}
+	if err := strictDecode(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: %s%w", name, position(data, err), err)
+	}
+	if err := checkEntities(raw.Entities); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(raw.Jobs) == 0 {
+		return nil, fmt.Errorf("%s: no jobs", name)
+	}
+	out := &JobsFile{Entities: raw.Entities}
+	seen := map[string]bool{}
+	for i, msg := range raw.Jobs {
+		j, err := readJob(msg, raw.Entities, seen)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, entryName(i, msg), err)
+		}
+		out.Jobs = append(out.Jobs, j)
+	}
+	return out, nil
+}
+
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// position returns "line L, column C: " for JSON errors that carry an offset.
+func position(data []byte, err error) string {
+	var off int64
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset - 1 // Offset counts the offending byte
+	case errors.As(err, &typ):
+		off = typ.Offset
+	default:
+		return ""
+	}
+	before := data[:min(max(int(off), 0), len(data))]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf("line %d, column %d: ", line, col)
+}
+
+// entryName is "jobs[i]", with the id when the entry has a readable one.
+func entryName(i int, msg json.RawMessage) string {
+	var id struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(msg, &id) == nil && id.ID != "" {
+		return fmt.Sprintf("jobs[%d] (id %q)", i, id.ID)
+	}
+	return fmt.Sprintf("jobs[%d]", i)
+}
+
+// checkEntities checks the entities (sorted, so the first error is stable)
+// and fills in the default policy, fairness.
+func checkEntities(es map[string]Entity) error {
+	names := make([]string, 0, len(es))
+	for name := range es {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e := es[name]
+		if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
+			return fmt.Errorf("entity %q: weight %v must be positive", name, e.Weight)
+		}
+		if e.Policy == "" {
+			e.Policy = EntityFairness
+			es[name] = e
+		}
+		if e.Policy != EntityFairness && e.Policy != EntityFIFO {
+			return fmt.Errorf("entity %q: policy %q: want %q or %q", name, e.Policy, EntityFairness, EntityFIFO)
+		}
+	}
+	return nil
+}
+
+// readJob decodes and checks one entry of "jobs".
+func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bool) (Job, error) {
+	var j jsonJob
+	if err := strictDecode(msg, &j); err != nil {
+		return Job{}, err
+	}
+	if j.ID == "" {
+		return Job{}, errors.New("missing id")
+	}
+	if seen[j.ID] {
+		return Job{}, errors.New("duplicate id")
+	}
+	seen[j.ID] = true
+	if j.Type == "" {
+		return Job{}, errors.New("missing type")
+	}
+	sf := 1
+	if j.ScaleFactor != nil {
+		sf = *j.ScaleFactor
+	}
+	if sf < 1 {
+		return Job{}, fmt.Errorf("scale_factor %d must be at least 1", sf)
+	}
+	w := 1.0
+	if j.Weight != nil {
+		w = *j.Weight
+	}
+	if !(w > 0) || math.IsInf(w, 0) {
+		return Job{}, fmt.Errorf("weight %v must be positive", w)
+	}
+	if j.Entity != "" {
+		if entities == nil {
+			return Job{}, fmt.Errorf("entity %q given but the file has no entities", j.Entity)
+		}
+		if _, ok := entities[j.Entity]; !ok {
+			return Job{}, fmt.Errorf("entity %q is not in entities", j.Entity)
+		}
+	}
+	total := 0.0
+	if j.TotalSteps != nil {
+		total = *j.TotalSteps
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"total_steps", total}, {"steps_done", j.StepsDone}, {"time_run_seconds", j.TimeRun},
+		{"arrival_seconds", j.Arrival}, {"slo_seconds", j.SLO}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return Job{}, fmt.Errorf("%s %v must be finite and non-negative", f.name, f.v)
+		}
+	}
+	if j.StepsDone > total {
+		return Job{}, fmt.Errorf("steps_done %v exceeds total_steps %v", j.StepsDone, total)
+	}
+	return Job{ID: j.ID, Type: table.JobType{Model: j.Type, ScaleFactor: sf}, Weight: w, Entity: j.Entity,
+		TotalSteps: total, StepsDone: j.StepsDone, TimeRun: j.TimeRun, Arrival: j.Arrival, SLO: j.SLO}, nil
 }
 
 // WriteJobs writes jf in the jobs file format.

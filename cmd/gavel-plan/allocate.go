@@ -136,7 +136,7 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	}
 	a, err := pol.Allocate(ctx, prob)
 	if errors.Is(err, policy.ErrInput) {
-		return cli.UsageError("allocate: %v", err)
+		return cli.UsageError("allocate: %s%v", jobsFileEntry(o.jobs, prob.Jobs, err), err)
 	}
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
@@ -148,6 +148,21 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 		return cli.WriteJSON(streams.Out, allocationJSON(a))
 	}
 	return printAllocation(streams, cl, a)
+}
+
+// jobsFileEntry returns "FILE: jobs[i] (id "x"): " when err is about a job
+// read from the jobs file, so that the message points at the entry.
+func jobsFileEntry(file string, jobs []policy.Job, err error) string {
+	var ie *policy.InputError
+	if file == "" || !errors.As(err, &ie) || ie.Job == "" {
+		return ""
+	}
+	for i, j := range jobs {
+		if j.ID == ie.Job {
+			return fmt.Sprintf("%s: jobs[%d] (id %q): ", file, i, j.ID)
+		}
+	}
+	return file + ": "
 }
 
 type allocationOut struct {
