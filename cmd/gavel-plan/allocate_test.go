@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -252,5 +254,43 @@ func TestAllocateNormalizedVsObjective(t *testing.T) {
 	}
 	if len(r.Terms) != 8 || math.Abs(low-r.Objective) > 1e-7 {
 		t.Fatalf("objective %v, smallest term %v (%d terms)", r.Objective, low, len(r.Terms))
+	}
+}
+
+// Same input, byte-identical JSON: twice, and with the jobs file in reverse
+// order (jobs are ordered by id inside, so the LP is the same). Only
+// solve_seconds, a wall-clock time, may differ and is masked. Randomized
+// policies use the seed.
+func TestAllocateDeterministicJSON(t *testing.T) {
+	models := []string{"ResNet-18 (batch size 64)", "ResNet-50 (batch size 64)", "Transformer (batch size 64)",
+		"LM (batch size 20)", "A3C", "CycleGAN"}
+	var fwd, rev []string
+	for i := 0; i < 12; i++ {
+		fwd = append(fwd, fmt.Sprintf(`{"id": "j%02d", "type": %q, "total_steps": %d, "weight": %d, "slo_seconds": 36000}`,
+			i, models[i%len(models)], 1000*(1+i%4), 1+i%2))
+	}
+	for i := len(fwd) - 1; i >= 0; i-- {
+		rev = append(rev, fwd[i])
+	}
+	files := []string{
+		writeFile(t, "fwd.json", `{"jobs": [`+strings.Join(fwd, ",\n")+`]}`),
+		writeFile(t, "rev.json", `{"jobs": [`+strings.Join(rev, ",\n")+`]}`),
+	}
+	timing := regexp.MustCompile(`"solve_seconds": [^,\n]*`)
+	for _, name := range append(policy.Names(), "allox_alpha=0.5") {
+		var first string
+		for k, f := range []string{files[0], files[0], files[1]} {
+			out, _, err := runAllocateCmd(t, "--policy", name, "--cluster", "v100=2,p100=2,k80=2", "--jobs", f,
+				"--prices", "v100=2.48,p100=1.46,k80=0.45", "--seed", "3", "--json")
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out = timing.ReplaceAllString(out, `"solve_seconds": 0`)
+			if k == 0 {
+				first = out
+			} else if out != first {
+				t.Fatalf("%s: run %d differs:\n%s\nfirst:\n%s", name, k, out, first)
+			}
+		}
 	}
 }
