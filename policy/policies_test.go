@@ -527,6 +527,17 @@ func TestMaxSumAndCostHand(t *testing.T) {
 	if !approx(a.Objective, 2.5, 1e-9) || !approx(a.Effective["a"], 2.5, 1e-7) || !approx(a.Effective["b"], 1.5, 1e-7) {
 		t.Fatalf("SLO: %v %v", a.Objective, a.Effective)
 	}
+	// The SLO counts from arrival and constrains what is left, as Gavel's
+	// (deadline − now, steps remaining): B has done 100 of 250 steps and has
+	// been in the system 50 s of its 150 s, so again 150 steps in 100 s and
+	// 2.5. (Total steps would need 2.5 steps/s, more than B's best, 2: the
+	// SLO would be dropped and the objective 3; the full 150 s would need
+	// only 1 steps/s, which B gets on k80 alone: 3 again.)
+	p.Jobs[1] = Job{ID: "b", Type: jt("B"), TotalSteps: 250, StepsDone: 100, TimeRun: 50, SLO: 150}
+	a = mustAllocate(t, "max_sum_throughput_normalized_by_cost_perf_SLOs", p)
+	if !approx(a.Objective, 2.5, 1e-9) || !approx(a.Effective["b"], 1.5, 1e-7) || len(a.Warnings) != 0 {
+		t.Fatalf("SLO with progress: %v %v %v", a.Objective, a.Effective, a.Warnings)
+	}
 }
 
 // Agnostic FTF (fastest-rate view): V runs only on v100 (rate 4), B and C
