@@ -70,6 +70,7 @@ type PairModel struct {
 	A, C               [][]float64 // [job][w]
 	Z                  [][]float64 // [job][dim]
 	AM, CM             []float64   // per-job means of A and C over worker types (with sharing)
+	vf, af             [][]float64 // cached Beta[w]·x_i and Gamma[w]·x_k, [w][job]
 	X                  [][]float64 // features [job][feature], may have zero columns
 	Iterations         int
 	Status             Status
@@ -111,7 +112,7 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 	}
 	m := &PairModel{Workers: workers, Jobs: jobs, Dim: s.Dim,
 		Mean: make([]float64, workers), Beta: grid(workers, nf), Gamma: grid(workers, nf),
-		G: grid(workers, s.Dim*s.Dim), AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers), Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
+		G: grid(workers, s.Dim*s.Dim), vf: grid(workers, jobs), af: grid(workers, jobs), AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers), Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
 	for i := 0; i < jobs; i++ {
 		for f := 0; f < nf; f++ {
 			m.X[i][f] = features.At(i, f)
@@ -153,6 +154,7 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 		m.Iterations = it
 		for w := 0; w < workers; w++ {
 			m.fitWorker(w, obs, byWorker[w], s)
+			m.cacheFeatures(w)
 		}
 		for j := 0; j < jobs; j++ {
 			m.fitJob(j, obs, asVictim[j], asAggressor[j], s)
@@ -177,58 +179,80 @@ func grid(r, c int) [][]float64 {
 	return out
 }
 
-// ridge accumulates and solves a small regularized least-squares problem.
+// ridge accumulates and solves a small regularized least-squares problem. The normal matrix is
+// kept as a plain row-major slice (upper triangle filled while accumulating) because this is
+// the inner loop of every fit.
 type ridge struct {
 	p   int
-	ata *mat.SymDense
-	atb *mat.VecDense
+	ata []float64
+	atb []float64
+	sym *mat.SymDense
 	x   *mat.VecDense
 }
 
 func newRidge(p int) *ridge {
-	return &ridge{p: p, ata: mat.NewSymDense(p, nil), atb: mat.NewVecDense(p, nil), x: mat.NewVecDense(p, nil)}
+	return &ridge{p: p, ata: make([]float64, p*p), atb: make([]float64, p), sym: mat.NewSymDense(p, nil), x: mat.NewVecDense(p, nil)}
 }
-
-func (r *ridge) reset() { r.ata.Zero(); r.atb.Zero() }
 
 // add adds one row given as sparse (index, value) pairs.
 func (r *ridge) add(idx []int, val []float64, t float64) {
-	for a := range idx {
-		r.atb.SetVec(idx[a], r.atb.AtVec(idx[a])+val[a]*t)
-		for b := range idx {
-			if idx[b] >= idx[a] {
-				r.ata.SetSym(idx[a], idx[b], r.ata.At(idx[a], idx[b])+val[a]*val[b])
-			}
+	for a, ia := range idx {
+		va := val[a]
+		r.atb[ia] += va * t
+		row := r.ata[ia*r.p:]
+		for b, ib := range idx {
+			row[ib] += va * val[b]
 		}
 	}
 }
 
-func (r *ridge) penalize(i int, l float64) { r.ata.SetSym(i, i, r.ata.At(i, i)+l) }
+// addDense adds one row with every feature present.
+func (r *ridge) addDense(val []float64, t float64) {
+	p := r.p
+	for a := 0; a < p; a++ {
+		va := val[a]
+		if va == 0 {
+			continue
+		}
+		r.atb[a] += va * t
+		row := r.ata[a*p : a*p+p]
+		for b := a; b < p; b++ {
+			row[b] += va * val[b]
+		}
+	}
+}
+
+func (r *ridge) penalize(i int, l float64) { r.ata[i*r.p+i] += l }
 
 // couple adds l·(x_i − x_j)².
 func (r *ridge) couple(i, j int, l float64) {
-	r.ata.SetSym(i, i, r.ata.At(i, i)+l)
-	r.ata.SetSym(j, j, r.ata.At(j, j)+l)
-	lo, hi := i, j
-	if lo > hi {
-		lo, hi = hi, lo
-	}
-	r.ata.SetSym(lo, hi, r.ata.At(lo, hi)-l)
+	r.ata[i*r.p+i] += l
+	r.ata[j*r.p+j] += l
+	r.ata[i*r.p+j] -= l
+	r.ata[j*r.p+i] -= l
 }
 
 func (r *ridge) solve() (*mat.VecDense, bool) {
-	for i := 0; i < r.p; i++ {
-		r.ata.SetSym(i, i, r.ata.At(i, i)+1e-10)
+	p := r.p
+	// Both add (full) and addDense (upper only) leave the upper triangle complete.
+	for i := 0; i < p; i++ {
+		for j := i + 1; j < p; j++ {
+			r.sym.SetSym(i, j, r.ata[i*p+j])
+		}
+		r.sym.SetSym(i, i, r.ata[i*p+i]+1e-10)
 	}
 	var ch mat.Cholesky
-	if !ch.Factorize(r.ata) {
+	if !ch.Factorize(r.sym) {
 		return nil, false
 	}
-	if err := ch.SolveVecTo(r.x, r.atb); err != nil {
+	if err := ch.SolveVecTo(r.x, mat.NewVecDense(p, r.atb)); err != nil {
 		return nil, false
 	}
 	return r.x, true
 }
+
+// maxGlobalObs caps the observations used per worker type in the per-worker step.
+const maxGlobalObs = 3000
 
 // fitWorker solves for Mean[w], Beta[w], Gamma[w] and G[w].
 func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
@@ -244,8 +268,11 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 	for q := range idx {
 		idx[q] = q
 	}
-	for _, x := range xs {
-		o := obs[x]
+	// The per-worker weights are few (1 + 2·features + Dim²) and well determined by a few
+	// thousand observations; a deterministic stride keeps this step cheap on large tables.
+	stride := (len(xs) + maxGlobalObs - 1) / maxGlobalObs
+	for q := 0; q < len(xs); q += stride {
+		o := obs[xs[q]]
 		val[0] = 1
 		for f := 0; f < nf; f++ {
 			val[1+f] = m.X[o.I][f]
@@ -256,7 +283,7 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 				val[1+2*nf+d*D+e] = m.Z[o.I][d] * m.Z[o.K][e]
 			}
 		}
-		r.add(idx, val, o.Y-m.A[o.I][w]-m.C[o.K][w])
+		r.addDense(val, o.Y-m.A[o.I][w]-m.C[o.K][w])
 	}
 	for q := 1; q < p; q++ {
 		r.penalize(q, s.LambdaGlobal)
@@ -278,11 +305,49 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 // base is the prediction without job j's own A, C and interaction terms, for an observation in
 // which j plays the given roles.
 func (m *PairModel) featurePart(o PairObs) float64 {
-	v := m.Mean[o.W]
-	for f := range m.Beta[o.W] {
-		v += m.Beta[o.W][f]*m.X[o.I][f] + m.Gamma[o.W][f]*m.X[o.K][f]
+	return m.Mean[o.W] + m.vf[o.W][o.I] + m.af[o.W][o.K]
+}
+
+// cacheFeatures refreshes vf and af for worker type w.
+func (m *PairModel) cacheFeatures(w int) {
+	for i := 0; i < m.Jobs; i++ {
+		v, a := 0.0, 0.0
+		for f := range m.Beta[w] {
+			v += m.Beta[w][f] * m.X[i][f]
+			a += m.Gamma[w][f] * m.X[i][f]
+		}
+		m.vf[w][i], m.af[w][i] = v, a
 	}
-	return v
+}
+
+// Grid returns every prediction, [w][i][k]; faster than calling Predict for each entry.
+func (m *PairModel) Grid() [][][]float64 {
+	D := m.Dim
+	out := make([][][]float64, m.Workers)
+	v := make([]float64, D)
+	for w := 0; w < m.Workers; w++ {
+		m.cacheFeatures(w)
+		out[w] = make([][]float64, m.Jobs)
+		for i := 0; i < m.Jobs; i++ {
+			row := make([]float64, m.Jobs)
+			out[w][i] = row
+			for e := 0; e < D; e++ {
+				v[e] = 0
+				for d := 0; d < D; d++ {
+					v[e] += m.Z[i][d] * m.G[w][d*D+e]
+				}
+			}
+			base := m.Mean[w] + m.vf[w][i] + m.A[i][w]
+			for k := 0; k < m.Jobs; k++ {
+				y := base + m.af[w][k] + m.C[k][w]
+				for e := 0; e < D; e++ {
+					y += v[e] * m.Z[k][e]
+				}
+				row[k] = y
+			}
+		}
+	}
+	return out
 }
 
 // fitJob solves for job j's A[j], C[j] and Z[j] with everything else fixed. Unknowns are laid
@@ -368,9 +433,26 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 }
 
 func (m *PairModel) objective(obs []PairObs, s PairSettings) float64 {
+	// zg[w][i] = Z[i]·G[w], so each residual costs Dim operations instead of Dim².
+	D := m.Dim
+	zg := make([][][]float64, m.Workers)
+	for w := range zg {
+		zg[w] = grid(m.Jobs, D)
+		for i := 0; i < m.Jobs; i++ {
+			for d := 0; d < D; d++ {
+				for e := 0; e < D; e++ {
+					zg[w][i][e] += m.Z[i][d] * m.G[w][d*D+e]
+				}
+			}
+		}
+	}
 	obj := 0.0
 	for _, o := range obs {
-		e := o.Y - m.Predict(o.W, o.I, o.K)
+		y := m.featurePart(o) + m.A[o.I][o.W] + m.C[o.K][o.W]
+		for e := 0; e < D; e++ {
+			y += zg[o.W][o.I][e] * m.Z[o.K][e]
+		}
+		e := o.Y - y
 		obj += e * e
 	}
 	for j := 0; j < m.Jobs; j++ {

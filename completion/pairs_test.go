@@ -47,6 +47,12 @@ func TestFitPairsRecoversPlantedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := m.Grid()
+	for _, h := range held[:50] {
+		if d := g[h[0]][h[1]][h[2]] - m.Predict(h[0], h[1], h[2]); math.Abs(d) > 1e-12 {
+			t.Fatalf("Grid and Predict differ by %v at %v", d, h)
+		}
+	}
 	sse := 0.0
 	for _, h := range held {
 		e := m.Predict(h[0], h[1], h[2]) - truth(h[0], h[1], h[2])
