@@ -91,7 +91,7 @@ func (b *builder) expr(i int, rate rateFunc, scale float64) (idx []int, val []fl
 	return idx, val
 }
 
-// objective adds coef·x_cw to the objective for every column.
+// addObjective sets coef(c, w) as the objective coefficient of every column.
 func (b *builder) addObjective(coef func(c, w int) float64) {
 	for c := range b.col {
 		for w, j := range b.col[c] {

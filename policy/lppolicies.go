@@ -67,8 +67,9 @@ func orEmpty(err error) (*Allocation, error) {
 	return emptyAllocation(), nil
 }
 
-// rates returns the per-job view of a family: true rates (perf, packed) or
-// the reference view (agnostic FTF/makespan).
+// familyView returns the per-job rates FTF and makespan plan with: the
+// table's (perf, packed) or the reference view (agnostic), which replaces
+// Gavel's hard-coded v100 rates (§11.6).
 func (in *instance) familyView(md mode, opt *options) ([][]float64, error) {
 	if md == agnostic {
 		return in.referenceRates(opt.reference)
@@ -209,7 +210,8 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 	}
 }
 
-// sortedJobOrder returns job indices by (Arrival, ID): FIFO order.
+// fifoOrder returns job indices by (Arrival, ID): FIFO order, with the job
+// id breaking ties so that equal arrivals are ordered deterministically.
 func (in *instance) fifoOrder() []int {
 	ord := make([]int, in.m())
 	for i := range ord {

@@ -78,11 +78,13 @@ type named struct {
 	opt          options
 }
 
+// Name returns the name the policy was made with (Gavel's CLI name).
 func (n *named) Name() string { return n.cli }
 
 // RuntimeName returns Gavel's policy.name for the policy (e.g. MaxMinFairness_Perf).
 func (n *named) RuntimeName() string { return n.runtime }
 
+// Allocate runs the policy; errors name it, and the allocation carries its name.
 func (n *named) Allocate(ctx context.Context, p *Problem) (*Allocation, error) {
 	a, err := n.fn(ctx, p, &n.opt)
 	if err != nil {
@@ -118,6 +120,7 @@ func New(name string, opts ...Option) (Policy, error) {
 // UnknownPolicyError is returned by New for a name that is not registered.
 type UnknownPolicyError struct{ Name string }
 
+// Error lists the known policies, so that a user can correct the name.
 func (e *UnknownPolicyError) Error() string {
 	return fmt.Sprintf("unknown policy %q; known policies: %s", e.Name, strings.Join(Names(), ", "))
 }

@@ -17,27 +17,37 @@ type Cluster map[string]int
 
 // ParseCluster parses "v100=8,p100=16,k80=24".
 func ParseCluster(s string) (Cluster, error) {
-	c := Cluster{}
+	c, err := parseAssignments(s, "cluster", "count", "a non-negative integer", func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 0
+	})
+	return Cluster(c), err
+}
+
+// parseAssignments parses "name=value,..." for ParseCluster and ParsePrices;
+// kind, unit and want only word the errors.
+func parseAssignments[V any](s, kind, unit, want string, parse func(string) (V, bool)) (map[string]V, error) {
+	out := map[string]V{}
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return nil, fmt.Errorf("cluster: empty")
+		return nil, fmt.Errorf("%s: empty", kind)
 	}
 	for _, part := range strings.Split(s, ",") {
 		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return nil, fmt.Errorf("cluster %q: entry %q: want worker_type=count", s, part)
+			return nil, fmt.Errorf("%s %q: entry %q: want worker_type=%s", kind, s, part, unit)
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(val))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("cluster %q: worker type %q: count %q is not a non-negative integer", s, name, val)
+		v, ok := parse(strings.TrimSpace(val))
+		if !ok {
+			return nil, fmt.Errorf("%s %q: worker type %q: %s %q is not %s", kind, s, name, unit, val, want)
 		}
-		if _, dup := c[name]; dup {
-			return nil, fmt.Errorf("cluster %q: worker type %q given twice", s, name)
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s %q: worker type %q given twice", kind, s, name)
 		}
-		c[name] = n
+		out[name] = v
 	}
-	return c, nil
+	return out, nil
 }
 
 // WorkerTypes returns the worker types, sorted.
@@ -73,27 +83,11 @@ type Prices map[string]float64
 
 // ParsePrices parses "v100=2.48,p100=1.46,k80=0.45".
 func ParsePrices(s string) (Prices, error) {
-	p := Prices{}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil, fmt.Errorf("prices: empty")
-	}
-	for _, part := range strings.Split(s, ",") {
-		name, val, ok := strings.Cut(strings.TrimSpace(part), "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return nil, fmt.Errorf("prices %q: entry %q: want worker_type=price", s, part)
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("prices %q: worker type %q: price %q is not a finite non-negative number", s, name, val)
-		}
-		if _, dup := p[name]; dup {
-			return nil, fmt.Errorf("prices %q: worker type %q given twice", s, name)
-		}
-		p[name] = v
-	}
-	return p, nil
+	p, err := parseAssignments(s, "prices", "price", "a finite non-negative number", func(v string) (float64, bool) {
+		x, err := strconv.ParseFloat(v, 64)
+		return x, err == nil && x >= 0 && !math.IsInf(x, 0)
+	})
+	return Prices(p), err
 }
 
 // Entity is a group of jobs (a user, a team) in hierarchical water filling:

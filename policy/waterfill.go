@@ -43,7 +43,8 @@ func waterFilling(md mode) allocator {
 				return nil, &lp.StatusError{Status: lp.Numerical, Detail: fmt.Sprintf("water filling made no progress after %d iterations", iter)}
 			}
 			wts := in.iterationWeights(groups, frozen)
-			// Level LP.
+			// Level LP: the largest common rise c of the active jobs, each at
+			// speed w_i/sf_i, with every job kept at or above its level.
 			b := in.newBuilder(lp.Maximize)
 			c := b.m.AddCol(0, lp.Inf, 1)
 			var active []int

@@ -215,6 +215,7 @@ const (
 	Sprint
 )
 
+// String returns the method's name, for logs and errors.
 func (m Method) String() string {
 	switch m {
 	case Auto:
@@ -250,6 +251,7 @@ const (
 	Numerical
 )
 
+// String returns the status's name, for errors.
 func (s Status) String() string {
 	switch s {
 	case Optimal:
@@ -280,6 +282,7 @@ type StatusError struct {
 	Detail string // the backend's own status, for diagnosis
 }
 
+// Error names the status and, when known, the solver's detail.
 func (e *StatusError) Error() string {
 	if e.Detail == "" {
 		return "lp: " + e.Status.String()
