@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/table"
+)
+
+func execCmd(mk func(*cli.IO) *cobra.Command, args ...string) (string, string, error) {
+	streams, out, errb := cli.TestIO()
+	cmd := mk(streams)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), errb.String(), err
+}
+
+// partialTable writes the sf=1 part of Gavel's table with jobs 12+ measured only against
+// job 0 (and isolated), so jobs 0-11 are the references.
+func partialTable(t *testing.T) (string, int) {
+	t.Helper()
+	full := table.Default().Select(nil, []string{"k80", "p100", "v100"})
+	jobs := full.JobTypesWithScaleFactor(1)
+	p := full.Select(jobs, nil)
+	for _, w := range p.WorkerTypes() {
+		for i := 12; i < len(jobs); i++ {
+			for k := 1; k < len(jobs); k++ {
+				p.DeletePair(w, jobs[i], jobs[k])
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "partial.json")
+	if err := p.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	return path, len(jobs)
+}
+
+func TestEstimateCmd(t *testing.T) {
+	in, n := partialTable(t)
+	out := filepath.Join(t.TempDir(), "full.json")
+	stdout, _, err := execCmd(newEstimateCmd, "--table", in, "--out", out, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Estimated           int `json:"estimated"`
+		InfeasiblePredicted int `json:"infeasible_predicted"`
+		Entries             []struct {
+			WorkerType string `json:"worker_type"`
+			Infeasible bool   `json:"infeasible"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, stdout)
+	}
+	// Missing ordered entries per worker type: (i, k) with i ≥ 12 or k ≥ 12, except pairs with job 0.
+	missing := 0
+	for i := 0; i < n; i++ {
+		for k := 0; k < n; k++ {
+			if (i >= 12 && k != 0) || (k >= 12 && i != 0) {
+				missing++
+			}
+		}
+	}
+	if rep.Estimated != 3*missing || len(rep.Entries) != rep.Estimated {
+		t.Errorf("estimated %d (%d listed), want %d", rep.Estimated, len(rep.Entries), 3*missing)
+	}
+	full, err := table.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := full.JobTypesWithScaleFactor(1)
+	for _, w := range []string{"k80", "p100", "v100"} {
+		for _, a := range jobs {
+			for _, b := range jobs {
+				if _, _, s := full.Pair(w, a, b); s == table.Missing {
+					t.Fatalf("%s %v %v missing in the output", w, a, b)
+				}
+			}
+		}
+	}
+}
+
+func TestEstimateCompleteTableUnchanged(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "full.json")
+	full := table.Default().Select(nil, []string{"v100"})
+	if err := full.Save(in); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.json")
+	stdout, stderr, err := execCmd(newEstimateCmd, "--table", in, "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := table.Load(out)
+	if !got.Equal(full) || !strings.Contains(stderr, "no missing entries") || !strings.Contains(stdout, "0 entries estimated") {
+		t.Errorf("complete table: equal %v, stderr %q, stdout %q", got.Equal(full), stderr, stdout)
+	}
+}
+
+func TestSuggestCmdJSON(t *testing.T) {
+	in, _ := partialTable(t)
+	stdout, _, err := execCmd(newSuggestCmd, "--table", in, "--budget", "7", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Measurements []map[string]any `json:"measurements"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Measurements) != 7 {
+		t.Fatalf("%d measurements, want 7", len(got.Measurements))
+	}
+	for _, m := range got.Measurements {
+		for _, f := range []string{"worker_type", "job", "partner", "scale_factor", "reason"} {
+			if _, ok := m[f]; !ok {
+				t.Errorf("measurement %v lacks %q", m, f)
+			}
+		}
+		if strings.HasPrefix(m["job"].(string), "(") {
+			t.Errorf("job %q should be a model name, not a key", m["job"])
+		}
+	}
+}
+
+func TestEvaluateCmdJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits models")
+	}
+	stdout, _, err := execCmd(newEvaluateCmd, "--references", "16", "--fraction", "0.2", "--seeds", "0", "--policy", "none", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Methods map[string]map[string]any `json:"methods"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ours", "gavel", "partner_mean"} {
+		m, ok := got.Methods[name]
+		if !ok {
+			t.Fatalf("no method %q in %v", name, got.Methods)
+		}
+		for _, f := range []string{"mae", "mape", "raw_mape", "packing_agreement", "infeasible_precision", "infeasible_recall"} {
+			if _, ok := m[f]; !ok {
+				t.Errorf("%s lacks %q", name, f)
+			}
+		}
+	}
+}
+
+func TestEstimatorCmdUsageErrors(t *testing.T) {
+	in, _ := partialTable(t)
+	noRefs := filepath.Join(t.TempDir(), "norefs.json")
+	nr := table.Default().Select(nil, []string{"v100"})
+	for _, j := range nr.JobTypes() {
+		nr.DeletePair("v100", j, j)
+	}
+	if err := nr.Save(noRefs); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "o.json")
+	tests := []struct {
+		name string
+		mk   func(*cli.IO) *cobra.Command
+		args []string
+		want string
+	}{
+		{"estimate without --out", newEstimateCmd, []string{"--table", in}, "--out"},
+		{"estimate no references", newEstimateCmd, []string{"--table", noRefs, "--out", out}, "reference"},
+		{"estimate missing file", newEstimateCmd, []string{"--table", "/nonexistent.json", "--out", out}, "nonexistent"},
+		{"suggest negative budget", newSuggestCmd, []string{"--table", in, "--budget", "-1"}, "budget"},
+		{"suggest no references", newSuggestCmd, []string{"--table", noRefs, "--budget", "3"}, "reference"},
+		{"evaluate R too large", newEvaluateCmd, []string{"--references", "27"}, "references"},
+		{"evaluate R zero", newEvaluateCmd, []string{"--references", "0"}, "references"},
+		{"evaluate P zero", newEvaluateCmd, []string{"--fraction", "0"}, "fraction"},
+		{"evaluate P above 1", newEvaluateCmd, []string{"--fraction", "1.5"}, "fraction"},
+		{"evaluate bad seeds", newEvaluateCmd, []string{"--seeds", "0,x"}, "seeds"},
+		{"evaluate partial table", newEvaluateCmd, []string{"--table", in}, "complete"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := execCmd(tt.mk, tt.args...)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if code := cli.ExitCode(err); code != 2 {
+				t.Errorf("exit code %d, want 2 (err %v)", code, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not mention %q", err, tt.want)
+			}
+		})
+	}
+}
