@@ -38,69 +38,7 @@ func fifo(md mode, st *fifoState) allocator {
 		if st.rng == nil {
 			st.rng = rand.New(rand.NewPCG(uint64(opt.seed), 0x9e3779b97f4a7c15))
 		}
-		avail := append([]float64(nil), in.cap...)
-		wIdx := map[string]int{}
-		for w, wt := range in.workers {
-			wIdx[wt] = w
-		}
-		place := make([]int, in.m()) // worker index, -1 = waiting
-		for i := range place {
-			place[i] = -1
-		}
-		running := 0
-		if md == agnostic {
-			for _, i := range in.fifoOrder() {
-				w, ok := wIdx[st.assigned[in.jobs[i].ID]]
-				if ok && in.rate[i][w] > 0 && avail[w] >= in.sf(i) {
-					place[i] = w
-					avail[w] -= in.sf(i)
-					running++
-				}
-			}
-		}
-		var queue []int
-		blocked := false
-		for _, i := range in.fifoOrder() {
-			if place[i] >= 0 {
-				continue
-			}
-			if blocked {
-				queue = append(queue, i)
-				continue
-			}
-			var fits []int
-			anyRoom := false
-			for w := range in.workers {
-				if avail[w] >= in.sf(i) {
-					anyRoom = true
-					if in.rate[i][w] > 0 {
-						fits = append(fits, w)
-					}
-				}
-			}
-			if !anyRoom {
-				blocked = true
-				queue = append(queue, i)
-				continue
-			}
-			if len(fits) == 0 {
-				queue = append(queue, i)
-				continue
-			}
-			w := fits[0]
-			if md == agnostic {
-				w = fits[st.rng.IntN(len(fits))]
-			} else {
-				for _, v := range fits[1:] {
-					if in.rate[i][v] > in.rate[i][w] {
-						w = v
-					}
-				}
-			}
-			place[i] = w
-			avail[w] -= in.sf(i)
-			running++
-		}
+		place, queue := in.fifoPlace(md, st)
 		x := make([][]float64, len(in.combos))
 		for c := range x {
 			x[c] = make([]float64, in.nw())
@@ -110,45 +48,15 @@ func fifo(md mode, st *fifoState) allocator {
 			partner[i] = -1
 		}
 		if md == packed {
-			pairIdx := map[[2]int]int{}
-			for c := len(in.jobs); c < len(in.combos); c++ {
-				pairIdx[[2]int{in.combos[c].a, in.combos[c].b}] = c
-			}
-			for _, i := range queue {
-				best, bestC, bestScore := -1, -1, 1.5
-				for _, k := range in.fifoOrder() {
-					w := place[k]
-					if w < 0 || partner[k] >= 0 || in.sf(k) != in.sf(i) {
-						continue
-					}
-					a, b := i, k
-					if b < a {
-						a, b = b, a
-					}
-					c, ok := pairIdx[[2]int{a, b}]
-					if !ok || !in.combos[c].runnable(w) {
-						continue
-					}
-					cb := &in.combos[c]
-					score := cb.ra[w]/in.rate[a][w] + cb.rb[w]/in.rate[b][w]
-					if score > bestScore {
-						best, bestC, bestScore = k, c, score
-					}
-				}
-				if best < 0 {
-					break
-				}
-				partner[i], partner[best] = best, i
-				x[bestC][place[best]] = 1
-				place[i] = place[best]
-				running++
-			}
+			in.fifoPack(queue, place, partner, x)
 		}
 		st.assigned = map[string]string{}
+		running := 0
 		for i := range in.jobs {
 			if place[i] < 0 {
 				continue
 			}
+			running++
 			st.assigned[in.jobs[i].ID] = in.workers[place[i]]
 			if partner[i] < 0 {
 				x[i][place[i]] = 1
@@ -156,6 +64,109 @@ func fifo(md mode, st *fifoState) allocator {
 		}
 		a := in.allocation(x)
 		a.Objective = float64(running)
+		a.ObjectiveMeaning = "number of jobs running"
 		return a, nil
+	}
+}
+
+// fifoPlace gives jobs, in FIFO order, a whole worker type while GPUs are
+// free. It returns each job's worker index (-1 = waiting) and the waiting
+// jobs in FIFO order. Agnostic jobs first keep the type they had (Gavel's
+// base mode remembers its allocation).
+func (in *instance) fifoPlace(md mode, st *fifoState) (place, queue []int) {
+	avail := append([]float64(nil), in.cap...)
+	place = make([]int, in.m())
+	for i := range place {
+		place[i] = -1
+	}
+	if md == agnostic {
+		wIdx := map[string]int{}
+		for w, wt := range in.workers {
+			wIdx[wt] = w
+		}
+		for _, i := range in.fifoOrder() {
+			w, ok := wIdx[st.assigned[in.jobs[i].ID]]
+			if ok && in.rate[i][w] > 0 && avail[w] >= in.sf(i) {
+				place[i] = w
+				avail[w] -= in.sf(i)
+			}
+		}
+	}
+	blocked := false
+	for _, i := range in.fifoOrder() {
+		if place[i] >= 0 {
+			continue
+		}
+		if blocked {
+			queue = append(queue, i)
+			continue
+		}
+		var fits []int
+		anyRoom := false
+		for w := range in.workers {
+			if avail[w] >= in.sf(i) {
+				anyRoom = true
+				if in.rate[i][w] > 0 {
+					fits = append(fits, w)
+				}
+			}
+		}
+		// No room anywhere blocks the queue (head of line); room only where
+		// the job cannot run skips it.
+		blocked = !anyRoom
+		if len(fits) == 0 {
+			queue = append(queue, i)
+			continue
+		}
+		w := fits[0]
+		if md == agnostic {
+			w = fits[st.rng.IntN(len(fits))]
+		} else {
+			for _, v := range fits[1:] {
+				if in.rate[i][v] > in.rate[i][w] {
+					w = v
+				}
+			}
+		}
+		place[i] = w
+		avail[w] -= in.sf(i)
+	}
+	return place, queue
+}
+
+// fifoPack is FIFO's packing step (§3.4, threshold 1.5): each waiting job,
+// in FIFO order, joins the placed single job of its scale factor with which
+// its pair has the highest summed normalized rate above 1.5 on that job's
+// worker type (ties: FIFO order); the first job without such a partner
+// stops the packing. It records pairs in partner and x and places the
+// joining jobs.
+func (in *instance) fifoPack(queue, place, partner []int, x [][]float64) {
+	pairIdx := map[[2]int]int{}
+	for c := in.m(); c < len(in.combos); c++ {
+		pairIdx[[2]int{in.combos[c].a, in.combos[c].b}] = c
+	}
+	for _, i := range queue {
+		best, bestC, bestScore := -1, -1, 1.5
+		for _, k := range in.fifoOrder() {
+			w := place[k]
+			if w < 0 || partner[k] >= 0 || in.sf(k) != in.sf(i) {
+				continue
+			}
+			c, ok := pairIdx[[2]int{min(i, k), max(i, k)}]
+			if !ok || !in.combos[c].runnable(w) {
+				continue
+			}
+			cb := &in.combos[c]
+			score := cb.ra[w]/in.rate[cb.a][w] + cb.rb[w]/in.rate[cb.b][w]
+			if score > bestScore {
+				best, bestC, bestScore = k, c, score
+			}
+		}
+		if best < 0 {
+			return
+		}
+		partner[i], partner[best] = best, i
+		x[bestC][place[best]] = 1
+		place[i] = place[best]
 	}
 }
