@@ -8,15 +8,21 @@ import (
 	"github.com/gavelkit/gavel/table"
 )
 
-// Gavel's heterogeneity-aware max-min fairness on two jobs (gavel-reference
-// §9.2): the optimum equalizes normalized throughput at 48/31.
-func ExampleNew() {
+// exampleTable is gavel-reference §9.1's two job types, A = T0 and B = T1.
+func exampleTable() (*table.Table, table.JobType, table.JobType) {
 	t := table.New()
 	a, b := table.JobType{Model: "A", ScaleFactor: 1}, table.JobType{Model: "B", ScaleFactor: 1}
 	for w, r := range map[string][2]float64{"k80": {0.5, 1}, "p100": {1, 2}, "v100": {2, 3}} {
 		t.SetIsolated(w, a, r[0])
 		t.SetIsolated(w, b, r[1])
 	}
+	return t, a, b
+}
+
+// Gavel's heterogeneity-aware max-min fairness on two jobs (gavel-reference
+// §9.2): the optimum equalizes normalized throughput at 48/31.
+func ExampleNew() {
+	t, a, b := exampleTable()
 	pol, err := policy.New("max_min_fairness_perf")
 	if err != nil {
 		panic(err)
@@ -39,12 +45,7 @@ func ExampleNew() {
 // Makespan is one exact LP: both jobs finish in 200 s (Gavel's bisection
 // returns 206.8 s).
 func ExamplePolicy_Allocate() {
-	t := table.New()
-	a, b := table.JobType{Model: "A", ScaleFactor: 1}, table.JobType{Model: "B", ScaleFactor: 1}
-	for w, r := range map[string][2]float64{"k80": {0.5, 1}, "p100": {1, 2}, "v100": {2, 3}} {
-		t.SetIsolated(w, a, r[0])
-		t.SetIsolated(w, b, r[1])
-	}
+	t, a, b := exampleTable()
 	pol, _ := policy.New("min_total_duration_perf")
 	alloc, err := pol.Allocate(context.Background(), &policy.Problem{
 		Table:   t,
