@@ -357,3 +357,41 @@ func TestGavelName(t *testing.T) {
 		}
 	}
 }
+
+// methodRecorder records the LP method of every solve and fails it: only
+// the choice is under test.
+type methodRecorder struct{ methods *[]lp.Method }
+
+func (r methodRecorder) Solve(_ context.Context, _ *lp.Model, o lp.Options) (*lp.Result, error) {
+	*r.methods = append(*r.methods, o.Method)
+	return nil, &lp.StatusError{Status: lp.Numerical, Detail: "recorded"}
+}
+
+// Automatic method choice on wide packed LPs (128 jobs, about 23,000
+// columns), as measured in benchmarks/policy/RESULTS.md: barrier for the
+// max-min-shaped LPs whose job rows are tight at the optimum (LAS, water
+// filling, FTF: 1.4-5x faster than dual), dual simplex for makespan and
+// throughput sums (dual 8-28x faster on makespan, 2x on cost), and dual
+// for narrow LPs.
+func TestAutoMethod(t *testing.T) {
+	tb := table.Default()
+	types := tb.JobTypesWithScaleFactor(1)
+	wide := &Problem{Table: tb, Cluster: Cluster{"k80": 36, "p100": 36, "v100": 36}, Prices: Prices{"k80": 1, "p100": 2, "v100": 3}}
+	for i := 0; i < 128; i++ {
+		wide.Jobs = append(wide.Jobs, Job{ID: fmt.Sprintf("j%03d", i), Type: types[(i*7)%len(types)], TotalSteps: 1000})
+	}
+	for _, tc := range []struct {
+		name string
+		want lp.Method
+	}{
+		{"max_min_fairness_packed", lp.Barrier}, {"max_min_fairness_water_filling_packed", lp.Barrier},
+		{"finish_time_fairness_packed", lp.Barrier}, {"min_total_duration_packed", lp.Dual},
+		{"max_sum_throughput_normalized_by_cost_packed_SLOs", lp.Dual}, {"max_min_fairness_perf", lp.Dual},
+	} {
+		var got []lp.Method
+		pol := mustNew(t, tc.name, WithSolver(methodRecorder{&got}))
+		if _, err := pol.Allocate(context.Background(), wide); err == nil || len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: methods %v (err %v), want %v", tc.name, got, err, tc.want)
+		}
+	}
+}

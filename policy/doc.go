@@ -22,7 +22,8 @@
 // job's partners for large job counts.
 //
 // The LPs are solved exactly with COIN-OR CLP through policy/lp (dual
-// simplex, or presolve plus barrier for large packed LPs; tolerances 1e-9).
+// simplex, or presolve plus barrier for wide packed max-min LPs, see
+// MethodAuto; tolerances 1e-9).
 // Differences from Gavel, each deliberate (gavel-reference §11): makespan is
 // one LP instead of a 5% bisection; packed LPs are correct with mixed scale
 // factors; nothing is allocated where a job's isolated rate is 0 or where a

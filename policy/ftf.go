@@ -113,6 +113,7 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 	converged := false
 	for k := 0; k < ftfMaxIter && !converged; k++ {
 		b := in.newBuilder(lp.Minimize)
+		b.tightRows = true
 		z := b.m.AddCol(-lp.Inf, lp.Inf, 1)
 		for _, i := range active {
 			j := in.jobs[i]

@@ -41,6 +41,7 @@ func maxMinFairness(md mode) allocator {
 		}
 		rate, prop := in.lasView(md)
 		b := in.newBuilder(lp.Maximize)
+		b.tightRows = true
 		t := b.m.AddCol(0, lp.Inf, 1)
 		for i := range in.jobs {
 			idx, val := b.expr(i, rate, in.sf(i)/(in.weight[i]*prop[i]))

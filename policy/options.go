@@ -37,13 +37,30 @@ func (o *options) defaults() {
 // Method selects the LP algorithm.
 type Method int
 
-// LP methods. MethodAuto picks barrier with presolve for packed LPs (many
-// columns, few rows) and dual simplex for the rest.
+// LP methods. MethodAuto picks barrier with presolve for wide packed LPs
+// (over 20,000 columns) of max-min shape (LAS, water filling, finish-time
+// fairness) and dual simplex for the rest, including makespan and
+// throughput sums, where dual is faster at every size measured
+// (benchmarks/policy/RESULTS.md).
 const (
 	MethodAuto Method = iota
 	MethodDual
 	MethodBarrier
+	MethodSprint
 )
+
+// String returns the method's name as ParseMethod reads it.
+func (m Method) String() string {
+	switch m {
+	case MethodDual:
+		return "dual"
+	case MethodBarrier:
+		return "barrier"
+	case MethodSprint:
+		return "sprint"
+	}
+	return "auto"
+}
 
 // WithSeed sets the seed of randomized policies (gandiva).
 func WithSeed(seed int64) Option { return func(o *options) { o.seed = seed } }

@@ -46,6 +46,7 @@ func waterFilling(md mode) allocator {
 			// Level LP: the largest common rise c of the active jobs, each at
 			// speed w_i/sf_i, with every job kept at or above its level.
 			b := in.newBuilder(lp.Maximize)
+			b.tightRows = true
 			c := b.m.AddCol(0, lp.Inf, 1)
 			var active []int
 			for i := range in.jobs {
@@ -112,6 +113,7 @@ func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStat
 	}
 	for len(u) > 0 {
 		b := in.newBuilder(lp.Maximize)
+		b.tightRows = true
 		y := map[int]int{}
 		for i := range in.jobs {
 			idx, val := b.expr(i, rate, 1/prop[i])

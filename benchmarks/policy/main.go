@@ -29,12 +29,13 @@ import (
 func main() {
 	ns := flag.String("n", "32,64,128", "job counts")
 	ks := flag.String("k", "0,8", "partner caps for packed policies (0 = all pairs)")
+	methods := flag.String("methods", "auto", "LP methods to compare: auto, dual, barrier, sprint")
 	pols := flag.String("policies", "max_min_fairness_perf,max_min_fairness_packed,max_min_fairness_water_filling_perf,min_total_duration_packed", "policies")
 	flag.Parse()
 	tb := table.Default()
 	types := tb.JobTypesWithScaleFactor(1)
 	out := tablewriter.NewTable(os.Stdout, tablewriter.WithHeaderAutoFormat(tw.Off))
-	out.Header("policy", "jobs", "max partners", "LPs", "rows", "columns", "seconds", "objective", "heap MiB")
+	out.Header("policy", "method", "jobs", "max partners", "LPs", "rows", "columns", "seconds", "objective", "heap MiB")
 	for _, nStr := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(nStr)
 		if err != nil {
@@ -42,7 +43,8 @@ func main() {
 			os.Exit(2)
 		}
 		per := max(4, (36*n+64)/128)
-		p := &policy.Problem{Table: tb, Cluster: policy.Cluster{"k80": per, "p100": per, "v100": per}}
+		p := &policy.Problem{Table: tb, Cluster: policy.Cluster{"k80": per, "p100": per, "v100": per},
+			Prices: policy.Prices{"k80": 0.45, "p100": 1.46, "v100": 2.48}} // AWS on-demand prices, for the cost policies
 		for i := 0; i < n; i++ {
 			p.Jobs = append(p.Jobs, policy.Job{ID: fmt.Sprintf("j%04d", i), Type: types[(i*7)%len(types)], TotalSteps: float64(1000 * (1 + i%5))})
 		}
@@ -52,26 +54,43 @@ func main() {
 				caps = strings.Split(*ks, ",")
 			}
 			for _, kStr := range caps {
-				k, _ := strconv.Atoi(kStr)
-				pol, err := policy.New(name, policy.WithMaxPartners(k))
-				if err != nil {
-					fmt.Fprintln(os.Stderr, err)
-					os.Exit(2)
+				for _, mStr := range strings.Split(*methods, ",") {
+					k, _ := strconv.Atoi(kStr)
+					method, ok := map[string]policy.Method{"auto": policy.MethodAuto, "dual": policy.MethodDual,
+						"barrier": policy.MethodBarrier, "sprint": policy.MethodSprint}[mStr]
+					if !ok {
+						fmt.Fprintln(os.Stderr, "bad -methods:", mStr)
+						os.Exit(2)
+					}
+					row, err := measure(p, name, k, method)
+					if err != nil {
+						fmt.Fprintln(os.Stderr, name, n, err)
+						os.Exit(1)
+					}
+					_ = out.Append(append([]string{name, mStr, strconv.Itoa(n), kStr}, row...))
 				}
-				runtime.GC()
-				t0 := time.Now()
-				a, err := pol.Allocate(context.Background(), p)
-				if err != nil {
-					fmt.Fprintln(os.Stderr, name, n, err)
-					os.Exit(1)
-				}
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				_ = out.Append([]string{name, strconv.Itoa(n), kStr, strconv.Itoa(a.Stats.LPs), strconv.Itoa(a.Stats.Rows),
-					strconv.Itoa(a.Stats.Cols), fmt.Sprintf("%.3f", time.Since(t0).Seconds()), fmt.Sprintf("%.6f", a.Objective),
-					fmt.Sprintf("%.1f", float64(ms.HeapAlloc)/(1<<20))})
 			}
 		}
 	}
 	_ = out.Render()
+}
+
+// measure allocates p once and returns the LP count, size, wall time,
+// objective and heap in use.
+func measure(p *policy.Problem, name string, k int, method policy.Method) ([]string, error) {
+	pol, err := policy.New(name, policy.WithMaxPartners(k), policy.WithMethod(method))
+	if err != nil {
+		return nil, err
+	}
+	runtime.GC()
+	t0 := time.Now()
+	a, err := pol.Allocate(context.Background(), p)
+	if err != nil {
+		return nil, err
+	}
+	sec := time.Since(t0).Seconds()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return []string{strconv.Itoa(a.Stats.LPs), strconv.Itoa(a.Stats.Rows), strconv.Itoa(a.Stats.Cols),
+		fmt.Sprintf("%.3f", sec), fmt.Sprintf("%.6f", a.Objective), fmt.Sprintf("%.1f", float64(ms.HeapAlloc)/(1<<20))}, nil
 }
