@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,7 +134,10 @@ func startProc(c Command, env []string, job int, events chan<- event) (*proc, er
 	return p, nil
 }
 
-// lookPath resolves argv0 with the job's PATH, not the profiler's.
+// lookPath resolves argv0 with the job's PATH, not the profiler's. Like os/exec (ErrDot), it
+// never finds a bare name in the working directory through an empty or relative PATH entry
+// (or a missing PATH): a "python3" dropped into the directory must not run instead of the
+// real one. Write ./name to run a program from there.
 func lookPath(argv0 string, env []string) (string, error) {
 	if strings.Contains(argv0, "/") {
 		return argv0, nil
@@ -145,10 +149,10 @@ func lookPath(argv0 string, env []string) (string, error) {
 		}
 	}
 	for _, dir := range strings.Split(path, ":") {
-		if dir == "" {
-			dir = "."
+		if !filepath.IsAbs(dir) {
+			continue
 		}
-		f := dir + "/" + argv0
+		f := filepath.Join(dir, argv0)
 		if st, err := os.Stat(f); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return f, nil
 		}
