@@ -63,14 +63,16 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": []}`, "jobs file: no jobs"},
 		{`{"jobs": [{"type": "A", "total_steps": 1}]}`, "jobs file: jobs[0]: missing id"},
 		{`{"jobs": [{"id": "a", "type": "A", "weight": -1}]}`, `jobs file: jobs[0] (id "a"): weight -1`},
-		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "a", "type": "A"}]}`, `jobs[1] (id "a"): duplicate id`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "a", "type": "A"}]}`, `jobs[1] (id "a"): duplicate id`},
+		// cli-contract.md: total_steps is not optional; 0 would read as "finished".
+		{`{"jobs": [{"id": "a", "type": "A"}]}`, `jobs[0] (id "a"): missing total_steps`},
 		{`{"jobs": [{"id": "a", "type": "A", "scale_factor": 0}]}`, `jobs[0] (id "a"): scale_factor 0`},
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "steps_done": 2}]}`, `jobs[0] (id "a"): steps_done 2 exceeds`},
 		{`{"entities": {"e": {"weight": 1}}, "jobs": [{"id": "a", "type": "A", "entity": "f"}]}`, `jobs[0] (id "a"): entity "f"`},
 		{`{"entities": {"e": {"weight": 1, "policy": "lifo"}}, "jobs": [{"id": "a", "type": "A"}]}`, `entity "e": policy "lifo"`},
-		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): json: unknown field "color"`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): json: unknown field "color"`},
 		// A wrongly typed field names the entry, not only the Go struct.
-		{`{"jobs": [{"id": "a", "type": "A"}, {"id": "b", "type": "A", "total_steps": "many"}]}`, `jobs[1] (id "b"): json: cannot unmarshal string`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "total_steps": "many"}]}`, `jobs[1] (id "b"): json: cannot unmarshal string`},
 		{"{\"jobs\": [\n{\"id\": \"a\",, }]}", "jobs file: line 2, column 12: invalid character ','"},
 	} {
 		_, err := ReadJobs(strings.NewReader(tc.in))

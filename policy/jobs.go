@@ -37,8 +37,9 @@ type jsonJobsFile struct {
 	Jobs     []jsonJob         `json:"jobs"`
 }
 
-// ReadJobs reads a jobs file and checks every entry: ids present and unique,
-// scale factor ≥ 1, finite non-negative numbers, steps_done ≤ total_steps,
+// ReadJobs reads a jobs file and checks every entry: id, type and
+// total_steps present (scale_factor defaults to 1, weight to 1), ids
+// unique, scale factor ≥ 1, finite non-negative numbers, steps_done ≤ total_steps,
 // entities known with a positive weight and policy "fairness" or "fifo".
 // Errors name the entry: jobs[i] (its position in the file) and its id.
 func ReadJobs(r io.Reader) (*JobsFile, error) { return readJobs(r, "jobs file") }
@@ -183,10 +184,10 @@ func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bo
 			return Job{}, fmt.Errorf("entity %q is not in entities", j.Entity)
 		}
 	}
-	total := 0.0
-	if j.TotalSteps != nil {
-		total = *j.TotalSteps
+	if j.TotalSteps == nil {
+		return Job{}, errors.New("missing total_steps (the job's length in steps)")
 	}
+	total := *j.TotalSteps
 	for _, f := range []struct {
 		name string
 		v    float64
