@@ -303,3 +303,44 @@ func TestRunInterrupt(t *testing.T) {
 		t.Fatalf("sidecar after interrupt: %v, %+v", err, side)
 	}
 }
+
+// TestRunPairsAfterFailedIsolated: when a job's isolated measurement fails, its pairs are
+// recorded failed at once instead of measuring the job alone again before each of them.
+func TestRunPairsAfterFailedIsolated(t *testing.T) {
+	model, silent := jt("model"), jt("silent")
+	r := newRunner(t, 1, map[table.JobType]Command{
+		model:  workload("-rate", "200"),
+		silent: workload("-rate", "200", "-fault", "silent"),
+	})
+	r.Settings.StartupTimeout = time.Second
+	recs, err := r.Run(context.Background(), []Task{
+		{WorkerType: "cpu", Job: model}, {WorkerType: "cpu", Job: silent},
+		{WorkerType: "cpu", Job: model, Partner: silent}, {WorkerType: "cpu", Job: silent, Partner: silent},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iso := findRecord(recs, "isolated", "silent", ""); iso == nil || iso.Status != StatusFailed {
+		t.Fatalf("isolated record of the silent job = %+v, want failed", iso)
+	}
+	if n := len(recs); n != 4 {
+		t.Errorf("%d records, want 4 (no re-measurement of the failed job): %+v", n, recs)
+	}
+	for _, p := range []string{"model", "silent"} {
+		rec := findRecord(recs, "pair", p, "silent")
+		if rec == nil || rec.Status != StatusFailed || rec.TotalSeconds != 0 ||
+			!strings.Contains(rec.Reason, "isolated measurement of silent failed") {
+			t.Errorf("pair %s+silent = %+v, want failed without running", p, rec)
+		}
+	}
+	// A rerun retries the failed measurements.
+	var todo int
+	r.OnPlanned = func(n, _ int) { todo = n }
+	r.Settings.StartupTimeout = 300 * time.Millisecond
+	if _, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: silent}, {WorkerType: "cpu", Job: model, Partner: silent}}); err != nil {
+		t.Fatal(err)
+	}
+	if todo != 2 {
+		t.Errorf("rerun plans %d measurements, want the 2 failed ones", todo)
+	}
+}

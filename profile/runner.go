@@ -66,6 +66,10 @@ type runState struct {
 	table  map[isoKey]float64 // isolated rates in the table (0 = cannot run)
 	recent map[isoKey]recentIso
 	peak   map[isoKey]uint64
+	// failed holds why a job's isolated measurement failed in this run: its pairs are not run,
+	// since they would start by measuring it alone again (a job that never reports would
+	// waste the start-up timeout once per pair). A rerun retries them.
+	failed map[isoKey]string
 }
 
 // Run measures tasks, skipping those the table already holds, and returns the records written.
@@ -104,7 +108,8 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 	for _, g := range r.GPUs {
 		byType[g.WorkerType] = append(byType[g.WorkerType], g)
 	}
-	st := &runState{table: map[isoKey]float64{}, recent: map[isoKey]recentIso{}, peak: map[isoKey]uint64{}}
+	st := &runState{table: map[isoKey]float64{}, recent: map[isoKey]recentIso{}, peak: map[isoKey]uint64{},
+		failed: map[isoKey]string{}}
 	var todo []Task
 	var early []Record // decided without running
 	for _, t := range tasks {
@@ -387,6 +392,12 @@ func (r *Runner) precheck(t Task, gpus []GPU, st *runState, sharing Sharing) (Re
 				Reason: fmt.Sprintf("%s cannot run alone on %s (isolated rate 0)", j.Model, t.WorkerType)}, gpus), false
 		}
 	}
+	for _, j := range []table.JobType{t.Job, t.Partner} {
+		if why, ok := st.failed[isoKey{t.WorkerType, j}]; ok {
+			return r.record(t, Record{Status: StatusFailed, Kind: "pair", Sharing: sharing,
+				Reason: fmt.Sprintf("not run: the isolated measurement of %s failed in this run (%s)", j.Model, why)}, gpus), false
+		}
+	}
 	pa, pb := st.peak[isoKey{t.WorkerType, t.Job}], st.peak[isoKey{t.WorkerType, t.Partner}]
 	total := uint64(0)
 	for _, g := range gpus {
@@ -431,6 +442,10 @@ func (r *Runner) measureIsolated(ctx context.Context, w string, j table.JobType,
 	} else if out.Status == StatusInfeasible {
 		st.mu.Lock()
 		st.table[isoKey{w, j}] = 0
+		st.mu.Unlock()
+	} else if ctx.Err() == nil {
+		st.mu.Lock()
+		st.failed[isoKey{w, j}] = out.Reason
 		st.mu.Unlock()
 	}
 	return r.record(Task{WorkerType: w, Job: j}, rec, gpus)
