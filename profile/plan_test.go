@@ -338,3 +338,25 @@ func TestRunTableLock(t *testing.T) {
 		t.Errorf("lock not released: %v", err)
 	}
 }
+
+// TestRunTimeSlicingRefusesRunningMPS: CUDA jobs join an MPS daemon listening in the default
+// pipe directory by themselves, so time-slicing pairs cannot be measured while one runs.
+func TestRunTimeSlicingRefusesRunningMPS(t *testing.T) {
+	sys := t.TempDir()
+	if err := os.WriteFile(filepath.Join(sys, "control"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := jt("a")
+	r := newRunner(t, 1, map[table.JobType]Command{a: workload("-rate", "200")})
+	r.GPUs = []GPU{{Index: 0, UUID: "GPU-t", WorkerType: "fake", ComputeMode: "default"}}
+	r.MPSPipeDir = sys
+	tasks := []Task{{WorkerType: "fake", Job: a}, {WorkerType: "fake", Job: a, Partner: a}}
+	recs, err := r.Run(context.Background(), tasks)
+	if !errors.Is(err, ErrMPSRunning) || !strings.Contains(err.Error(), sys) || len(recs) != 0 {
+		t.Fatalf("Run = %+v, %v; want ErrMPSRunning naming %s and nothing measured", recs, err, sys)
+	}
+	// Isolated rates alone do not share the GPU.
+	if recs, err := r.Run(context.Background(), tasks[:1]); err != nil || len(recs) != 1 || recs[0].Status != StatusOK {
+		t.Errorf("isolated only: %+v, %v", recs, err)
+	}
+}

@@ -136,6 +136,9 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 		}
 		todo = append(todo, t)
 	}
+	if err := r.checkNoStrayMPS(sharing, todo, byType); err != nil {
+		return nil, err
+	}
 	if r.OnPlanned != nil {
 		r.OnPlanned(len(todo)+len(early), len(tasks)-len(todo)-len(early))
 	}
@@ -187,6 +190,29 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 		return written, err
 	}
 	return written, context.Cause(ctx)
+}
+
+// ErrMPSRunning is returned when pairs are to share a GPU by time-slicing while an MPS control
+// daemon listens where CUDA looks by default.
+var ErrMPSRunning = errors.New("an MPS control daemon is running")
+
+// checkNoStrayMPS refuses to measure GPU pairs under time-slicing while an MPS control daemon
+// listens in the default pipe directory: CUDA jobs connect to it on their own, so the pairs
+// would share the GPU through MPS and be recorded as time-slicing.
+func (r *Runner) checkNoStrayMPS(sharing Sharing, todo []Task, byType map[string][]GPU) error {
+	if sharing != TimeSlicing {
+		return nil
+	}
+	pipeDir := r.MPSPipeDir
+	if pipeDir == "" {
+		pipeDir = DefaultMPSPipeDir
+	}
+	for _, t := range todo {
+		if gpus := byType[t.WorkerType]; t.IsPair() && len(gpus) > 0 && !gpus[0].CPU && running(pipeDir) {
+			return fmt.Errorf("%w in %s: pairs would share the GPU through MPS, not by time-slicing; measure with MPS sharing, or quit the daemon", ErrMPSRunning, pipeDir)
+		}
+	}
+	return nil
 }
 
 func kindOf(t Task) string {

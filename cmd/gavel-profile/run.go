@@ -320,6 +320,9 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 		if errors.Is(runErr, profile.ErrSharingMismatch) {
 			return cli.UsageError("%v (--force-sharing)", runErr)
 		}
+		if errors.Is(runErr, profile.ErrMPSRunning) {
+			return fmt.Errorf("%w (--sharing mps uses it)", runErr)
+		}
 		return runErr
 	}
 	if err := printRecords(io, opts, r, recs, skipped); err != nil {
