@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/gavelkit/gavel/table"
@@ -86,10 +87,36 @@ func newInstance(p *Problem) (*instance, error) {
 		return nil, inputErr("no throughput table")
 	}
 	in := &instance{p: p, idx: map[string]int{}}
-	for _, w := range p.Cluster.WorkerTypes() {
-		n := p.Cluster[w]
+	if err := in.setCluster(p.Cluster); err != nil {
+		return nil, err
+	}
+	for i, j := range p.Jobs {
+		if j.ID == "" {
+			return nil, inputErr("job %d (in the order given): empty id", i)
+		}
+	}
+	// Jobs in id order make the LP, and so the result, independent of the
+	// order the caller gives them in.
+	in.jobs = append([]Job(nil), p.Jobs...)
+	sort.SliceStable(in.jobs, func(a, b int) bool { return in.jobs[a].ID < in.jobs[b].ID })
+	for i, j := range in.jobs {
+		if err := in.addJob(i, j); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkJobEntities(in.jobs, p.Entities); err != nil {
+		return nil, err
+	}
+	in.iso = in.isolated(in.rate)
+	return in, nil
+}
+
+// setCluster keeps the worker types that have GPUs, in name order.
+func (in *instance) setCluster(c Cluster) error {
+	for _, w := range c.WorkerTypes() {
+		n := c[w]
 		if n < 0 {
-			return nil, inputErr("cluster: worker type %q: negative count %d", w, n)
+			return inputErr("cluster: worker type %q: negative count %d", w, n)
 		}
 		if n > 0 {
 			in.workers = append(in.workers, w)
@@ -98,90 +125,98 @@ func newInstance(p *Problem) (*instance, error) {
 		}
 	}
 	if len(in.workers) == 0 {
-		return nil, inputErr("cluster is empty: no worker type has GPUs")
+		return inputErr("cluster is empty: no worker type has GPUs")
 	}
-	for i, j := range p.Jobs {
-		if j.ID == "" {
-			return nil, inputErr("job %d (in the order given): empty id", i)
+	return nil
+}
+
+// addJob validates job j, the i-th in id order, and adds its single.
+func (in *instance) addJob(i int, j Job) error {
+	if _, dup := in.idx[j.ID]; dup {
+		return jobErr(j.ID, "duplicate id")
+	}
+	in.idx[j.ID] = i
+	if j.Weight < 0 || math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) {
+		return jobErr(j.ID, "weight %v must be positive (0 means 1)", j.Weight)
+	}
+	if j.Type.ScaleFactor < 1 {
+		return jobErr(j.ID, "scale factor %d must be at least 1", j.Type.ScaleFactor)
+	}
+	if !slices.ContainsFunc(in.cap, func(n float64) bool { return n >= float64(j.Type.ScaleFactor) }) {
+		return jobErr(j.ID, "scale factor %d exceeds the GPUs of every worker type (cluster %s)", j.Type.ScaleFactor, in.p.Cluster)
+	}
+	if !in.p.Table.HasJobType(j.Type) {
+		return jobErr(j.ID, "job type %s is not in the throughput table", j.Type)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"total steps", j.TotalSteps}, {"steps done", j.StepsDone}, {"time run", j.TimeRun}, {"arrival", j.Arrival}, {"SLO", j.SLO}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return jobErr(j.ID, "%s %v must be finite and non-negative", f.name, f.v)
 		}
 	}
-	in.jobs = append([]Job(nil), p.Jobs...)
-	sort.SliceStable(in.jobs, func(a, b int) bool { return in.jobs[a].ID < in.jobs[b].ID })
-	maxCap := 0.0
-	for _, c := range in.cap {
-		maxCap = math.Max(maxCap, c)
+	row, raw, err := in.rates(j)
+	if err != nil {
+		return err
 	}
-	for i, j := range in.jobs {
-		if _, dup := in.idx[j.ID]; dup {
-			return nil, jobErr(j.ID, "duplicate id")
+	in.rate = append(in.rate, row)
+	in.prop = append(in.prop, in.proportionalRow(raw))
+	in.weight = append(in.weight, j.EffectiveWeight())
+	in.combos = append(in.combos, combo{a: i, b: -1, sf: j.Type.ScaleFactor, ra: row})
+	in.byJob = append(in.byJob, []int{i})
+	return nil
+}
+
+// rates returns j's isolated rate per worker type as the table gives it
+// (raw) and as the job can use it (row: 0 where the type has fewer GPUs
+// than its scale factor, so it can never get sf GPUs of it at once).
+func (in *instance) rates(j Job) (row, raw []float64, err error) {
+	row = make([]float64, len(in.workers))
+	raw = make([]float64, len(in.workers))
+	runs := false
+	for w, wt := range in.workers {
+		r, ok := in.p.Table.Isolated(wt, j.Type)
+		if !ok {
+			return nil, nil, jobErr(j.ID, "job type %s has no isolated rate on worker type %q in the table", j.Type, wt)
 		}
-		in.idx[j.ID] = i
-		if j.Weight < 0 || math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) {
-			return nil, jobErr(j.ID, "weight %v must be positive", j.Weight)
+		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+			return nil, nil, jobErr(j.ID, "job type %s: bad rate %v on worker type %q", j.Type, r, wt)
 		}
-		if j.Type.ScaleFactor < 1 {
-			return nil, jobErr(j.ID, "scale factor %d must be at least 1", j.Type.ScaleFactor)
-		}
-		if float64(j.Type.ScaleFactor) > maxCap {
-			return nil, jobErr(j.ID, "scale factor %d exceeds the GPUs of every worker type (cluster %s)", j.Type.ScaleFactor, p.Cluster)
-		}
-		if !p.Table.HasJobType(j.Type) {
-			return nil, jobErr(j.ID, "job type %s is not in the throughput table", j.Type)
-		}
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"total steps", j.TotalSteps}, {"steps done", j.StepsDone}, {"time run", j.TimeRun}, {"arrival", j.Arrival}, {"SLO", j.SLO}} {
-			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-				return nil, jobErr(j.ID, "%s %v must be finite and non-negative", f.name, f.v)
-			}
-		}
-		row := make([]float64, len(in.workers))
-		raw := make([]float64, len(in.workers))
-		any := false
-		for w, wt := range in.workers {
-			r, ok := p.Table.Isolated(wt, j.Type)
-			if !ok {
-				return nil, jobErr(j.ID, "job type %s has no isolated rate on worker type %q in the table", j.Type, wt)
-			}
-			if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-				return nil, jobErr(j.ID, "job type %s: bad rate %v on worker type %q", j.Type, r, wt)
-			}
-			raw[w] = r
-			if float64(j.Type.ScaleFactor) > in.cap[w] {
-				r = 0 // can never get sf GPUs of this type at once
-			}
+		raw[w] = r
+		if float64(j.Type.ScaleFactor) <= in.cap[w] {
 			row[w] = r
-			any = any || r > 0
 		}
-		if !any {
-			return nil, jobErr(j.ID, "job type %s cannot run on any worker type of cluster %s (rate 0 or too few GPUs)", j.Type, p.Cluster)
-		}
-		in.rate = append(in.rate, row)
-		in.prop = append(in.prop, in.proportionalRow(raw))
-		in.weight = append(in.weight, j.EffectiveWeight())
-		in.combos = append(in.combos, combo{a: i, b: -1, sf: j.Type.ScaleFactor, ra: row})
-		in.byJob = append(in.byJob, []int{i})
+		runs = runs || row[w] > 0
 	}
-	if p.Entities != nil {
-		for _, j := range in.jobs {
-			if j.Entity == "" {
-				continue
-			}
-			e, ok := p.Entities[j.Entity]
-			if !ok {
-				return nil, jobErr(j.ID, "entity %q is not defined", j.Entity)
-			}
-			if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
-				return nil, inputErr("entity %q: weight %v must be positive", j.Entity, e.Weight)
-			}
-			if e.Policy != "" && e.Policy != EntityFairness && e.Policy != EntityFIFO {
-				return nil, inputErr("entity %q: policy %q: want %q or %q", j.Entity, e.Policy, EntityFairness, EntityFIFO)
-			}
+	if !runs {
+		return nil, nil, jobErr(j.ID, "job type %s cannot run on any worker type of cluster %s (rate 0 or too few GPUs)", j.Type, in.p.Cluster)
+	}
+	return row, raw, nil
+}
+
+// checkJobEntities checks the entities the jobs name (when there are
+// entities at all: without them, jobs are their own entities).
+func checkJobEntities(jobs []Job, entities map[string]Entity) error {
+	if entities == nil {
+		return nil
+	}
+	for _, j := range jobs {
+		if j.Entity == "" {
+			continue
+		}
+		e, ok := entities[j.Entity]
+		if !ok {
+			return jobErr(j.ID, "entity %q is not defined", j.Entity)
+		}
+		if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
+			return inputErr("entity %q: weight %v must be positive", j.Entity, e.Weight)
+		}
+		if e.Policy != "" && e.Policy != EntityFairness && e.Policy != EntityFIFO {
+			return inputErr("entity %q: policy %q: want %q or %q", j.Entity, e.Policy, EntityFairness, EntityFIFO)
 		}
 	}
-	in.iso = in.isolated(in.rate)
-	return in, nil
+	return nil
 }
 
 func (in *instance) m() int           { return len(in.jobs) }
@@ -275,26 +310,25 @@ func (in *instance) referenceRates(ref string) ([][]float64, error) {
 	return out, nil
 }
 
-// addPairs adds a pair combination for every two jobs with equal scale
-// factors whose pair is measured (non-infeasible) with both rates positive
-// on some worker type; with maxPartners > 0 a pair is kept only if it is
-// among the top maxPartners partners (by best combined normalized rate) of
-// one of its members. Gavel pairs all same-sf jobs (§11.19).
-func (in *instance) addPairs(maxPartners int) {
+// pairRates is a job-type pair's rates per worker type, and its score:
+// the best summed normalized rate over worker types.
+type pairRates struct {
+	ra, rb []float64
+	score  float64
+	ok     bool // measured with both rates positive on some usable worker type
+}
+
+// pairLookup returns the pair rates of jobs a and b, cached by job type.
+func (in *instance) pairLookup() func(a, b int) *pairRates {
 	type key struct{ a, b table.JobType }
-	type rates struct {
-		ra, rb []float64
-		score  float64
-		ok     bool
-	}
-	cache := map[key]*rates{}
-	lookup := func(a, b int) *rates {
+	cache := map[key]*pairRates{}
+	return func(a, b int) *pairRates {
 		ta, tb := in.jobs[a].Type, in.jobs[b].Type
 		k := key{ta, tb}
 		if r, ok := cache[k]; ok {
 			return r
 		}
-		r := &rates{ra: make([]float64, in.nw()), rb: make([]float64, in.nw())}
+		r := &pairRates{ra: make([]float64, in.nw()), rb: make([]float64, in.nw())}
 		for w, wt := range in.workers {
 			if in.rate[a][w] == 0 || in.rate[b][w] == 0 {
 				continue
@@ -310,53 +344,19 @@ func (in *instance) addPairs(maxPartners int) {
 		cache[k] = r
 		return r
 	}
-	// Group jobs by scale factor: pairs exist only within a group (§11.2).
-	groups := map[int][]int{}
-	for i, j := range in.jobs {
-		groups[j.Type.ScaleFactor] = append(groups[j.Type.ScaleFactor], i)
-	}
-	sfs := make([]int, 0, len(groups))
-	for sf := range groups {
-		sfs = append(sfs, sf)
-	}
-	sort.Ints(sfs)
-	for _, sf := range sfs {
-		g := groups[sf]
+}
+
+// addPairs adds a pair combination for every two jobs with equal scale
+// factors whose pair is measured (non-infeasible) with both rates positive
+// on some worker type; with maxPartners > 0 a pair is kept only if it is
+// among the top maxPartners partners (by best combined normalized rate) of
+// one of its members. Gavel pairs all same-sf jobs (§11.19).
+func (in *instance) addPairs(maxPartners int) {
+	lookup := in.pairLookup()
+	for _, g := range in.sfGroups() {
 		var keep map[[2]int]bool
 		if maxPartners > 0 {
-			keep = map[[2]int]bool{}
-			for _, a := range g {
-				type cand struct {
-					b     int
-					score float64
-				}
-				var cs []cand
-				for _, b := range g {
-					if b == a {
-						continue
-					}
-					x, y := a, b
-					if y < x {
-						x, y = y, x
-					}
-					if r := lookup(x, y); r.ok {
-						cs = append(cs, cand{b, r.score})
-					}
-				}
-				sort.Slice(cs, func(i, j int) bool {
-					if cs[i].score != cs[j].score {
-						return cs[i].score > cs[j].score
-					}
-					return cs[i].b < cs[j].b
-				})
-				for k := 0; k < len(cs) && k < maxPartners; k++ {
-					x, y := a, cs[k].b
-					if y < x {
-						x, y = y, x
-					}
-					keep[[2]int{x, y}] = true
-				}
-			}
+			keep = in.topPartners(g, maxPartners, lookup)
 		}
 		for ai, a := range g {
 			for _, b := range g[ai+1:] {
@@ -368,12 +368,63 @@ func (in *instance) addPairs(maxPartners int) {
 					continue
 				}
 				c := len(in.combos)
-				in.combos = append(in.combos, combo{a: a, b: b, sf: sf, ra: r.ra, rb: r.rb})
+				in.combos = append(in.combos, combo{a: a, b: b, sf: in.jobs[a].Type.ScaleFactor, ra: r.ra, rb: r.rb})
 				in.byJob[a] = append(in.byJob[a], c)
 				in.byJob[b] = append(in.byJob[b], c)
 			}
 		}
 	}
+}
+
+// sfGroups returns the job indices grouped by scale factor (ascending),
+// each group in id order: pairs exist only within a group (§11.2).
+func (in *instance) sfGroups() [][]int {
+	groups := map[int][]int{}
+	for i, j := range in.jobs {
+		groups[j.Type.ScaleFactor] = append(groups[j.Type.ScaleFactor], i)
+	}
+	sfs := make([]int, 0, len(groups))
+	for sf := range groups {
+		sfs = append(sfs, sf)
+	}
+	sort.Ints(sfs)
+	out := make([][]int, len(sfs))
+	for k, sf := range sfs {
+		out[k] = groups[sf]
+	}
+	return out
+}
+
+// topPartners returns the pairs (smaller index first) of group g that are
+// among the k best-scoring partners of one of their members; ties go to
+// the partner earlier in id order.
+func (in *instance) topPartners(g []int, k int, lookup func(a, b int) *pairRates) map[[2]int]bool {
+	keep := map[[2]int]bool{}
+	type cand struct {
+		b     int
+		score float64
+	}
+	for _, a := range g {
+		var cs []cand
+		for _, b := range g {
+			if b == a {
+				continue
+			}
+			if r := lookup(min(a, b), max(a, b)); r.ok {
+				cs = append(cs, cand{b, r.score})
+			}
+		}
+		sort.Slice(cs, func(i, j int) bool {
+			if cs[i].score != cs[j].score {
+				return cs[i].score > cs[j].score
+			}
+			return cs[i].b < cs[j].b
+		})
+		for _, c := range cs[:min(k, len(cs))] {
+			keep[[2]int{min(a, c.b), max(a, c.b)}] = true
+		}
+	}
+	return keep
 }
 
 // key returns the Combination of combo c.
