@@ -133,6 +133,9 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 			return cli.UsageError("allocate: %v", err)
 		}
 		prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
+		if len(jf.Entities) > 0 && !strings.Contains(o.policy, "water_filling") {
+			fmt.Fprintf(streams.Err, "warning: %s: entities are used only by the water-filling policies; %s ignores them\n", o.jobs, o.policy)
+		}
 	}
 	a, err := pol.Allocate(ctx, prob)
 	if errors.Is(err, policy.ErrInput) {

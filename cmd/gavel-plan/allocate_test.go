@@ -163,10 +163,15 @@ func TestAllocateEntitiesFIFO(t *testing.T) {
 	jobs := writeFile(t, "jobs.json", `{"entities": {"e0": {"weight": 1, "policy": "fifo"}, "e1": {"weight": 2, "policy": "fairness"}},
  "jobs": [{"id": "0", "type": "A", "entity": "e0", "total_steps": 1}, {"id": "1", "type": "B", "entity": "e0", "total_steps": 1},
           {"id": "2", "type": "C", "entity": "e1", "total_steps": 1}]}`)
-	out, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_water_filling_perf", "--cluster", "k80=1,p100=1,v100=1",
+	out, stderr, err := runAllocateCmd(t, "--policy", "max_min_fairness_water_filling_perf", "--cluster", "k80=1,p100=1,v100=1",
 		"--table", tbl, "--jobs", jobs, "--json")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || stderr != "" {
+		t.Fatalf("%v %q", err, stderr)
+	}
+	// Other policies do not use entities, and say so.
+	if _, stderr, err := runAllocateCmd(t, "--policy", "max_min_fairness_perf", "--cluster", "k80=1,p100=1,v100=1",
+		"--table", tbl, "--jobs", jobs, "--json"); err != nil || !strings.Contains(stderr, "entities are used only by the water-filling policies") {
+		t.Fatalf("%v %q", err, stderr)
 	}
 	var got struct {
 		Normalized map[string]float64 `json:"normalized_throughput"`
