@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,30 +114,14 @@ func (f fakeGPUs) MemoryUsed(_ context.Context, index int) (uint64, error) {
 // workloadMemory returns the -mem of the live workload processes on device index, by pid.
 func workloadMemory(index int) map[int]uint64 {
 	m := map[int]uint64{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for pid, args := range workloadProcs() {
+		environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil || !slices.Contains(strings.Split(string(environ), "\x00"), "GAVEL_DEVICE="+strconv.Itoa(index)) {
 			continue
 		}
-		cmdline, err1 := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		environ, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if args[0] != workloadBin {
-			continue
-		}
-		onDevice := false
-		for _, kv := range strings.Split(string(environ), "\x00") {
-			onDevice = onDevice || kv == "GAVEL_DEVICE="+strconv.Itoa(index)
-		}
-		for i, a := range args {
-			if a == "-mem" && i+1 < len(args) && onDevice {
-				mb, _ := strconv.Atoi(args[i+1])
-				m[pid] = uint64(mb) << 20
-			}
+		if i := slices.Index(args, "-mem"); i >= 0 && i+1 < len(args) {
+			mb, _ := strconv.Atoi(args[i+1])
+			m[pid] = uint64(mb) << 20
 		}
 	}
 	return m

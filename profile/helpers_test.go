@@ -88,9 +88,9 @@ func within(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-// leftovers lists the live processes running the test workload.
-func leftovers() []string {
-	var out []string
+// workloadProcs returns the live processes running the test workload: pid → argv.
+func workloadProcs() map[int][]string {
+	procs := map[int][]string{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -102,13 +102,22 @@ func leftovers() []string {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if args[0] == workloadBin {
-			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-			if strings.Contains(string(st), ") Z ") {
-				continue // zombie, already dead
-			}
-			out = append(out, fmt.Sprintf("%d %v", pid, args))
+		if args[0] != workloadBin {
+			continue
 		}
+		if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(st), ") Z ") {
+			continue // zombie, already dead
+		}
+		procs[pid] = args
+	}
+	return procs
+}
+
+// leftovers lists the live processes running the test workload.
+func leftovers() []string {
+	var out []string
+	for pid, args := range workloadProcs() {
+		out = append(out, fmt.Sprintf("%d %v", pid, args))
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -92,13 +91,8 @@ func ReadReferences(r io.Reader, file string) (*References, error) {
 
 // ProfileCommand returns the reference's command.
 func (r Reference) ProfileCommand() Command {
-	keys := make([]string, 0, len(r.Env))
-	for k := range r.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	env := make([]string, 0, len(keys))
-	for _, k := range keys {
+	env := make([]string, 0, len(r.Env))
+	for _, k := range sortedKeys(r.Env) {
 		env = append(env, k+"="+r.Env[k])
 	}
 	pf, _ := ParseProgressFormat(r.ProgressRegex) // checked when read
@@ -136,3 +130,4 @@ func LoadSuggestions(path string) ([]Suggestion, error) {
 	}
 	return s.Measurements, nil
 }
+
