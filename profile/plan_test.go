@@ -360,3 +360,22 @@ func TestRunTimeSlicingRefusesRunningMPS(t *testing.T) {
 		t.Errorf("isolated only: %+v, %v", recs, err)
 	}
 }
+
+func TestRunReadStrictJSON(t *testing.T) {
+	refs := `{"references": [{"name": "a", "command": ["x"]}]}`
+	side := `{"version": 1, "measurements": []}`
+	if _, err := ReadReferences(strings.NewReader(refs), "refs.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readSidecar(strings.NewReader(side), "side.json"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{" {}", " x", `{"references": []}`} {
+		if _, err := ReadReferences(strings.NewReader(refs+bad), "refs.json"); err == nil || !strings.Contains(err.Error(), "refs.json") {
+			t.Errorf("references followed by %q: error %v", bad, err)
+		}
+		if _, err := readSidecar(strings.NewReader(side+bad), "side.json"); err == nil || !strings.Contains(err.Error(), "side.json") {
+			t.Errorf("sidecar followed by %q: error %v", bad, err)
+		}
+	}
+}

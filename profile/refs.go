@@ -48,9 +48,7 @@ func LoadReferences(path string) (*References, error) {
 // ReadReferences reads a references file; file names it in errors.
 func ReadReferences(r io.Reader, file string) (*References, error) {
 	var refs References
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&refs); err != nil {
+	if err := decodeStrict(r, &refs); err != nil {
 		return nil, fmt.Errorf("references %s: %w", file, err)
 	}
 	seen := map[string]bool{}
@@ -131,3 +129,16 @@ func LoadSuggestions(path string) ([]Suggestion, error) {
 	return s.Measurements, nil
 }
 
+// decodeStrict reads exactly one JSON value into v. Unknown fields and data after the value
+// are errors: a misspelt option or two files pasted together must not be half read.
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON object")
+	}
+	return nil
+}

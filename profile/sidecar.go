@@ -105,9 +105,7 @@ func LoadSidecar(path string) (*Sidecar, error) {
 
 func readSidecar(r io.Reader, path string) (*Sidecar, error) {
 	var s Sidecar
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := decodeStrict(r, &s); err != nil {
 		return nil, fmt.Errorf("sidecar %s: %w", path, err)
 	}
 	if s.Version != 1 {
