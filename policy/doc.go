@@ -38,15 +38,18 @@
 // Normalized throughput (Allocation.Normalized) is effective throughput
 // divided by the job's equal-share rate (Allocation.EqualShare): its rate
 // with 1/m of every worker type's GPUs, at most full time,
-// Σ_w T_w·n_w / max(m·sf, N) over the worker types it can run on (Gavel's
-// isolated throughput, §2.4). 1 means "as fast as an equal split".
+// Σ_w T_w·n_w / max(m·sf, N_i) over the worker types it can run on (N_i
+// GPUs of them), which is what the isolated policy gives it. 1 means "as
+// fast as an equal split". (Gavel's isolated throughput, §2.4, divides by
+// max(m·sf, N), counting GPUs the job cannot use; finish-time fairness
+// keeps it as its reference.)
 //
 // The max-min objectives (LAS and water filling) normalize as Gavel does, by
 // the proportional rate prop = Σ_w T_w·n_w / N from the table (the job's
 // rate on an average GPU, full time; 1 in the agnostic view): each job's
 // term is sf·eff/(w·prop) and the objective is the smallest term. With
-// more GPU demand than GPUs (m·sf > N) the two differ by a constant per
-// job: normalized = term·w·m/N. Allocation.Terms holds the per-job terms
+// more GPU demand than GPUs (m·sf ≥ N) the two differ by a constant per
+// job that can run on every worker type: normalized = term·w·m/N. Allocation.Terms holds the per-job terms
 // of the min-max and max-min policies and Allocation.ObjectiveMeaning says
 // what the objective measures.
 package policy

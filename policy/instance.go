@@ -76,7 +76,8 @@ type instance struct {
 	rate    [][]float64 // [job][worker] isolated rate; 0 where the job cannot run (rate 0 or sf > GPUs)
 	weight  []float64
 	prop    []float64 // proportional throughput (§2.4), from the table's rates
-	iso     []float64 // isolated (equal-share) throughput (§2.4)
+	iso     []float64 // Gavel's isolated throughput (§2.4): FTF's reference
+	equal   []float64 // equal-share rate: what the isolated allocation delivers
 	combos  []combo   // singles first (index = job index), then pairs
 	byJob   [][]int   // job → its combinations, own single first
 }
@@ -108,6 +109,7 @@ func newInstance(p *Problem) (*instance, error) {
 		return nil, err
 	}
 	in.iso = in.isolated(in.rate)
+	in.equal = in.equalShares()
 	return in, nil
 }
 
@@ -261,6 +263,29 @@ func (in *instance) isolated(rate [][]float64) []float64 {
 		for w, r := range row {
 			out[i] += r * in.cap[w] / den
 		}
+	}
+	return out
+}
+
+// equalShares returns each job's rate under an equal split of the cluster
+// (the isolated allocation, isolatedFractions): 1/m of every worker type's
+// GPUs the job can run on, at most full time, Σ_w T_w·n_w / max(m·sf, N_i)
+// with N_i the GPUs of those types. Gavel's isolated throughput divides by
+// max(m·sf, N) instead, counting GPUs the job cannot use, so that with
+// fewer jobs than GPUs the equal split itself would read as faster than
+// the equal share.
+func (in *instance) equalShares() []float64 {
+	out := make([]float64, in.m())
+	m := float64(in.m())
+	for i, row := range in.rate {
+		usable, s := 0.0, 0.0
+		for w, r := range row {
+			if r > 0 {
+				usable += in.cap[w]
+				s += r * in.cap[w]
+			}
+		}
+		out[i] = s / math.Max(m*in.sf(i), usable)
 	}
 	return out
 }
@@ -478,10 +503,8 @@ func (in *instance) allocation(x [][]float64) *Allocation {
 	for i, j := range in.jobs {
 		e := a.Effective[j.ID]
 		a.Effective[j.ID] = e
-		a.EqualShare[j.ID] = in.iso[i]
-		if in.iso[i] > 0 {
-			a.Normalized[j.ID] = e / in.iso[i]
-		}
+		a.EqualShare[j.ID] = in.equal[i]
+		a.Normalized[j.ID] = e / in.equal[i] // > 0: every job runs somewhere
 	}
 	return a
 }

@@ -586,3 +586,36 @@ func TestLASNormalizerIsGavels(t *testing.T) {
 		t.Fatalf("aware LAS t* = %v, want 12/7", got)
 	}
 }
+
+// The equal-share rate is what the equal split (the isolated policy)
+// delivers, so the isolated policy's normalized throughput is 1 for every
+// job. Hand case: V runs only on v100 (rate 2) of k80 3, v100 1, alone:
+// its equal share is the whole cluster, of which it can use the v100 full
+// time: 2 steps/s (Gavel's Σ_w T_w·n_w/max(m·sf, N) = 2/4 counts the k80s
+// it cannot use). LAS gives it the v100: normalized 1.
+func TestEqualShareIsIsolatedRate(t *testing.T) {
+	v := jt("V")
+	p := &Problem{Table: rateTable(kpv, map[table.JobType][]float64{v: {0, 0, 2}}), Cluster: cluster(3, 0, 1), Jobs: []Job{job("v", v, 1)}}
+	a := mustAllocate(t, "max_min_fairness_perf", p)
+	if !approx(a.EqualShare["v"], 2, 1e-12) || !approx(a.Normalized["v"], 1, 1e-9) {
+		t.Fatalf("equal share %v normalized %v, want 2 and 1", a.EqualShare, a.Normalized)
+	}
+	// The embedded table has a job type that cannot run on k80 (ResNet-50,
+	// batch size 128, sf 2) and sf 4 jobs that fit only where there are 4
+	// GPUs; few jobs (m·sf < N) and many.
+	tb := table.Default()
+	r50 := table.JobType{Model: "ResNet-50 (batch size 128)", ScaleFactor: 2}
+	big := table.JobType{Model: "LM (batch size 20)", ScaleFactor: 4}
+	for _, jobs := range [][]Job{
+		{job("a", r50, 1), job("b", big, 1), job("c", jt("A3C"), 1)},
+		defaultJobs(tb, 30),
+	} {
+		p := &Problem{Table: tb, Cluster: Cluster{"v100": 8, "p100": 2, "k80": 6}, Jobs: jobs}
+		iso := mustAllocate(t, "isolated", p)
+		for id, n := range iso.Normalized {
+			if !approx(n, 1, 1e-9) {
+				t.Fatalf("%d jobs: isolated policy, job %s: normalized %v, want 1", len(jobs), id, n)
+			}
+		}
+	}
+}

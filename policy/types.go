@@ -213,9 +213,10 @@ type Allocation struct {
 
 	// EqualShare is each job's equal-share rate in steps/s, the denominator
 	// of Normalized: the job's rate when it gets 1/m of every worker type's
-	// GPUs (m jobs), at most full time: Σ_w T_w·n_w / max(m·sf, N) over the
-	// worker types it can run on. Normalized 1 means "as fast as an equal
-	// split of the cluster".
+	// GPUs (m jobs), at most full time, Σ_w T_w·n_w / max(m·sf, N_i) over
+	// the worker types it can run on (N_i GPUs): what the isolated policy
+	// gives it. Normalized 1 means "as fast as an equal split of the
+	// cluster".
 	EqualShare map[string]float64
 	// Terms is each job's term of the objective for policies whose objective
 	// is a min or max over jobs (max-min fairness and water filling: min;

@@ -33,10 +33,11 @@ the LP-based ones) and prints, for every job or co-located pair, the fraction
 of time it should spend on each worker type, and for every job:
 
   effective    its throughput in steps/s under the allocation;
-  equal share  its throughput with an equal split of the cluster: 1/m of
-               every worker type's GPUs (m jobs), at most full time, i.e.
-               sum_w rate_w*n_w / max(m*scale_factor, N) over the worker
-               types it can run on (N GPUs in all);
+  equal share  its throughput with an equal split of the cluster (what the
+               isolated policy gives it): 1/m of every worker type's GPUs
+               (m jobs), at most full time, i.e. sum_w rate_w*n_w /
+               max(m*scale_factor, N_job) over the worker types it can
+               run on (N_job GPUs of them);
   normalized   effective / equal share: 1 = as fast as an equal split;
   term         (max-min, water filling, finish-time fairness, makespan) the
                job's term of the objective, which is their min or max.
@@ -45,8 +46,9 @@ The objective is the policy's own (its meaning is printed with it). Max-min
 fairness normalizes as Gavel does, by the proportional rate sum_w
 rate_w*n_w/N (the job's rate on an average GPU, full time): its term is
 scale_factor*effective/(weight*proportional). When there are more jobs than
-GPUs this differs from normalized: on the default job set (8 jobs) on
-v100=2,p100=2,k80=2 (N = 6), normalized = term * 8/6 for every job.
+GPUs this differs from normalized by a constant: on the default job set
+(8 jobs) on v100=2,p100=2,k80=2 (N = 6 GPUs), normalized = term * 8/6 for
+every job.
 
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
