@@ -135,6 +135,7 @@ func allox(ctx context.Context, p *Problem, opt *options, st *alloxState) (*Allo
 	}
 	a := in.allocation(x)
 	a.Objective = total
+	a.ObjectiveMeaning = "the assignment's cost: sum of the jobs' completion times in seconds"
 	return a, nil
 }
 

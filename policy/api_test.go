@@ -397,3 +397,14 @@ func TestAutoMethod(t *testing.T) {
 		}
 	}
 }
+
+// Every policy says what its objective means (the CLI prints it).
+func TestObjectiveMeaning(t *testing.T) {
+	p := twoJobs(false, 10, 10, cluster(1, 1, 1))
+	p.Prices = Prices{"k80": 1, "p100": 1, "v100": 1}
+	for _, name := range Names() {
+		if a := mustAllocate(t, name, p); a.ObjectiveMeaning == "" {
+			t.Errorf("%s: no ObjectiveMeaning", name)
+		}
+	}
+}

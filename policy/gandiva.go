@@ -138,6 +138,7 @@ func gandiva(ctx context.Context, p *Problem, opt *options, st *gandivaState) (*
 	}
 	a := in.allocation(x)
 	a.Objective = float64(pairs)
+	a.ObjectiveMeaning = "number of co-located pairs"
 	return a, nil
 }
 

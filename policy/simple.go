@@ -43,6 +43,7 @@ func isolated(ctx context.Context, p *Problem, opt *options) (*Allocation, error
 	x := isolatedFractions(in)
 	a := in.allocation(x)
 	a.Objective = minShare(in, x)
+	a.ObjectiveMeaning = minShareMeaning
 	return a, nil
 }
 
@@ -71,9 +72,15 @@ func proportional(ctx context.Context, p *Problem, opt *options) (*Allocation, e
 	}
 	a := in.allocation(x)
 	a.Objective = minShare(in, x)
+	a.ObjectiveMeaning = minShareMeaning
 	return a, nil
 }
 
+// minShareMeaning describes minShare.
+const minShareMeaning = "min over jobs of scale_factor·time_share (GPU time)"
+
+// minShare returns the smallest GPU time share, min_i sf_i·Σ_w x_iw, which
+// Gavel's test_isolated compares with agnostic LAS's optimum (§9.1).
 func minShare(in *instance, x [][]float64) float64 {
 	best := math.Inf(1)
 	for i := range in.jobs {
