@@ -126,135 +126,181 @@ type jobState struct {
 	peak       uint64
 }
 
+// session is one measurement in progress: the jobs started together on one slot, the phase
+// they are in, and what has been learned so far.
+type session struct {
+	m      *measurer
+	s      Settings
+	slot   deviceSlot
+	names  []string
+	jobs   []*jobState
+	events chan event
+	start  time.Time
+	ph     phase
+	// warmStart and measStart are the window boundaries at which the phases began.
+	warmStart, measStart time.Time
+	out                  outcome
+}
+
+// verdict ends a measurement when done is set.
+type verdict struct {
+	done   bool
+	status Status
+	reason string
+}
+
+func stopWith(st Status, reason string) verdict { return verdict{true, st, reason} }
+
 // measure runs cmds together on slot and measures their rates over common windows.
 func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string, cmds []Command) outcome {
-	s := m.settings.withDefaults()
-	start := time.Now()
-	events := make(chan event, 256)
-	jobs := make([]*jobState, len(cmds))
-	out := outcome{}
-	finish := func(st Status, reason string) outcome {
-		for _, j := range jobs {
-			if j != nil {
-				j.p.stop(s.KillGrace)
-			}
-		}
-		drain(events, jobs)
-		for _, j := range jobs {
-			if j != nil {
-				close(j.p.abandon)
-			}
-		}
-		out.Status, out.Reason = st, reason
-		out.TotalSeconds = time.Since(start).Seconds()
-		if st != StatusOK {
-			out.Jobs = nil
-		}
-		return out
-	}
+	ses := &session{m: m, s: m.settings.withDefaults(), slot: slot, names: names,
+		jobs: make([]*jobState, len(cmds)), events: make(chan event, 256), start: time.Now()}
 	m.takeBaseline(ctx, slot)
-	for i, c := range cmds {
-		env := append(append([]string{}, slot.Env...), c.Env...)
-		p, err := startProc(c, env, i, events)
-		if err != nil {
-			return finish(StatusFailed, fmt.Sprintf("%s: cannot start: %v", names[i], err))
-		}
-		jobs[i] = &jobState{p: p}
+	if v := ses.startJobs(cmds); v.done {
+		return ses.finish(v)
 	}
-
-	ph := phaseStartup
-	var boundary, warmStart, measStart time.Time
-	timer := time.NewTimer(s.Window)
+	timer := time.NewTimer(ses.s.Window)
 	defer timer.Stop()
-	handle := func(ev event) (done bool, st Status, reason string) {
-		j := jobs[ev.job]
-		name := names[ev.job]
-		switch ev.kind {
-		case evProgress:
-			j.last = ev
-			if !j.started {
-				j.started = true
-				j.anchor = ev
-			}
-		case evMalformed:
-			return true, StatusFailed, fmt.Sprintf("%s: %v", name, ev.err)
-		case evOOM:
-			return true, StatusInfeasible, fmt.Sprintf("%s: out of memory: %s", name, ev.text)
-		case evExit:
-			j.exited = true
-			if ev.err == nil && ph == phaseMeasure && enoughBatches(jobs, s) {
-				return true, StatusOK, fmt.Sprintf("%s exited during the measurement; rates are from %d batches", name, j.meas.n())
-			}
-			why := exitReason(ev.err)
-			if tail := j.p.lastLines(); tail != "" {
-				why += ": " + tail
-			}
-			if ev.err == nil {
-				return true, StatusFailed, fmt.Sprintf("%s %s before the measurement finished", name, why)
-			}
-			return true, StatusFailed, fmt.Sprintf("%s %s", name, why)
-		}
-		return false, "", ""
-	}
 	for {
+		var v verdict
 		select {
 		case <-ctx.Done():
-			return finish(StatusFailed, "interrupted: "+context.Cause(ctx).Error())
-		case ev := <-events:
-			if done, st, reason := handle(ev); done {
-				if st == StatusOK {
-					m.collect(&out, jobs, s)
-				}
-				return finish(st, reason)
-			}
+			v = stopWith(StatusFailed, "interrupted: "+context.Cause(ctx).Error())
+		case ev := <-ses.events:
+			v = ses.handle(ev)
 		case now := <-timer.C:
-			// Lines read before the boundary may still be queued: take them first.
-			for drained := false; !drained; {
-				select {
-				case ev := <-events:
-					if done, st, reason := handle(ev); done {
-						if st == StatusOK {
-							m.collect(&out, jobs, s)
-						}
-						return finish(st, reason)
-					}
-				default:
-					drained = true
-				}
-			}
-			m.sampleMemory(ctx, slot, jobs)
-			if reason := stalled(jobs, names, now, start, s); reason != "" {
-				return finish(StatusFailed, reason)
-			}
-			switch ph {
-			case phaseStartup:
-				if allStarted(jobs) {
-					ph, warmStart, boundary = phaseWarmup, now, now
-					for _, j := range jobs {
-						j.anchor = j.last
-					}
-				}
-			case phaseWarmup:
-				boundary = now
-				addBatches(jobs, false)
-				if allSettled(jobs, s) || now.Sub(warmStart) >= s.MaxWarmup {
-					ph, measStart = phaseMeasure, boundary
-					out.WarmupSeconds = now.Sub(warmStart).Seconds()
-				}
-			case phaseMeasure:
-				boundary = now
-				addBatches(jobs, true)
-				if enoughBatches(jobs, s) && (precise(jobs, s) || now.Sub(measStart) >= s.MaxWindow) {
-					m.collect(&out, jobs, s)
-					return finish(StatusOK, "")
-				}
-				if now.Sub(measStart) >= s.MaxWindow {
-					return finish(StatusFailed, fmt.Sprintf("too few progress reports: %d batches in %s", minBatches(jobs), s.MaxWindow))
-				}
-			}
-			timer.Reset(s.Window)
+			v = ses.tick(ctx, now)
+			timer.Reset(ses.s.Window)
+		}
+		if v.done {
+			return ses.finish(v)
 		}
 	}
+}
+
+func (ses *session) startJobs(cmds []Command) verdict {
+	for i, c := range cmds {
+		env := append(append([]string{}, ses.slot.Env...), c.Env...)
+		p, err := startProc(c, env, i, ses.events)
+		if err != nil {
+			return stopWith(StatusFailed, fmt.Sprintf("%s: cannot start: %v", ses.names[i], err))
+		}
+		ses.jobs[i] = &jobState{p: p}
+	}
+	return verdict{}
+}
+
+// finish stops every job, waits for their exits so that no reader or process outlives the
+// measurement, and returns the outcome (rates only when ok).
+func (ses *session) finish(v verdict) outcome {
+	if v.status == StatusOK {
+		ses.m.collect(&ses.out, ses.jobs, ses.s)
+	}
+	for _, j := range ses.jobs {
+		if j != nil {
+			j.p.stop(ses.s.KillGrace)
+		}
+	}
+	drain(ses.events, ses.jobs)
+	for _, j := range ses.jobs {
+		if j != nil {
+			close(j.p.abandon)
+		}
+	}
+	ses.out.Status, ses.out.Reason = v.status, v.reason
+	ses.out.TotalSeconds = time.Since(ses.start).Seconds()
+	if v.status != StatusOK {
+		ses.out.Jobs = nil
+	}
+	return ses.out
+}
+
+// handle takes one event of a job.
+func (ses *session) handle(ev event) verdict {
+	j, name := ses.jobs[ev.job], ses.names[ev.job]
+	switch ev.kind {
+	case evProgress:
+		j.last = ev
+		if !j.started {
+			j.started = true
+			j.anchor = ev
+		}
+	case evMalformed:
+		return stopWith(StatusFailed, fmt.Sprintf("%s: %v", name, ev.err))
+	case evOOM:
+		return stopWith(StatusInfeasible, fmt.Sprintf("%s: out of memory: %s", name, ev.text))
+	case evExit:
+		j.exited = true
+		return ses.jobExited(j, name, ev.err)
+	}
+	return verdict{}
+}
+
+// jobExited decides a measurement one of whose jobs ended by itself: a clean exit once every job
+// has enough batches still gives rates; anything else fails with the job's last words.
+func (ses *session) jobExited(j *jobState, name string, err error) verdict {
+	if err == nil && ses.ph == phaseMeasure && enoughBatches(ses.jobs, ses.s) {
+		return stopWith(StatusOK, fmt.Sprintf("%s exited during the measurement; rates are from %d batches", name, j.meas.n()))
+	}
+	why := exitReason(err)
+	if tail := j.p.lastLines(); tail != "" {
+		why += ": " + tail
+	}
+	if err == nil {
+		return stopWith(StatusFailed, fmt.Sprintf("%s %s before the measurement finished", name, why))
+	}
+	return stopWith(StatusFailed, fmt.Sprintf("%s %s", name, why))
+}
+
+// tick closes a window: it takes the lines read before the boundary, samples memory, checks
+// for hung jobs and moves the measurement on.
+func (ses *session) tick(ctx context.Context, now time.Time) verdict {
+	for drained := false; !drained; {
+		select {
+		case ev := <-ses.events:
+			if v := ses.handle(ev); v.done {
+				return v
+			}
+		default:
+			drained = true
+		}
+	}
+	ses.m.sampleMemory(ctx, ses.slot, ses.jobs)
+	if reason := stalled(ses.jobs, ses.names, now, ses.start, ses.s); reason != "" {
+		return stopWith(StatusFailed, reason)
+	}
+	return ses.advance(now)
+}
+
+// advance closes the batches of the window that ends at now and moves from start-up to
+// warm-up to measurement; the measurement ends at the requested precision or at MaxWindow.
+func (ses *session) advance(now time.Time) verdict {
+	s, jobs := ses.s, ses.jobs
+	switch ses.ph {
+	case phaseStartup:
+		if allStarted(jobs) {
+			ses.ph, ses.warmStart = phaseWarmup, now
+			for _, j := range jobs {
+				j.anchor = j.last
+			}
+		}
+	case phaseWarmup:
+		addBatches(jobs, false)
+		if allSettled(jobs, s) || now.Sub(ses.warmStart) >= s.MaxWarmup {
+			ses.ph, ses.measStart = phaseMeasure, now
+			ses.out.WarmupSeconds = now.Sub(ses.warmStart).Seconds()
+		}
+	case phaseMeasure:
+		addBatches(jobs, true)
+		over := now.Sub(ses.measStart) >= s.MaxWindow
+		if enoughBatches(jobs, s) && (precise(jobs, s) || over) {
+			return stopWith(StatusOK, "")
+		}
+		if over {
+			return stopWith(StatusFailed, fmt.Sprintf("too few progress reports: %d batches in %s", minBatches(jobs), s.MaxWindow))
+		}
+	}
+	return verdict{}
 }
 
 // drain consumes events until every started job has reported its exit.
