@@ -74,6 +74,8 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 			st.prevRem[j.ID] = j.StepsRemaining()
 		}
 		a.Objective, a.Stats = rho, stats
+		a.ObjectiveMeaning = "max over jobs with steps left of the finish-time ratio ρ = (time run + steps left/effective) / " +
+			"(isolated time so far + steps left/isolated throughput)"
 		return a, nil
 	}
 }
@@ -146,7 +148,6 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 		j := in.jobs[i]
 		a.Terms[j.ID] = (j.TimeRun + j.StepsRemaining()/eff[i]) / eIso[i]
 	}
-	a.ObjectiveMeaning = "max over jobs of the finish-time ratio ρ = (time run + steps left/effective) / (the same with an equal share)"
 	if !converged {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("finish-time fairness: stopped after %d LPs at ρ = %g before proving optimality", ftfMaxIter, rho))
 	}
