@@ -196,12 +196,21 @@ func (ses *session) finish(v verdict) outcome {
 	if v.status == StatusOK {
 		ses.m.collect(&ses.out, ses.jobs, ses.s)
 	}
+	var procs []*proc
 	for _, j := range ses.jobs {
 		if j != nil {
-			j.p.stop(ses.s.KillGrace)
+			procs = append(procs, j.p)
 		}
 	}
+	// Output keeps being read while the jobs stop: a reader blocked on a full channel would
+	// hold up the exit of its job.
+	stopped := make(chan struct{})
+	go func() {
+		stopAll(procs, ses.s.KillGrace)
+		close(stopped)
+	}()
 	drain(ses.events, ses.jobs)
+	<-stopped
 	for _, j := range ses.jobs {
 		if j != nil {
 			close(j.p.abandon)

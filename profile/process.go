@@ -229,23 +229,38 @@ func (p *proc) lastLines() string {
 	return strings.Join(p.tail, " | ")
 }
 
-// stop sends SIGTERM to the process group, and SIGKILL after grace if the job has not exited.
-// It returns once the job has exited.
-func (p *proc) stop(grace time.Duration) {
-	select {
-	case <-p.exited:
-		return
-	default:
+// stopAll sends SIGTERM to the process group of every job and SIGKILL to those still running
+// after grace, and returns once every job has exited. The jobs of a pair share one grace
+// period: stopping them one after the other would double the wait for jobs that ignore SIGTERM.
+func stopAll(procs []*proc, grace time.Duration) {
+	for _, p := range procs {
+		p.signal(syscall.SIGTERM)
 	}
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
+	timeout := time.NewTimer(grace)
+	defer timeout.Stop()
+	for _, p := range procs {
+		select {
+		case <-p.exited:
+		case <-timeout.C:
+			for _, q := range procs {
+				q.signal(syscall.SIGKILL)
+			}
+			<-p.exited
+		}
+	}
+	// A group may have members that outlived its leader.
+	for _, p := range procs {
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		<-p.exited
 	}
-	// The group may have members that outlived the leader.
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+}
+
+// signal sends sig to the job's process group unless the job has exited.
+func (p *proc) signal(sig syscall.Signal) {
+	select {
+	case <-p.exited:
+	default:
+		_ = syscall.Kill(-p.pgid, sig)
+	}
 }
 
 // exitReason describes how a job ended.

@@ -1,11 +1,14 @@
 package profile
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestRunLookPathSkipsWorkingDirectory: a bare command name is never taken from the working
@@ -28,4 +31,30 @@ func TestRunLookPathSkipsWorkingDirectory(t *testing.T) {
 	if got, err := lookPath("./trainer", nil); err != nil || got != "./trainer" {
 		t.Errorf("explicit ./trainer = %q, %v", got, err)
 	}
+}
+
+// TestRunStopPairSharesGrace: two jobs that ignore SIGTERM are killed one grace period after
+// the measurement ends, not one grace period each.
+func TestRunStopPairSharesGrace(t *testing.T) {
+	const grace = 2 * time.Second
+	s := fastSettings()
+	s.KillGrace = grace
+	m := measurer{settings: s}
+	gpus, _ := CPUDevices(1).List(context.Background())
+	env, _ := BaseEnv(os.Environ(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancelled time.Time
+	time.AfterFunc(time.Second, func() { cancelled = time.Now(); cancel() })
+	c := workload("-rate", "100", "-ignore-term")
+	out := m.measure(ctx, deviceSlot{GPUs: gpus, Env: env}, []string{"a", "b"}, []Command{c, c})
+	stopped := time.Since(cancelled)
+	if !strings.Contains(out.Reason, "interrupted") {
+		t.Fatalf("outcome %+v, want interrupted", out)
+	}
+	// Sequential stops take at least 2 × grace; together, grace and the kill itself.
+	if stopped < grace || stopped >= 2*grace-200*time.Millisecond {
+		t.Errorf("stopping took %v with a grace of %v", stopped, grace)
+	}
+	checkNoLeftovers(t)
 }
