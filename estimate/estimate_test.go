@@ -255,8 +255,14 @@ func TestSuggest(t *testing.T) {
 	if len(ms) != 40 {
 		t.Fatalf("%d suggestions, want 40", len(ms))
 	}
+	again, _ := Suggest(h.Partial, r, 40)
+	for x := range ms {
+		if ms[x] != again[x] {
+			t.Fatalf("Suggest is not deterministic at %d: %+v vs %+v", x, ms[x], again[x])
+		}
+	}
 	seen := map[[3]int]bool{}
-	for x, m := range ms {
+	for _, m := range ms {
 		if h.Partial.State[m.W][m.I][m.K] != table.Missing && h.Partial.State[m.W][m.K][m.I] != table.Missing {
 			t.Errorf("suggested a measured pair %+v", m)
 		}
@@ -265,9 +271,6 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("pair suggested twice: %+v", m)
 		}
 		seen[key] = true
-		if x > 0 && m.Score > ms[x-1].Score {
-			t.Errorf("not sorted by score at %d", x)
-		}
 		if m.Reason == "" {
 			t.Errorf("no reason: %+v", m)
 		}
@@ -287,4 +290,46 @@ func TestActiveSpendsBudget(t *testing.T) {
 	if revealed < 30 || revealed > 60 {
 		t.Errorf("revealed %d ordered entries for 30 measurements", revealed)
 	}
+}
+
+// Coverage comes first: a job nobody has measured beyond the references gets picked before
+// anything else, against a reference.
+func TestSuggestCoversUnmeasuredJob(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 1, 0) // every non-reference fully measured against references
+	d := h.Partial
+	var lone int
+	for i := range d.Jobs {
+		if !slicesContains(h.References, i) {
+			lone = i
+			break
+		}
+	}
+	for w := range d.Workers {
+		for _, k := range h.References {
+			d.State[w][lone][k], d.State[w][k][lone] = table.Missing, table.Missing
+		}
+	}
+	r, err := Pairwise{}.Estimate(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := Suggest(d, r, 3)
+	for _, m := range ms {
+		if m.I != lone && m.K != lone {
+			t.Errorf("suggested %+v, want pairs with the unmeasured job %d", m, lone)
+		}
+		if m.Reason != ReasonCoverage {
+			t.Errorf("reason %q, want %q", m.Reason, ReasonCoverage)
+		}
+	}
+}
+
+func slicesContains(s []int, x int) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }
