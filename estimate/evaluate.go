@@ -64,9 +64,9 @@ func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Hold
 
 // Metrics compares an estimate with the truth.
 type Metrics struct {
-	MAE                 float64 `json:"mae"`        // normalized rates, feasible entries
-	MAPE                float64 `json:"mape"`       // normalized rates, true value above 0.05
-	RawMAPE             float64 `json:"raw_mape"`   // raw co-located rates, same entries
+	MAE                 float64 `json:"mae"`      // normalized rates, feasible entries
+	MAPE                float64 `json:"mape"`     // normalized rates, true value above 0.05
+	RawMAPE             float64 `json:"raw_mape"` // raw co-located rates, same entries
 	PackingAgreement    float64 `json:"packing_agreement"`
 	InfeasiblePrecision float64 `json:"infeasible_precision"`
 	InfeasibleRecall    float64 `json:"infeasible_recall"`
