@@ -531,17 +531,18 @@ func (in *instance) throughputAt(x [][]float64, rate rateFunc) []float64 {
 	return out
 }
 
-// maxMinTerms returns sf_i·eff_i/(w_i·prop_i) per job (eff in the rates'
-// view), the terms of the max-min objective, and their minimum.
-func (in *instance) maxMinTerms(x [][]float64, rate rateFunc, prop []float64) (map[string]float64, float64) {
-	terms := map[string]float64{}
-	low := math.Inf(1)
+// setMaxMinTerms sets a's Terms to sf_i·eff_i/(w_i·prop_i) per job (eff in
+// the rates' view), its Normalizer to prop, and its Objective to the
+// smallest term: the max-min value.
+func (in *instance) setMaxMinTerms(a *Allocation, x [][]float64, rate rateFunc, prop []float64) {
+	a.Terms, a.Normalizer = map[string]float64{}, map[string]float64{}
+	a.Objective = math.Inf(1)
 	for i, e := range in.throughputAt(x, rate) {
-		v := in.sf(i) * e / (in.weight[i] * prop[i])
-		terms[in.jobs[i].ID] = v
-		low = math.Min(low, v)
+		id := in.jobs[i].ID
+		a.Terms[id] = in.sf(i) * e / (in.weight[i] * prop[i])
+		a.Normalizer[id] = prop[i]
+		a.Objective = math.Min(a.Objective, a.Terms[id])
 	}
-	return terms, low
 }
 
 // maxMinMeaning describes the max-min objective of a view.

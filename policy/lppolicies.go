@@ -54,8 +54,8 @@ func maxMinFairness(md mode) allocator {
 		}
 		x := b.fractions(res)
 		a := in.allocation(x)
-		a.Objective, a.Stats = res.Objective, st
-		a.Terms, _ = in.maxMinTerms(x, rate, prop)
+		in.setMaxMinTerms(a, x, rate, prop)
+		a.Objective, a.Stats = res.Objective, st // the LP's t*: the smallest term up to the tolerance
 		a.ObjectiveMeaning = maxMinMeaning(md)
 		return a, nil
 	}

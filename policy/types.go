@@ -222,6 +222,11 @@ type Allocation struct {
 	// is a min or max over jobs (max-min fairness and water filling: min;
 	// finish-time fairness and makespan: max); nil for the others.
 	Terms map[string]float64
+	// Normalizer is each job's normalizer in the max-min objectives (LAS,
+	// water filling): Gavel's proportional rate Σ_w T_w·n_w/N in steps/s,
+	// or 1 in the agnostic view, where terms are GPU-time shares; the job's
+	// term is sf·effective/(weight·normalizer). Nil for other policies.
+	Normalizer map[string]float64
 	// ObjectiveMeaning says in words what Objective (and Terms) measure.
 	ObjectiveMeaning string
 }

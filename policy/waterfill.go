@@ -93,7 +93,7 @@ func waterFilling(md mode) allocator {
 		a := in.allocation(x)
 		// Report the max-min value, as LAS does (water filling's first level
 		// is LAS's optimum): levels are in units of norm, not sf·norm/w.
-		a.Terms, a.Objective = in.maxMinTerms(x, rate, prop)
+		in.setMaxMinTerms(a, x, rate, prop)
 		a.ObjectiveMeaning = maxMinMeaning(md) + "; water filling then raises every job as far as it can"
 		a.Stats = st
 		return a, nil

@@ -39,6 +39,8 @@ of time it should spend on each worker type, and for every job:
                max(m*scale_factor, N_job) over the worker types it can
                run on (N_job GPUs of them);
   normalized   effective / equal share: 1 = as fast as an equal split;
+  proportional (max-min, water filling) the objective's normalizer:
+               Gavel's proportional rate, below (1 for agnostic policies);
   term         (max-min, water filling, finish-time fairness, makespan) the
                job's term of the objective, which is their min or max.
 
@@ -179,6 +181,7 @@ type allocationOut struct {
 	EqualShare map[string]float64            `json:"equal_share_throughput"`
 	Normalized map[string]float64            `json:"normalized_throughput"`
 	Terms      map[string]float64            `json:"objective_terms,omitempty"`
+	Normalizer map[string]float64            `json:"objective_normalizer,omitempty"`
 	Seconds    float64                       `json:"solve_seconds"`
 	LPs        int                           `json:"lps"`
 	Rows       int                           `json:"lp_rows"`
@@ -189,7 +192,7 @@ type allocationOut struct {
 func allocationJSON(a *policy.Allocation) allocationOut {
 	out := allocationOut{Policy: a.Policy, Objective: a.Objective, Meaning: a.ObjectiveMeaning,
 		Allocation: map[string]map[string]float64{}, Effective: a.Effective, EqualShare: a.EqualShare,
-		Normalized: a.Normalized, Terms: a.Terms, Seconds: a.Stats.Seconds, LPs: a.Stats.LPs,
+		Normalized: a.Normalized, Terms: a.Terms, Normalizer: a.Normalizer, Seconds: a.Stats.Seconds, LPs: a.Stats.LPs,
 		Rows: a.Stats.Rows, Cols: a.Stats.Cols, Warnings: a.Warnings}
 	for c, fr := range a.Fractions {
 		out.Allocation[c.Key()] = fr
@@ -218,12 +221,18 @@ func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) e
 	}
 	sort.Strings(ids)
 	header := []string{"job", "effective steps/s", "equal share steps/s", "normalized"}
+	if a.Normalizer != nil {
+		header = append(header, "proportional steps/s")
+	}
 	if a.Terms != nil {
 		header = append(header, "term")
 	}
 	jt := cli.NewTableWriter(streams.Out, header...)
 	for _, id := range ids {
 		row := []string{id, fmt.Sprintf("%.4f", a.Effective[id]), fmt.Sprintf("%.4f", a.EqualShare[id]), fmt.Sprintf("%.4f", a.Normalized[id])}
+		if a.Normalizer != nil {
+			row = append(row, fmt.Sprintf("%.4f", a.Normalizer[id]))
+		}
 		if a.Terms != nil {
 			row = append(row, termCell(a.Terms, id))
 		}
@@ -235,11 +244,18 @@ func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) e
 		return err
 	}
 	fmt.Fprintln(streams.Out, "normalized = effective / equal share (the job's rate with 1/m of every worker type's GPUs, at most full time)")
+	if a.Normalizer != nil {
+		fmt.Fprintln(streams.Out, "proportional = the job's rate averaged over all GPUs of the cluster, full time (Gavel's max-min normalizer; 1 when agnostic)")
+	}
 	if a.Terms != nil {
 		fmt.Fprintln(streams.Out, "term = the job's term of the objective")
 	}
-	fmt.Fprintf(streams.Out, "policy %s: objective %.6g (%d LPs, largest %d rows x %d columns, %.3fs)\n",
-		a.Policy, a.Objective, a.Stats.LPs, a.Stats.Rows, a.Stats.Cols, a.Stats.Seconds)
+	lps := "LPs"
+	if a.Stats.LPs == 1 {
+		lps = "LP"
+	}
+	fmt.Fprintf(streams.Out, "policy %s: objective %.6g (%d %s, largest %d rows x %d columns, %.3fs)\n",
+		a.Policy, a.Objective, a.Stats.LPs, lps, a.Stats.Rows, a.Stats.Cols, a.Stats.Seconds)
 	if a.ObjectiveMeaning != "" {
 		fmt.Fprintf(streams.Out, "objective = %s\n", a.ObjectiveMeaning)
 	}

@@ -88,7 +88,7 @@ func TestAllocateHumanOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"combination", "v100", "effective steps/s", "equal share steps/s", "normalized", "term",
+	for _, want := range []string{"combination", "v100", "effective steps/s", "equal share steps/s", "normalized", "term", "proportional steps/s",
 		"policy max_min_fairness_perf: objective", "objective = min over jobs of scale_factor·effective/(weight·proportional)"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("missing %q in\n%s", want, out)
@@ -222,6 +222,7 @@ func TestAllocateNormalizedVsObjective(t *testing.T) {
 		EqualShare map[string]float64 `json:"equal_share_throughput"`
 		Normalized map[string]float64 `json:"normalized_throughput"`
 		Terms      map[string]float64 `json:"objective_terms"`
+		Normalizer map[string]float64 `json:"objective_normalizer"`
 	}
 	run := func(args ...string) result {
 		t.Helper()
@@ -242,7 +243,7 @@ func TestAllocateNormalizedVsObjective(t *testing.T) {
 	jobs := writeFile(t, "jobs.json", `{"jobs": [{"id": "0", "type": "T0", "total_steps": 300}, {"id": "1", "type": "T1", "total_steps": 500}]}`)
 	r := run("--policy", "max_min_fairness_perf", "--cluster", "k80=3,p100=2,v100=1", "--table", tbl, "--jobs", jobs)
 	for id, eq := range map[string]float64{"0": 5.5 / 6, "1": 10.0 / 6} {
-		if math.Abs(r.EqualShare[id]-eq) > 1e-9 || math.Abs(r.Terms[id]-48.0/31) > 1e-6 || math.Abs(r.Normalized[id]-48.0/31) > 1e-6 {
+		if math.Abs(r.Normalizer[id]-eq) > 1e-9 || math.Abs(r.EqualShare[id]-eq) > 1e-9 || math.Abs(r.Terms[id]-48.0/31) > 1e-6 || math.Abs(r.Normalized[id]-48.0/31) > 1e-6 {
 			t.Fatalf("job %s: equal share %v term %v normalized %v", id, r.EqualShare[id], r.Terms[id], r.Normalized[id])
 		}
 	}
