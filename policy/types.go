@@ -112,9 +112,14 @@ type Job struct {
 	Entity     string
 	TotalSteps float64
 	StepsDone  float64
-	TimeRun    float64 // seconds since the job started (Gavel's times_since_start): FTF's elapsed time, AlloX's age, SLO time used
-	Arrival    float64 // seconds
-	SLO        float64 // seconds from the job's start; 0 = none; the time left is SLO − TimeRun
+	// TimeRun is the seconds since the job arrived, now − Arrival (Gavel's
+	// times_since_start; rounds sets it so): FTF's elapsed time, AlloX's
+	// age, and the part of the SLO already used.
+	TimeRun float64
+	Arrival float64 // seconds; FIFO order
+	// SLO is the job's deadline in seconds from its arrival (0 = none); the
+	// time left is SLO − TimeRun, in which StepsRemaining must be done.
+	SLO float64
 }
 
 // StepsRemaining returns TotalSteps-StepsDone, never negative.
