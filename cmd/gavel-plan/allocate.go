@@ -55,6 +55,13 @@ every job.
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
 
+The jobs file (JSON) has "jobs": [{"id", "type" (model), "scale_factor"
+(default 1), "total_steps", and optionally "weight", "entity",
+"steps_done", "time_run_seconds" (time since the job arrived),
+"arrival_seconds", "slo_seconds" (deadline, from arrival)}] and optional
+"entities": {name: {"weight", "policy": "fairness"|"fifo"}}, used by water
+filling. Errors name the file, the entry (jobs[i]) and its id.
+
 Without --jobs, a default set of 8 single-GPU jobs from the embedded table is
 used (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN, A3C;
 10,000-80,000 steps; SLO one hour).`,
