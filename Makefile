@@ -1,6 +1,8 @@
 # The two commands of the README: `make demo` and `make test`. Both install
 # what is missing first (scripts/setup.sh).
 GO ?= go
+# go-nvml's header trips ~30 harmless deprecation warnings in every cgo build.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 BIN := bin
 
 .PHONY: setup build demo test bench clean
