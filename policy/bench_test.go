@@ -43,3 +43,20 @@ func BenchmarkWaterFillingPerf128(b *testing.B) {
 }
 func BenchmarkFTFPerf128(b *testing.B)       { benchPolicy(b, "finish_time_fairness_perf", 128) }
 func BenchmarkMakespanPacked64(b *testing.B) { benchPolicy(b, "min_total_duration_packed", 64) }
+
+// FIFO packing on an oversubscribed cluster: most jobs wait and each
+// waiting job scans the running ones.
+func BenchmarkFIFOPacked2000(b *testing.B) {
+	p := benchProblem(2000)
+	p.Cluster = Cluster{"k80": 100, "p100": 100, "v100": 100}
+	pol, err := New("fifo_packed", WithMaxPartners(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := pol.Allocate(context.Background(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -145,9 +145,10 @@ func (in *instance) fifoPack(queue, place, partner []int, x [][]float64) {
 	for c := in.m(); c < len(in.combos); c++ {
 		pairIdx[[2]int{in.combos[c].a, in.combos[c].b}] = c
 	}
+	order := in.fifoOrder()
 	for _, i := range queue {
 		best, bestC, bestScore := -1, -1, 1.5
-		for _, k := range in.fifoOrder() {
+		for _, k := range order {
 			w := place[k]
 			if w < 0 || partner[k] >= 0 || in.sf(k) != in.sf(i) {
 				continue

@@ -343,14 +343,24 @@ type pairRates struct {
 	ok     bool // measured with both rates positive on some usable worker type
 }
 
-// pairLookup returns the pair rates of jobs a and b, cached by job type.
+// pairLookup returns the pair rates of jobs a and b, cached by job type
+// (in a dense table: it is called for every pair of same-sf jobs).
 func (in *instance) pairLookup() func(a, b int) *pairRates {
-	type key struct{ a, b table.JobType }
-	cache := map[key]*pairRates{}
+	typeIdx := map[table.JobType]int{}
+	ti := make([]int, in.m())
+	for i, j := range in.jobs {
+		k, ok := typeIdx[j.Type]
+		if !ok {
+			k = len(typeIdx)
+			typeIdx[j.Type] = k
+		}
+		ti[i] = k
+	}
+	cache := make([]*pairRates, len(typeIdx)*len(typeIdx))
 	return func(a, b int) *pairRates {
 		ta, tb := in.jobs[a].Type, in.jobs[b].Type
-		k := key{ta, tb}
-		if r, ok := cache[k]; ok {
+		k := ti[a]*len(typeIdx) + ti[b]
+		if r := cache[k]; r != nil {
 			return r
 		}
 		r := &pairRates{ra: make([]float64, in.nw()), rb: make([]float64, in.nw())}
@@ -422,30 +432,40 @@ func (in *instance) sfGroups() [][]int {
 
 // topPartners returns the pairs (smaller index first) of group g that are
 // among the k best-scoring partners of one of their members; ties go to
-// the partner earlier in id order.
+// the partner earlier in id order. Each job keeps its best k by insertion
+// (O(|g|·k)), not by sorting all |g| candidates.
 func (in *instance) topPartners(g []int, k int, lookup func(a, b int) *pairRates) map[[2]int]bool {
 	keep := map[[2]int]bool{}
 	type cand struct {
 		b     int
 		score float64
 	}
+	better := func(x, y cand) bool { return x.score > y.score || (x.score == y.score && x.b < y.b) }
+	best := make([]cand, 0, k+1)
 	for _, a := range g {
-		var cs []cand
+		best = best[:0]
 		for _, b := range g {
 			if b == a {
 				continue
 			}
-			if r := lookup(min(a, b), max(a, b)); r.ok {
-				cs = append(cs, cand{b, r.score})
+			r := lookup(min(a, b), max(a, b))
+			if !r.ok {
+				continue
+			}
+			c := cand{b, r.score}
+			if len(best) == k && !better(c, best[k-1]) {
+				continue
+			}
+			if len(best) < k {
+				best = append(best, c)
+			} else {
+				best[k-1] = c
+			}
+			for i := len(best) - 1; i > 0 && better(best[i], best[i-1]); i-- {
+				best[i], best[i-1] = best[i-1], best[i]
 			}
 		}
-		sort.Slice(cs, func(i, j int) bool {
-			if cs[i].score != cs[j].score {
-				return cs[i].score > cs[j].score
-			}
-			return cs[i].b < cs[j].b
-		})
-		for _, c := range cs[:min(k, len(cs))] {
+		for _, c := range best {
 			keep[[2]int{min(a, c.b), max(a, c.b)}] = true
 		}
 	}

@@ -619,3 +619,37 @@ func TestEqualShareIsIsolatedRate(t *testing.T) {
 		}
 	}
 }
+
+// Top-k partners (k = 1), one v100, rates 1 alone: pair scores (summed
+// normalized rates) X+Y 1.8, X+Z 1.2, Y+Z 1.5, W+X 1.5, W+Y 1.5. Best
+// partners: X → Y, Y → X, Z → Y, W → X (tie with Y: X is earlier in id
+// order). Kept: W+X, X+Y, Y+Z; dropped: W+Y, X+Z.
+func TestTopPartners(t *testing.T) {
+	ty := map[string]table.JobType{"W": jt("W"), "X": jt("X"), "Y": jt("Y"), "Z": jt("Z")}
+	rates := map[table.JobType][]float64{}
+	for _, j := range ty {
+		rates[j] = []float64{1}
+	}
+	tb := rateTable([]string{"v100"}, rates)
+	for _, p := range []struct {
+		a, b  string
+		score float64
+	}{{"X", "Y", 1.8}, {"X", "Z", 1.2}, {"Y", "Z", 1.5}, {"W", "X", 1.5}, {"W", "Y", 1.5}, {"W", "Z", 0.2}} {
+		tb.SetPair("v100", ty[p.a], ty[p.b], p.score/2, p.score/2)
+	}
+	p := &Problem{Table: tb, Cluster: Cluster{"v100": 1}}
+	for _, id := range []string{"W", "X", "Y", "Z"} {
+		p.Jobs = append(p.Jobs, job(id, ty[id], 1))
+	}
+	in, err := prepare(p, packed, &options{maxPartners: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for c := in.m(); c < len(in.combos); c++ {
+		got = append(got, in.key(c).Key())
+	}
+	if fmt.Sprint(got) != "[W+X X+Y Y+Z]" {
+		t.Fatalf("pairs %v, want [W+X X+Y Y+Z]", got)
+	}
+}
