@@ -125,28 +125,9 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	if err != nil {
 		return cli.UsageError("allocate: %v", err)
 	}
-	var prices policy.Prices
-	if o.prices != "" {
-		if prices, err = policy.ParsePrices(o.prices); err != nil {
-			return cli.UsageError("allocate: --prices: %v", err)
-		}
-	} else if strings.Contains(o.policy, "normalized_by_cost") {
-		return cli.UsageError("allocate: policy %s needs --prices (price per GPU-hour for each of %s)", o.policy, strings.Join(cl.WorkerTypes(), ", "))
-	}
-	tb, err := cli.LoadTable(o.table)
+	prob, err := allocateProblem(streams, o, cl)
 	if err != nil {
 		return err
-	}
-	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices, Jobs: defaultJobs()}
-	if o.jobs != "" {
-		jf, err := policy.LoadJobs(o.jobs)
-		if err != nil {
-			return cli.UsageError("allocate: %v", err)
-		}
-		prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
-		if len(jf.Entities) > 0 && !strings.Contains(o.policy, "water_filling") {
-			fmt.Fprintf(streams.Err, "warning: %s: entities are used only by the water-filling policies; %s ignores them\n", o.jobs, o.policy)
-		}
 	}
 	a, err := pol.Allocate(ctx, prob)
 	if errors.Is(err, policy.ErrInput) {
@@ -162,6 +143,37 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 		return cli.WriteJSON(streams.Out, allocationJSON(a))
 	}
 	return printAllocation(streams, cl, a)
+}
+
+// allocateProblem reads the prices, the table and the jobs of o (usage
+// errors, exit 2).
+func allocateProblem(streams *cli.IO, o allocateOptions, cl policy.Cluster) (*policy.Problem, error) {
+	var prices policy.Prices
+	var err error
+	if o.prices != "" {
+		if prices, err = policy.ParsePrices(o.prices); err != nil {
+			return nil, cli.UsageError("allocate: --prices: %v", err)
+		}
+	} else if strings.Contains(o.policy, "normalized_by_cost") {
+		return nil, cli.UsageError("allocate: policy %s needs --prices (price per GPU-hour for each of %s)", o.policy, strings.Join(cl.WorkerTypes(), ", "))
+	}
+	tb, err := cli.LoadTable(o.table)
+	if err != nil {
+		return nil, err
+	}
+	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices, Jobs: defaultJobs()}
+	if o.jobs == "" {
+		return prob, nil
+	}
+	jf, err := policy.LoadJobs(o.jobs)
+	if err != nil {
+		return nil, cli.UsageError("allocate: %v", err)
+	}
+	prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
+	if len(jf.Entities) > 0 && !strings.Contains(o.policy, "water_filling") {
+		fmt.Fprintf(streams.Err, "warning: %s: entities are used only by the water-filling policies; %s ignores them\n", o.jobs, o.policy)
+	}
+	return prob, nil
 }
 
 // jobsFileEntry returns "FILE: jobs[i] (id "x"): " when err is about a job
