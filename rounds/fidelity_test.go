@@ -1,6 +1,7 @@
 package rounds
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"testing"
@@ -143,6 +144,45 @@ func TestFidelityThreeJobsTwoGPUs(t *testing.T) {
 			if math.Abs(f["g"].Received-2.0/3) > 1e-9 {
 				t.Errorf("%d rounds: job %s received %.4f, want 2/3", rounds, id, f["g"].Received)
 			}
+		}
+	}
+}
+
+// A real heterogeneity-aware LAS allocation on a steady job set (8 jobs, one
+// of them on 2 GPUs, 2 GPUs of each type): the targets are split over up to
+// three types per job, and fidelity converges as rounds accumulate.
+func TestFidelityMaxMinFairnessPerf(t *testing.T) {
+	tbl := table.Default()
+	cluster := policy.Cluster{"v100": 2, "p100": 2, "k80": 2}
+	var jobs []policy.Job
+	for i, m := range []string{"ResNet-18 (batch size 64)", "Transformer (batch size 32)", "Recommendation (batch size 1024)",
+		"A3C", "LM (batch size 20)", "CycleGAN", "ResNet-50 (batch size 64)", "LM (batch size 80)"} {
+		sf := 1
+		if i == 4 {
+			sf = 2
+		}
+		jobs = append(jobs, policy.Job{ID: string(rune('a' + i)), Type: table.JobType{Model: m, ScaleFactor: sf}, TotalSteps: 1e5})
+	}
+	p, err := policy.New("max_min_fairness_perf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, err := p.Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: cluster, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, _ := NewTopology(cluster, map[string]int{"v100": 2, "p100": 2, "k80": 2})
+	for _, tt := range []struct {
+		rounds int
+		max    float64
+	}{{20, 0.06}, {40, 0.03}, {100, 0.015}} {
+		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: tt.rounds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d rounds: max deviation %.4f", tt.rounds, res.MaxDeviation)
+		if res.MaxDeviation > tt.max {
+			t.Errorf("%d rounds: max deviation %.4f, want ≤ %.3f", tt.rounds, res.MaxDeviation, tt.max)
 		}
 	}
 }
