@@ -31,7 +31,10 @@
 // oversubscribes; water filling uses an exact LP-only bottleneck test and
 // returns solver errors; agnostic FTF and makespan use each job's fastest
 // rate (or WithReference) instead of "v100"; proportional is scaled so the
-// cluster is never oversubscribed. Any solver failure is returned as an
+// cluster is never oversubscribed; finish-time fairness ignores weights (as
+// Gavel) also when packed, and forgets jobs that left. The max-min
+// normalizers are Gavel's unchanged (agnostic: 1; aware: the proportional
+// rate from the table). Any solver failure is returned as an
 // *lp.StatusError and bad input as an error matching ErrInput; no policy
 // returns an all-zero allocation in place of an error.
 //
