@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -168,11 +169,11 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 	return append(tasks, pairs...), notes, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	ks := make([]K, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
 	}
-	sort.Strings(ks)
+	slices.Sort(ks)
 	return ks
 }

@@ -344,3 +344,22 @@ func TestRunPairsAfterFailedIsolated(t *testing.T) {
 		t.Errorf("rerun plans %d measurements, want the 2 failed ones", todo)
 	}
 }
+
+// TestRunRecordsDefaultSharing: a Runner left at the zero sharing mode measures with
+// time-slicing and says so in every record, including those decided without running.
+func TestRunRecordsDefaultSharing(t *testing.T) {
+	big := table.JobType{Model: "big", ScaleFactor: 2}
+	r := newRunner(t, 1, map[table.JobType]Command{jt("a"): workload("-rate", "200"), big: workload("-rate", "200")})
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: big}, {WorkerType: "cpu", Job: jt("a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("records %+v, want 2", recs)
+	}
+	for _, rec := range recs {
+		if rec.Sharing != TimeSlicing {
+			t.Errorf("record %s (%s) has sharing %q, want %q", rec.Job, rec.Status, rec.Sharing, TimeSlicing)
+		}
+	}
+}

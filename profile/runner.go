@@ -60,8 +60,14 @@ type isoKey struct {
 	j table.JobType
 }
 
-// runState is shared by the task goroutines.
-type runState struct {
+// pass is one call of Run: its settings and the state its task goroutines share.
+type pass struct {
+	r       *Runner
+	sharing Sharing
+	byType  map[string][]GPU // selected devices by worker type
+	mpsEnv  []string         // makes jobs clients of the MPS daemon; nil without MPS
+	recs    chan<- Record    // to the single writer
+
 	mu     sync.Mutex
 	table  map[isoKey]float64 // isolated rates in the table (0 = cannot run)
 	recent map[isoKey]recentIso
@@ -70,6 +76,18 @@ type runState struct {
 	// since they would start by measuring it alone again (a job that never reports would
 	// waste the start-up timeout once per pair). A rerun retries them.
 	failed map[isoKey]string
+}
+
+func (r *Runner) newPass() *pass {
+	p := &pass{r: r, sharing: r.Sharing, byType: map[string][]GPU{},
+		table: map[isoKey]float64{}, recent: map[isoKey]recentIso{}, peak: map[isoKey]uint64{}, failed: map[isoKey]string{}}
+	if p.sharing == "" {
+		p.sharing = TimeSlicing
+	}
+	for _, g := range r.GPUs {
+		p.byType[g.WorkerType] = append(p.byType[g.WorkerType], g)
+	}
+	return p
 }
 
 // Run measures tasks, skipping those the table already holds, and returns the records written.
@@ -86,32 +104,53 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	sidePath := SidecarPath(r.TablePath)
-	side, err := LoadSidecar(sidePath)
+	side, err := LoadSidecar(SidecarPath(r.TablePath))
 	if err != nil {
 		return nil, err
 	}
-	sharing := r.Sharing
-	if sharing == "" {
-		sharing = TimeSlicing
+	p := r.newPass()
+	if err := r.checkSharing(side, p.sharing); err != nil {
+		return nil, err
 	}
-	for mode, n := range side.modes() {
+	todo, early, err := p.prepare(tbl, side, tasks)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkNoStrayMPS(p.sharing, todo, p.byType); err != nil {
+		return nil, err
+	}
+	if r.OnPlanned != nil {
+		r.OnPlanned(len(todo)+len(early), len(tasks)-len(todo)-len(early))
+	}
+	if p.sharing == MPS && len(todo) > 0 {
+		stop, err := p.startMPS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+	return p.measureAll(ctx, tbl, side, early, todo)
+}
+
+// checkSharing refuses a table whose pairs were measured under another sharing mode, unless
+// forced: the two kinds of interference must not be mixed silently.
+func (r *Runner) checkSharing(side *Sidecar, sharing Sharing) error {
+	modes := side.modes()
+	for _, mode := range sortedKeys(modes) {
 		if mode != sharing && !r.ForceSharing {
-			return nil, fmt.Errorf("table %s: %w: %d pairs were measured with %s, this run uses %s (use a new table, or force)", r.TablePath, ErrSharingMismatch, n, mode, sharing)
+			return fmt.Errorf("table %s: %w: %d pairs were measured with %s, this run uses %s (use a new table, or force)",
+				r.TablePath, ErrSharingMismatch, modes[mode], mode, sharing)
 		}
 	}
-	if side.Sharing == "" || len(side.modes()) == 0 {
+	if side.Sharing == "" || len(modes) == 0 {
 		side.Sharing = sharing
 	}
+	return nil
+}
 
-	byType := map[string][]GPU{}
-	for _, g := range r.GPUs {
-		byType[g.WorkerType] = append(byType[g.WorkerType], g)
-	}
-	st := &runState{table: map[isoKey]float64{}, recent: map[isoKey]recentIso{}, peak: map[isoKey]uint64{},
-		failed: map[isoKey]string{}}
-	var todo []Task
-	var early []Record // decided without running
+// prepare drops the tasks the table holds, checks that every job has a command, loads what the
+// table and sidecar know about the jobs, and decides at once the tasks that cannot run here.
+func (p *pass) prepare(tbl *table.Table, side *Sidecar, tasks []Task) (todo []Task, early []Record, err error) {
 	for _, t := range tasks {
 		if done(tbl, t) {
 			continue
@@ -120,46 +159,45 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 			if j.Model == "" {
 				continue
 			}
-			if _, ok := r.Commands[j]; !ok {
-				return nil, fmt.Errorf("task %s: no command for %s", t, j)
+			if _, ok := p.r.Commands[j]; !ok {
+				return nil, nil, fmt.Errorf("task %s: no command for %s", t, j)
 			}
 			k := isoKey{t.WorkerType, j}
 			if rate, ok := tbl.Isolated(t.WorkerType, j); ok {
-				st.table[k] = rate
+				p.table[k] = rate
 			}
-			st.peak[k] = side.peakMemory(t.WorkerType, j)
+			p.peak[k] = side.peakMemory(t.WorkerType, j)
 		}
-		if n := len(byType[t.WorkerType]); n < t.Job.ScaleFactor {
-			early = append(early, r.record(t, Record{Status: StatusFailed, Kind: kindOf(t),
+		if n := len(p.byType[t.WorkerType]); n < t.Job.ScaleFactor {
+			early = append(early, p.record(t, Record{Status: StatusFailed, Kind: kindOf(t),
 				Reason: fmt.Sprintf("needs %d devices of type %s, %d selected", t.Job.ScaleFactor, t.WorkerType, n)}, nil))
 			continue
 		}
 		todo = append(todo, t)
 	}
-	if err := r.checkNoStrayMPS(sharing, todo, byType); err != nil {
+	return todo, early, nil
+}
+
+// startMPS connects the jobs to an MPS control daemon; stop quits it if it was started here.
+func (p *pass) startMPS(ctx context.Context) (stop func(), err error) {
+	d, err := StartMPS(ctx, p.r.MPSControl, p.r.MPSPipeDir, p.r.Env)
+	if err != nil {
 		return nil, err
 	}
-	if r.OnPlanned != nil {
-		r.OnPlanned(len(todo)+len(early), len(tasks)-len(todo)-len(early))
-	}
-
-	var mpsEnv []string
-	if sharing == MPS && len(todo) > 0 {
-		d, err := StartMPS(ctx, r.MPSControl, r.MPSPipeDir, r.Env)
-		if err != nil {
-			return nil, err
+	p.r.logf("MPS: using control daemon in %s (started here: %v)", d.pipeDir, d.Started())
+	p.mpsEnv = d.Env()
+	return func() {
+		if err := d.Stop(context.WithoutCancel(ctx)); err != nil {
+			p.r.logf("%v", err)
 		}
-		r.logf("MPS: using control daemon in %s (started here: %v)", d.pipeDir, d.Started())
-		defer func() {
-			if err := d.Stop(context.WithoutCancel(ctx)); err != nil {
-				r.logf("%v", err)
-			}
-		}()
-		mpsEnv = d.Env()
-	}
+	}, nil
+}
 
-	// One writer: table and sidecar are only touched here.
+// measureAll sends the early records and measures the rest, with one writer: table and sidecar
+// are only touched by it, in the order the records come.
+func (p *pass) measureAll(ctx context.Context, tbl *table.Table, side *Sidecar, early []Record, todo []Task) ([]Record, error) {
 	recs := make(chan Record)
+	p.recs = recs
 	var written []Record
 	writeErr := make(chan error, 1)
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -170,13 +208,13 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 			if err != nil {
 				continue
 			}
-			if err = r.write(tbl, side, sidePath, &rec); err != nil {
+			if err = p.r.write(tbl, side, &rec); err != nil {
 				cancel(err)
 				continue
 			}
 			written = append(written, rec)
-			if r.OnRecord != nil {
-				r.OnRecord(rec)
+			if p.r.OnRecord != nil {
+				p.r.OnRecord(rec)
 			}
 		}
 		writeErr <- err
@@ -184,7 +222,7 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 	for _, rec := range early {
 		recs <- rec
 	}
-	r.dispatch(ctx, todo, byType, st, mpsEnv, sharing, recs)
+	p.dispatch(ctx, todo)
 	close(recs)
 	if err := <-writeErr; err != nil {
 		return written, err
@@ -268,9 +306,9 @@ func (r *Runner) logf(format string, args ...any) {
 // dispatch runs the tasks on free devices, in order, one measurement per device at a time.
 // Pairs of a worker type wait until its isolated rates are measured, so they can be normalized
 // by fresh values instead of re-measuring them.
-func (r *Runner) dispatch(ctx context.Context, todo []Task, byType map[string][]GPU, st *runState, mpsEnv []string, sharing Sharing, recs chan<- Record) {
+func (p *pass) dispatch(ctx context.Context, todo []Task) {
 	free := map[string][]GPU{}
-	for w, gs := range byType {
+	for w, gs := range p.byType {
 		free[w] = append([]GPU{}, gs...)
 	}
 	isoLeft := map[string]int{}
@@ -299,7 +337,7 @@ func (r *Runner) dispatch(ctx context.Context, todo []Task, byType map[string][]
 				free[t.WorkerType] = free[t.WorkerType][n:]
 				running++
 				go func() {
-					r.runTask(ctx, t, gpus, st, mpsEnv, sharing, recs)
+					p.runTask(ctx, t, gpus)
 					doneCh <- finished{t, gpus}
 				}()
 			}
@@ -320,69 +358,80 @@ func (r *Runner) dispatch(ctx context.Context, todo []Task, byType map[string][]
 }
 
 // slot builds the environment of a measurement on gpus.
-func (r *Runner) slot(gpus []GPU, mpsEnv []string) deviceSlot {
-	env := append(append([]string{}, r.Env...), mpsEnv...)
+func (p *pass) slot(gpus []GPU) deviceSlot {
+	env := append(append([]string{}, p.r.Env...), p.mpsEnv...)
 	return deviceSlot{GPUs: gpus, Env: env}
 }
 
 // runTask measures one task and sends its records (a pair may first re-measure isolated rates).
-func (r *Runner) runTask(ctx context.Context, t Task, gpus []GPU, st *runState, mpsEnv []string, sharing Sharing, recs chan<- Record) {
+func (p *pass) runTask(ctx context.Context, t Task, gpus []GPU) {
 	send := func(rec Record) bool {
 		if ctx.Err() != nil {
 			return false // an interrupted measurement is not a result
 		}
-		recs <- rec
+		p.recs <- rec
 		return true
 	}
 	if !t.IsPair() {
-		rec := r.measureIsolated(ctx, t.WorkerType, t.Job, gpus, st, mpsEnv, sharing, "isolated")
+		send(p.measureIsolated(ctx, t.WorkerType, t.Job, gpus, "isolated"))
+		return
+	}
+	if rec, ok := p.precheck(t, gpus); !ok {
 		send(rec)
 		return
 	}
-	if rec, ok := r.precheck(t, gpus, st, sharing); !ok {
-		send(rec)
-		return
+	if iso, ok := p.isolatedNearby(ctx, t, gpus, send); ok {
+		send(p.measurePair(ctx, t, gpus, iso))
 	}
-	// Isolated rates close in time, on this device, for drift-free normalization.
-	isoRates := [2]float64{}
+}
+
+// isolatedNearby returns the isolated rates of the pair's jobs measured close in time,
+// re-measuring on gpus those that are older than the refresh age, so that the pair can be
+// normalized without drift. When a re-measurement fails, the pair fails with it (a job that
+// runs out of memory alone cannot share either) and ok is false.
+func (p *pass) isolatedNearby(ctx context.Context, t Task, gpus []GPU, send func(Record) bool) (iso [2]float64, ok bool) {
 	for i, j := range []table.JobType{t.Job, t.Partner} {
 		if i == 1 && j == t.Job {
-			isoRates[1] = isoRates[0]
+			iso[1] = iso[0]
 			continue
 		}
-		rate, fresh := st.fresh(isoKey{t.WorkerType, j}, r.refresh())
+		rate, fresh := p.fresh(isoKey{t.WorkerType, j}, p.r.refresh())
 		if !fresh {
-			rec := r.measureIsolated(ctx, t.WorkerType, j, gpus, st, mpsEnv, sharing, "refresh")
+			rec := p.measureIsolated(ctx, t.WorkerType, j, gpus, "refresh")
 			if !send(rec) {
-				return
+				return iso, false
 			}
 			if rec.Status != StatusOK {
-				// A job that runs out of memory alone cannot share either.
-				send(r.record(t, Record{Status: rec.Status, Kind: "pair", Sharing: sharing,
+				send(p.record(t, Record{Status: rec.Status, Kind: "pair",
 					Reason: fmt.Sprintf("isolated re-measurement of %s: %s", j.Model, rec.Reason)}, gpus))
-				return
+				return iso, false
 			}
 			rate = rec.RawRate
 		}
-		isoRates[i] = rate
+		iso[i] = rate
 	}
-	m := measurer{settings: r.Settings, devices: r.Devices}
-	out := m.measure(ctx, r.slot(gpus, mpsEnv), []string{t.Job.Model, t.Partner.Model}, []Command{
-		r.command(t.Job, gpus), r.command(t.Partner, gpus)})
-	rec := Record{Kind: "pair", Status: out.Status, Reason: out.Reason, Sharing: sharing,
+	return iso, true
+}
+
+// measurePair runs the pair's jobs together on gpus; iso are their recent isolated rates.
+func (p *pass) measurePair(ctx context.Context, t Task, gpus []GPU, iso [2]float64) Record {
+	m := measurer{settings: p.r.Settings, devices: p.r.Devices}
+	out := m.measure(ctx, p.slot(gpus), []string{t.Job.Model, t.Partner.Model}, []Command{
+		p.r.command(t.Job, gpus), p.r.command(t.Partner, gpus)})
+	rec := Record{Kind: "pair", Status: out.Status, Reason: out.Reason,
 		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds}
 	if out.Status == StatusOK {
 		a, b := out.Jobs[0], out.Jobs[1]
 		rec.RawRate, rec.RawPartnerRate = a.Rate, b.Rate
-		rec.Rate, rec.PartnerRate = a.Rate, b.Rate
-		rec.IsolatedRate, rec.PartnerIsolatedRate = isoRates[0], isoRates[1]
+		rec.Rate, rec.PartnerRate = a.Rate, b.Rate // normalized by the writer
+		rec.IsolatedRate, rec.PartnerIsolatedRate = iso[0], iso[1]
 		rec.CIHalfWidth, rec.PartnerCIHalfWidth = a.HalfWidth, b.HalfWidth
 		rec.Samples, rec.PartnerSamples = a.Batches, b.Batches
 		rec.Seconds = max(a.Seconds, b.Seconds)
 		rec.PeakMemoryBytes, rec.PartnerPeakMemory = a.PeakMemory, b.PeakMemory
 		rec.PrecisionReached = a.PrecisionOK && b.PrecisionOK
 	}
-	send(r.record(t, rec, gpus))
+	return p.record(t, rec, gpus)
 }
 
 func (r *Runner) refresh() time.Duration {
@@ -394,14 +443,14 @@ func (r *Runner) refresh() time.Duration {
 
 // fresh returns an isolated rate measured in this run within maxAge; with a negative maxAge,
 // the table's rate always counts as fresh.
-func (st *runState) fresh(k isoKey, maxAge time.Duration) (float64, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (p *pass) fresh(k isoKey, maxAge time.Duration) (float64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if maxAge < 0 {
-		rate, ok := st.table[k]
+		rate, ok := p.table[k]
 		return rate, ok
 	}
-	if r, ok := st.recent[k]; ok && time.Since(r.at) <= maxAge {
+	if r, ok := p.recent[k]; ok && time.Since(r.at) <= maxAge {
 		return r.rate, true
 	}
 	return 0, false
@@ -409,22 +458,22 @@ func (st *runState) fresh(k isoKey, maxAge time.Duration) (float64, bool) {
 
 // precheck decides pairs that need not run: a job that cannot run alone, peak memories that
 // do not fit the device, a compute mode that forbids sharing.
-func (r *Runner) precheck(t Task, gpus []GPU, st *runState, sharing Sharing) (Record, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (p *pass) precheck(t Task, gpus []GPU) (Record, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, j := range []table.JobType{t.Job, t.Partner} {
-		if rate, ok := st.table[isoKey{t.WorkerType, j}]; ok && rate == 0 {
-			return r.record(t, Record{Status: StatusInfeasible, Kind: "pair", Sharing: sharing,
+		if rate, ok := p.table[isoKey{t.WorkerType, j}]; ok && rate == 0 {
+			return p.record(t, Record{Status: StatusInfeasible, Kind: "pair",
 				Reason: fmt.Sprintf("%s cannot run alone on %s (isolated rate 0)", j.Model, t.WorkerType)}, gpus), false
 		}
 	}
 	for _, j := range []table.JobType{t.Job, t.Partner} {
-		if why, ok := st.failed[isoKey{t.WorkerType, j}]; ok {
-			return r.record(t, Record{Status: StatusFailed, Kind: "pair", Sharing: sharing,
+		if why, ok := p.failed[isoKey{t.WorkerType, j}]; ok {
+			return p.record(t, Record{Status: StatusFailed, Kind: "pair",
 				Reason: fmt.Sprintf("not run: the isolated measurement of %s failed in this run (%s)", j.Model, why)}, gpus), false
 		}
 	}
-	pa, pb := st.peak[isoKey{t.WorkerType, t.Job}], st.peak[isoKey{t.WorkerType, t.Partner}]
+	pa, pb := p.peak[isoKey{t.WorkerType, t.Job}], p.peak[isoKey{t.WorkerType, t.Partner}]
 	total := uint64(0)
 	for _, g := range gpus {
 		if g.MemoryTotal > 0 && (total == 0 || g.MemoryTotal < total) {
@@ -432,13 +481,13 @@ func (r *Runner) precheck(t Task, gpus []GPU, st *runState, sharing Sharing) (Re
 		}
 	}
 	if pa > 0 && pb > 0 && total > 0 && pa+pb > total {
-		return r.record(t, Record{Status: StatusInfeasible, Kind: "pair", Sharing: sharing,
+		return p.record(t, Record{Status: StatusInfeasible, Kind: "pair",
 			Reason: fmt.Sprintf("isolated peak memories %s + %s = %s exceed the device's %s",
 				mib(pa), mib(pb), mib(pa+pb), mib(total))}, gpus), false
 	}
 	for _, g := range gpus {
-		if sharing != MPS && (g.ComputeMode == "exclusive_process" || g.ComputeMode == "exclusive_thread" || g.ComputeMode == "prohibited") {
-			return r.record(t, Record{Status: StatusFailed, Kind: "pair", Sharing: sharing,
+		if p.sharing != MPS && (g.ComputeMode == "exclusive_process" || g.ComputeMode == "exclusive_thread" || g.ComputeMode == "prohibited") {
+			return p.record(t, Record{Status: StatusFailed, Kind: "pair",
 				Reason: fmt.Sprintf("device %d is in compute mode %s, which forbids sharing without MPS", g.Index, g.ComputeMode)}, gpus), false
 		}
 	}
@@ -448,33 +497,48 @@ func (r *Runner) precheck(t Task, gpus []GPU, st *runState, sharing Sharing) (Re
 func mib(b uint64) string { return fmt.Sprintf("%d MiB", b>>20) }
 
 // measureIsolated measures j alone on gpus and remembers the rate for drift normalization.
-func (r *Runner) measureIsolated(ctx context.Context, w string, j table.JobType, gpus []GPU, st *runState, mpsEnv []string, sharing Sharing, kind string) Record {
-	m := measurer{settings: r.Settings, devices: r.Devices}
-	out := m.measure(ctx, r.slot(gpus, mpsEnv), []string{j.Model}, []Command{r.command(j, gpus)})
-	rec := Record{Kind: kind, Status: out.Status, Reason: out.Reason, Sharing: sharing,
+func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, gpus []GPU, kind string) Record {
+	m := measurer{settings: p.r.Settings, devices: p.r.Devices}
+	out := m.measure(ctx, p.slot(gpus), []string{j.Model}, []Command{p.r.command(j, gpus)})
+	rec := Record{Kind: kind, Status: out.Status, Reason: out.Reason,
 		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds}
 	if out.Status == StatusOK {
 		a := out.Jobs[0]
 		rec.Rate, rec.RawRate, rec.CIHalfWidth, rec.Samples, rec.Seconds = a.Rate, a.Rate, a.HalfWidth, a.Batches, a.Seconds
 		rec.PeakMemoryBytes, rec.PrecisionReached = a.PeakMemory, a.PrecisionOK
-		st.mu.Lock()
+		p.mu.Lock()
 		k := isoKey{w, j}
-		st.recent[k] = recentIso{rate: a.Rate, at: time.Now()}
-		st.peak[k] = max(st.peak[k], a.PeakMemory)
-		if _, ok := st.table[k]; !ok {
-			st.table[k] = a.Rate
+		p.recent[k] = recentIso{rate: a.Rate, at: time.Now()}
+		p.peak[k] = max(p.peak[k], a.PeakMemory)
+		if _, ok := p.table[k]; !ok {
+			p.table[k] = a.Rate
 		}
-		st.mu.Unlock()
+		p.mu.Unlock()
 	} else if out.Status == StatusInfeasible {
-		st.mu.Lock()
-		st.table[isoKey{w, j}] = 0
-		st.mu.Unlock()
+		p.mu.Lock()
+		p.table[isoKey{w, j}] = 0
+		p.mu.Unlock()
 	} else if ctx.Err() == nil {
-		st.mu.Lock()
-		st.failed[isoKey{w, j}] = out.Reason
-		st.mu.Unlock()
+		p.mu.Lock()
+		p.failed[isoKey{w, j}] = out.Reason
+		p.mu.Unlock()
 	}
-	return r.record(Task{WorkerType: w, Job: j}, rec, gpus)
+	return p.record(Task{WorkerType: w, Job: j}, rec, gpus)
+}
+
+// record fills in the task's identity, the devices and the sharing mode.
+func (p *pass) record(t Task, rec Record, gpus []GPU) Record {
+	rec.WorkerType = t.WorkerType
+	rec.Job, rec.ScaleFactor = t.Job.Model, t.Job.ScaleFactor
+	if t.IsPair() {
+		rec.Partner, rec.PartnerScaleFactor = t.Partner.Model, t.Partner.ScaleFactor
+	}
+	rec.Sharing = p.sharing
+	for _, g := range gpus {
+		rec.GPUs = append(rec.GPUs, g.Index)
+	}
+	rec.Finished = now()
+	return rec
 }
 
 // command returns j's command; the device variables are added by the slot.
@@ -484,26 +548,9 @@ func (r *Runner) command(j table.JobType, gpus []GPU) Command {
 	return c
 }
 
-// record fills in the task's identity.
-func (r *Runner) record(t Task, rec Record, gpus []GPU) Record {
-	rec.WorkerType = t.WorkerType
-	rec.Job, rec.ScaleFactor = t.Job.Model, t.Job.ScaleFactor
-	if t.IsPair() {
-		rec.Partner, rec.PartnerScaleFactor = t.Partner.Model, t.Partner.ScaleFactor
-	}
-	if rec.Sharing == "" {
-		rec.Sharing = r.Sharing
-	}
-	for _, g := range gpus {
-		rec.GPUs = append(rec.GPUs, g.Index)
-	}
-	rec.Finished = now()
-	return rec
-}
-
 // write merges rec into the table and the sidecar and saves both, sidecar first: a crash in
 // between leaves a record whose table entry is missing, which a rerun measures again.
-func (r *Runner) write(tbl *table.Table, side *Sidecar, sidePath string, rec *Record) error {
+func (r *Runner) write(tbl *table.Table, side *Sidecar, rec *Record) error {
 	w, a, b := rec.WorkerType, rec.JobType(), rec.PartnerType()
 	switch {
 	case rec.Partner == "" && rec.Status == StatusOK:
@@ -522,7 +569,7 @@ func (r *Runner) write(tbl *table.Table, side *Sidecar, sidePath string, rec *Re
 		tbl.SetInfeasible(w, a, b)
 	}
 	side.Measurements = append(side.Measurements, *rec)
-	if err := side.Save(sidePath); err != nil {
+	if err := side.Save(SidecarPath(r.TablePath)); err != nil {
 		return err
 	}
 	return tbl.Save(r.TablePath)
