@@ -56,32 +56,65 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 	}
 	workers := append([]string{}, spec.WorkerTypes...)
 	sort.Strings(workers)
-	isWorker := map[string]bool{}
-	for _, w := range workers {
-		isWorker[w] = true
+	ps := &pairSet{seen: map[pairKey]bool{}}
+	switch {
+	case spec.NoPairs:
+	case len(spec.Partners) > 0:
+		err = ps.addPartners(spec.Model, spec.Partners, known, workers)
+	case len(spec.Suggestions) > 0:
+		ps.addSuggestions(spec.Suggestions, known, workers)
+	case spec.Fraction > 0:
+		err = ps.addFraction(spec, workers)
+	case len(spec.References) > 0:
+		for _, w := range workers {
+			for _, c := range candidates(spec) {
+				ps.add(w, spec.Model, c)
+			}
+		}
 	}
-	candidates := append([]table.JobType{spec.Model}, spec.References...)
-	sort.Slice(candidates, func(i, j int) bool { return candidates[i].Less(candidates[j]) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(isolatedTasks(spec.Model, workers, ps.pairs), ps.pairs...), ps.notes, nil
+}
 
-	type pairKey struct {
-		w    string
-		a, b table.JobType
+// candidates are the partners of the model by default: the model itself and every reference,
+// in table order.
+func candidates(spec PlanSpec) []table.JobType {
+	c := append([]table.JobType{spec.Model}, spec.References...)
+	sort.Slice(c, func(i, j int) bool { return c[i].Less(c[j]) })
+	return c
+}
+
+type pairKey struct {
+	w    string
+	a, b table.JobType
+}
+
+// pairSet collects pairs once each, in a canonical order of their two jobs.
+type pairSet struct {
+	pairs []Task
+	seen  map[pairKey]bool
+	notes []string
+}
+
+func (ps *pairSet) add(w string, a, b table.JobType) {
+	if b.Less(a) {
+		a, b = b, a
 	}
-	var pairs []Task
-	seen := map[pairKey]bool{}
-	addPair := func(w string, a, b table.JobType) {
-		if b.Less(a) {
-			a, b = b, a
-		}
-		if a.ScaleFactor != b.ScaleFactor {
-			notes = append(notes, fmt.Sprintf("skipping %s + %s on %s: scale factors differ", a, b, w))
-			return
-		}
-		if k := (pairKey{w, a, b}); !seen[k] {
-			seen[k] = true
-			pairs = append(pairs, Task{WorkerType: w, Job: a, Partner: b})
-		}
+	if a.ScaleFactor != b.ScaleFactor {
+		ps.notes = append(ps.notes, fmt.Sprintf("skipping %s + %s on %s: scale factors differ", a, b, w))
+		return
 	}
+	if k := (pairKey{w, a, b}); !ps.seen[k] {
+		ps.seen[k] = true
+		ps.pairs = append(ps.pairs, Task{WorkerType: w, Job: a, Partner: b})
+	}
+}
+
+// addPartners pairs the model with each named partner ("A+B" pairs two known jobs) on every
+// worker type.
+func (ps *pairSet) addPartners(model table.JobType, partners []string, known map[string]table.JobType, workers []string) error {
 	resolve := func(name string) (table.JobType, error) {
 		j, ok := known[strings.TrimSpace(name)]
 		if !ok {
@@ -89,65 +122,72 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 		}
 		return j, nil
 	}
-	switch {
-	case spec.NoPairs:
-	case len(spec.Partners) > 0:
-		for _, p := range spec.Partners {
-			a, b := spec.Model, table.JobType{}
-			if x, y, ok := strings.Cut(p, "+"); ok {
-				if a, err = resolve(x); err != nil {
-					return nil, nil, err
-				}
-				p = y
+	for _, p := range partners {
+		a, name := model, p
+		if x, y, ok := strings.Cut(p, "+"); ok {
+			var err error
+			if a, err = resolve(x); err != nil {
+				return err
 			}
-			if b, err = resolve(p); err != nil {
-				return nil, nil, err
-			}
-			for _, w := range workers {
-				addPair(w, a, b)
-			}
+			name = y
 		}
-	case len(spec.Suggestions) > 0:
-		for _, s := range spec.Suggestions {
-			a, okA := known[s.Job]
-			b, okB := known[s.Partner]
-			switch {
-			case !isWorker[s.WorkerType]:
-				notes = append(notes, fmt.Sprintf("skipping suggestion %s + %s on %s: no selected GPU of that type", s.Job, s.Partner, s.WorkerType))
-			case !okA || !okB:
-				notes = append(notes, fmt.Sprintf("skipping suggestion %s + %s on %s: no command for %q", s.Job, s.Partner, s.WorkerType, map[bool]string{true: s.Partner, false: s.Job}[okA]))
-			case a.ScaleFactor != s.ScaleFactor || b.ScaleFactor != s.ScaleFactor:
-				notes = append(notes, fmt.Sprintf("skipping suggestion %s + %s on %s: scale factor %d does not match the commands'", s.Job, s.Partner, s.WorkerType, s.ScaleFactor))
-			default:
-				addPair(s.WorkerType, a, b)
-			}
+		b, err := resolve(name)
+		if err != nil {
+			return err
 		}
-	case spec.Fraction > 0:
-		if spec.Fraction > 1 {
-			return nil, nil, fmt.Errorf("fraction %g: want a probability in (0, 1]", spec.Fraction)
-		}
-		rng := rand.New(rand.NewPCG(spec.Seed, 0x6761_76656c))
 		for _, w := range workers {
-			for _, c := range candidates {
-				if rng.Float64() < spec.Fraction {
-					addPair(w, spec.Model, c)
-				}
-			}
+			ps.add(w, a, b)
 		}
-	default:
-		if len(spec.References) > 0 {
-			for _, w := range workers {
-				for _, c := range candidates {
-					addPair(w, spec.Model, c)
-				}
+	}
+	return nil
+}
+
+// addSuggestions takes the pairs of `gavel-profile suggest --json` that can run here.
+func (ps *pairSet) addSuggestions(suggestions []Suggestion, known map[string]table.JobType, workers []string) {
+	for _, s := range suggestions {
+		a, okA := known[s.Job]
+		b, okB := known[s.Partner]
+		skip := func(why string) {
+			ps.notes = append(ps.notes, fmt.Sprintf("skipping suggestion %s + %s on %s: %s", s.Job, s.Partner, s.WorkerType, why))
+		}
+		switch {
+		case !slices.Contains(workers, s.WorkerType):
+			skip("no selected GPU of that type")
+		case !okA:
+			skip(fmt.Sprintf("no command for %q", s.Job))
+		case !okB:
+			skip(fmt.Sprintf("no command for %q", s.Partner))
+		case a.ScaleFactor != s.ScaleFactor || b.ScaleFactor != s.ScaleFactor:
+			skip(fmt.Sprintf("scale factor %d does not match the commands'", s.ScaleFactor))
+		default:
+			ps.add(s.WorkerType, a, b)
+		}
+	}
+}
+
+// addFraction keeps each default pair with probability spec.Fraction, reproducibly for a seed.
+func (ps *pairSet) addFraction(spec PlanSpec, workers []string) error {
+	if spec.Fraction > 1 {
+		return fmt.Errorf("fraction %g: want a probability in (0, 1]", spec.Fraction)
+	}
+	rng := rand.New(rand.NewPCG(spec.Seed, 0x6761_76656c))
+	for _, w := range workers {
+		for _, c := range candidates(spec) {
+			if rng.Float64() < spec.Fraction {
+				ps.add(w, spec.Model, c)
 			}
 		}
 	}
-	// Isolated rates: the model everywhere, and every job that takes part in a pair on that
-	// worker type (pairs are stored normalized by them).
+	return nil
+}
+
+// isolatedTasks lists the isolated rates to measure: the model on every worker type, and
+// every job that takes part in a pair on that worker type (pairs are stored normalized by
+// them), sorted by worker type and job.
+func isolatedTasks(model table.JobType, workers []string, pairs []Task) []Task {
 	need := map[string]map[table.JobType]bool{}
 	for _, w := range workers {
-		need[w] = map[table.JobType]bool{spec.Model: true}
+		need[w] = map[table.JobType]bool{model: true}
 	}
 	for _, p := range pairs {
 		if need[p.WorkerType] == nil {
@@ -156,6 +196,7 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 		need[p.WorkerType][p.Job] = true
 		need[p.WorkerType][p.Partner] = true
 	}
+	var tasks []Task
 	for _, w := range sortedKeys(need) {
 		js := make([]table.JobType, 0, len(need[w]))
 		for j := range need[w] {
@@ -166,7 +207,7 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 			tasks = append(tasks, Task{WorkerType: w, Job: j})
 		}
 	}
-	return append(tasks, pairs...), notes, nil
+	return tasks
 }
 
 func sortedKeys[K ~string, V any](m map[K]V) []K {
