@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -153,56 +154,21 @@ type runSetup struct {
 
 func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func(), error) {
 	noop := func() {}
-	if strings.TrimSpace(opts.name) == "" {
-		return nil, noop, cli.UsageError("run: --name is required")
-	}
-	if opts.tablePath == "" {
-		return nil, noop, cli.UsageError("run: --table is required")
-	}
-	if opts.scaleFactor < 1 {
-		return nil, noop, cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
-	}
-	chosen := 0
-	for _, set := range []bool{opts.fraction != 0, len(opts.pairs) > 0, opts.pairsFrom != "", opts.noPairs} {
-		if set {
-			chosen++
-		}
-	}
-	if chosen > 1 {
-		return nil, noop, cli.UsageError("run: give at most one of --fraction, --pairs, --pairs-from and --no-pairs")
-	}
-	if opts.fraction < 0 || opts.fraction > 1 {
-		return nil, noop, cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
+	if err := checkRunFlags(opts); err != nil {
+		return nil, noop, err
 	}
 	sharing, err := profile.ParseSharing(opts.sharing)
 	if err != nil {
 		return nil, noop, cli.UsageError("run: --sharing: %v", err)
 	}
-	progress, err := profile.ParseProgressFormat(opts.progress)
-	if err != nil {
-		return nil, noop, cli.UsageError("run: --progress-regex: %v", err)
-	}
 	env, err := profile.BaseEnv(os.Environ(), opts.env)
 	if err != nil {
 		return nil, noop, cli.UsageError("run: %v", err)
 	}
-	overrides, err := profile.ParseWorkerTypeOverrides(opts.workerTypes)
-	if err != nil {
-		return nil, noop, cli.UsageError("run: --worker-type: %v", err)
-	}
 	model := table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}
-	commands := map[table.JobType]profile.Command{model: {Argv: opts.command, Shell: opts.shell, Progress: progress}}
-	var refs []table.JobType
-	if opts.references != "" {
-		rf, err := profile.LoadReferences(opts.references)
-		if err != nil {
-			return nil, noop, cli.UsageError("%v", err)
-		}
-		for _, r := range rf.References {
-			j := table.JobType{Model: r.Name, ScaleFactor: r.ScaleFactor}
-			refs = append(refs, j)
-			commands[j] = r.ProfileCommand()
-		}
+	commands, refs, err := loadCommands(opts, model)
+	if err != nil {
+		return nil, noop, err
 	}
 	var suggestions []profile.Suggestion
 	if opts.pairsFrom != "" {
@@ -213,48 +179,16 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 			return nil, noop, cli.UsageError("run: %s lists no measurements", opts.pairsFrom)
 		}
 	}
-
-	var devs profile.Devices
-	if opts.cpu {
-		devs = profile.CPUDevices(opts.cpuSlots)
-	} else if devs, err = opts.open(); err != nil {
-		return nil, noop, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
-	}
-	closeDevs := func() { devs.Close() }
-	all, err := devs.List(ctx)
+	devs, usable, err := openDevices(ctx, opts, io)
 	if err != nil {
-		closeDevs()
 		return nil, noop, err
 	}
-	overrides.Apply(all)
-	gpus, err := profile.SelectGPUs(all, opts.gpu)
-	if err != nil {
-		closeDevs()
-		return nil, noop, cli.UsageError("run: %v", err)
-	}
-	var usable []profile.GPU
-	var workerTypes []string
-	seen := map[string]bool{}
-	for _, g := range gpus {
-		if g.MIG == "enabled" {
-			fmt.Fprintf(io.Err, "note: skipping GPU %d: MIG is enabled (profile MIG instances as separate devices is not supported)\n", g.Index)
-			continue
-		}
-		usable = append(usable, g)
-		if !seen[g.WorkerType] {
-			seen[g.WorkerType] = true
-			workerTypes = append(workerTypes, g.WorkerType)
-		}
-	}
-	if len(usable) == 0 {
-		closeDevs()
-		return nil, noop, fmt.Errorf("run: no usable device (selected %q); use --cpu to profile on the CPU", opts.gpu)
-	}
+	closeDevs := func() { devs.Close() }
 	if sharing == profile.MPS && usable[0].CPU {
 		closeDevs()
 		return nil, noop, cli.UsageError("run: --sharing mps needs GPUs")
 	}
-	tasks, notes, err := profile.Plan(profile.PlanSpec{Model: model, References: refs, WorkerTypes: workerTypes,
+	tasks, notes, err := profile.Plan(profile.PlanSpec{Model: model, References: refs, WorkerTypes: workerTypes(usable),
 		Fraction: opts.fraction, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs})
 	if err != nil {
 		closeDevs()
@@ -266,6 +200,103 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 		MPSControl: opts.mpsControl, Env: env, Refresh: opts.refresh,
 	}
 	return &runSetup{runner: r, tasks: tasks, notes: notes}, closeDevs, nil
+}
+
+// checkRunFlags rejects flag values that are wrong on their own or together.
+func checkRunFlags(opts runOptions) error {
+	if strings.TrimSpace(opts.name) == "" {
+		return cli.UsageError("run: --name is required")
+	}
+	if opts.tablePath == "" {
+		return cli.UsageError("run: --table is required")
+	}
+	if opts.scaleFactor < 1 {
+		return cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
+	}
+	chosen := 0
+	for _, set := range []bool{opts.fraction != 0, len(opts.pairs) > 0, opts.pairsFrom != "", opts.noPairs} {
+		if set {
+			chosen++
+		}
+	}
+	if chosen > 1 {
+		return cli.UsageError("run: give at most one of --fraction, --pairs, --pairs-from and --no-pairs")
+	}
+	if opts.fraction < 0 || opts.fraction > 1 {
+		return cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
+	}
+	return nil
+}
+
+// loadCommands returns the command of the job being profiled and of every reference job.
+func loadCommands(opts runOptions, model table.JobType) (map[table.JobType]profile.Command, []table.JobType, error) {
+	progress, err := profile.ParseProgressFormat(opts.progress)
+	if err != nil {
+		return nil, nil, cli.UsageError("run: --progress-regex: %v", err)
+	}
+	commands := map[table.JobType]profile.Command{model: {Argv: opts.command, Shell: opts.shell, Progress: progress}}
+	if opts.references == "" {
+		return commands, nil, nil
+	}
+	rf, err := profile.LoadReferences(opts.references)
+	if err != nil {
+		return nil, nil, cli.UsageError("%v", err)
+	}
+	var refs []table.JobType
+	for _, r := range rf.References {
+		j := table.JobType{Model: r.Name, ScaleFactor: r.ScaleFactor}
+		refs = append(refs, j)
+		commands[j] = r.ProfileCommand()
+	}
+	return commands, refs, nil
+}
+
+// openDevices opens NVML (or the CPU pseudo devices) and returns the selected devices that can
+// be profiled; the caller closes devs.
+func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile.Devices, usable []profile.GPU, err error) {
+	overrides, err := profile.ParseWorkerTypeOverrides(opts.workerTypes)
+	if err != nil {
+		return nil, nil, cli.UsageError("run: --worker-type: %v", err)
+	}
+	if opts.cpu {
+		devs = profile.CPUDevices(opts.cpuSlots)
+	} else if devs, err = opts.open(); err != nil {
+		return nil, nil, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
+	}
+	all, err := devs.List(ctx)
+	if err != nil {
+		devs.Close()
+		return nil, nil, err
+	}
+	overrides.Apply(all)
+	gpus, err := profile.SelectGPUs(all, opts.gpu)
+	if err != nil {
+		devs.Close()
+		return nil, nil, cli.UsageError("run: %v", err)
+	}
+	for _, g := range gpus {
+		if g.MIG == "enabled" {
+			fmt.Fprintf(io.Err, "note: skipping GPU %d: MIG is enabled (profiling MIG instances is not supported)\n", g.Index)
+			continue
+		}
+		usable = append(usable, g)
+	}
+	if len(usable) == 0 {
+		devs.Close()
+		return nil, nil, fmt.Errorf("run: no usable device (selected %q); use --cpu to profile on the CPU", opts.gpu)
+	}
+	return devs, usable, nil
+}
+
+// workerTypes lists the worker types of gpus once each, in device order.
+func workerTypes(gpus []profile.GPU) []string {
+	var ws []string
+	for _, g := range gpus {
+		if !slices.Contains(ws, g.WorkerType) {
+			ws = append(ws, g.WorkerType)
+		}
+	}
+	return ws
 }
 
 func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
