@@ -311,42 +311,10 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 		fmt.Fprintln(io.Err, "note:", n)
 	}
 	r := setup.runner
-	var bar *progressbar.ProgressBar
-	var todo, skipped, count int
-	logf := func(format string, args ...any) {
-		if bar != nil {
-			_ = bar.Clear()
-		}
-		fmt.Fprintf(io.Err, format+"\n", args...)
-		if bar != nil {
-			_ = bar.RenderBlank()
-		}
-	}
-	r.Logf = logf
-	r.OnPlanned = func(t, s int) {
-		todo, skipped = t, s
-		logf("%d measurements to make, %d already in %s", t, s, opts.tablePath)
-		if isTerminal(io.Err) && t > 0 {
-			bar = progressbar.NewOptions(t, progressbar.OptionSetWriter(io.Err),
-				progressbar.OptionSetDescription("measuring"), progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
-				progressbar.OptionFullWidth())
-		}
-	}
-	r.OnRecord = func(rec profile.Record) {
-		if rec.Kind != "refresh" {
-			count++
-		}
-		logf("[%d/%d] %s", count, todo, describe(rec))
-		if bar != nil && rec.Kind != "refresh" {
-			_ = bar.Add(1)
-		}
-	}
+	rep := &reporter{io: io, table: opts.tablePath}
+	r.Logf, r.OnPlanned, r.OnRecord = rep.logf, rep.planned, rep.recorded
 	recs, runErr := r.Run(ctx, setup.tasks)
-	if bar != nil {
-		_ = bar.Finish()
-		fmt.Fprintln(io.Err)
-	}
+	rep.finish()
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		if errors.Is(runErr, profile.ErrSharingMismatch) {
 			return cli.UsageError("%v (--force-sharing)", runErr)
@@ -356,7 +324,7 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 		}
 		return runErr
 	}
-	if err := printRecords(io, opts, r, recs, skipped); err != nil {
+	if err := printRecords(io, opts, r, recs, rep.skipped); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -372,6 +340,55 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 		return fmt.Errorf("%d of %d measurements failed (reasons above and in %s); a rerun retries them", failed, len(recs), profile.SidecarPath(opts.tablePath))
 	}
 	return nil
+}
+
+// reporter tells on stderr how the run goes: one line per measurement and, on a terminal, a
+// progress bar with the time left, which the lines are written above.
+type reporter struct {
+	io                   *cli.IO
+	table                string
+	bar                  *progressbar.ProgressBar
+	todo, skipped, count int
+}
+
+func (p *reporter) logf(format string, args ...any) {
+	if p.bar != nil {
+		_ = p.bar.Clear()
+	}
+	fmt.Fprintf(p.io.Err, format+"\n", args...)
+	if p.bar != nil {
+		_ = p.bar.RenderBlank()
+	}
+}
+
+func (p *reporter) planned(todo, skipped int) {
+	p.todo, p.skipped = todo, skipped
+	p.logf("%d measurements to make, %d already in %s", todo, skipped, p.table)
+	if isTerminal(p.io.Err) && todo > 0 {
+		p.bar = progressbar.NewOptions(todo, progressbar.OptionSetWriter(p.io.Err),
+			progressbar.OptionSetDescription("measuring"), progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionFullWidth())
+	}
+}
+
+// recorded counts a planned measurement done; isolated re-measurements taken before pairs
+// are extra and do not move the bar.
+func (p *reporter) recorded(rec profile.Record) {
+	if rec.Kind != "refresh" {
+		p.count++
+		if p.bar != nil {
+			_ = p.bar.Add(1)
+		}
+	}
+	p.logf("[%d/%d] %s", p.count, p.todo, describe(rec))
+}
+
+func (p *reporter) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		fmt.Fprintln(p.io.Err)
+	}
 }
 
 func isTerminal(w any) bool {
