@@ -106,21 +106,29 @@ type Suggestion struct {
 	Reason      string `json:"reason"`
 }
 
-// LoadSuggestions reads the JSON printed by `gavel-profile suggest --json`.
+// LoadSuggestions reads the JSON printed by `gavel-profile suggest --json` from a file.
 func LoadSuggestions(path string) ([]Suggestion, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("suggestions %s: %w", path, err)
 	}
+	defer f.Close()
+	return ReadSuggestions(f, path)
+}
+
+// ReadSuggestions reads the JSON printed by `gavel-profile suggest --json`; file names it in
+// errors. Fields other than the pair's (estimates, reasons) are allowed: the printer may add
+// more.
+func ReadSuggestions(r io.Reader, file string) ([]Suggestion, error) {
 	var s struct {
 		Measurements []Suggestion `json:"measurements"`
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("suggestions %s: %w", path, err)
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return nil, fmt.Errorf("suggestions %s: %w", file, err)
 	}
 	for i, m := range s.Measurements {
 		if m.WorkerType == "" || m.Job == "" || m.Partner == "" {
-			return nil, fmt.Errorf("suggestions %s: measurement %d: worker_type, job and partner are required", path, i)
+			return nil, fmt.Errorf("suggestions %s: measurement %d: worker_type, job and partner are required", file, i)
 		}
 		if m.ScaleFactor == 0 {
 			s.Measurements[i].ScaleFactor = 1

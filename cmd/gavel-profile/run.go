@@ -91,8 +91,9 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
       --table out.json -- python3 train.py --batch-size 32
 
   # Pairs suggested by the estimator, under MPS, on GPUs 0 and 1:
-  gavel-profile run --name my-model --gpu 0,1 --sharing mps \
-      --references refs.json --pairs-from suggest.json --table out.json -- ./train.sh
+  gavel-profile suggest --table out.json --budget 5 --json |
+    gavel-profile run --name my-model --gpu 0,1 --sharing mps \
+      --references refs.json --pairs-from - --table out.json -- ./train.sh
 
   # No GPU: profile on the CPU, reading progress from "iter 120/5000" lines:
   gavel-profile run --cpu --name tiny --table cpu.json \
@@ -122,7 +123,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P (seeded by --seed)")
 	f.Uint64Var(&opts.seed, "seed", 0, "seed for --fraction")
 	f.StringSliceVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B)")
-	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json'")
+	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json' in this file (- for stdin)")
 	f.BoolVar(&opts.noPairs, "no-pairs", false, "measure isolated rates only")
 	f.StringVar(&opts.tablePath, "table", "", "throughput table to merge into, created if missing (required)")
 	f.StringVar(&opts.sharing, "sharing", "time-slicing", "how pairs share a GPU: time-slicing or mps")
@@ -170,14 +171,9 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 	if err != nil {
 		return nil, noop, err
 	}
-	var suggestions []profile.Suggestion
-	if opts.pairsFrom != "" {
-		if suggestions, err = profile.LoadSuggestions(opts.pairsFrom); err != nil {
-			return nil, noop, cli.UsageError("%v", err)
-		}
-		if len(suggestions) == 0 {
-			return nil, noop, cli.UsageError("run: %s lists no measurements", opts.pairsFrom)
-		}
+	suggestions, err := loadSuggestions(opts.pairsFrom, io)
+	if err != nil {
+		return nil, noop, err
 	}
 	devs, usable, err := openDevices(ctx, opts, io)
 	if err != nil {
@@ -249,6 +245,29 @@ func loadCommands(opts runOptions, model table.JobType) (map[table.JobType]profi
 		commands[j] = r.ProfileCommand()
 	}
 	return commands, refs, nil
+}
+
+// loadSuggestions reads the pairs of `gavel-profile suggest --json` from path, or from stdin
+// for "-" (so that suggest can be piped into run); none for "".
+func loadSuggestions(path string, io *cli.IO) ([]profile.Suggestion, error) {
+	var s []profile.Suggestion
+	var err error
+	switch path {
+	case "":
+		return nil, nil
+	case "-":
+		path = "stdin"
+		s, err = profile.ReadSuggestions(io.In, path)
+	default:
+		s, err = profile.LoadSuggestions(path)
+	}
+	if err != nil {
+		return nil, cli.UsageError("%v", err)
+	}
+	if len(s) == 0 {
+		return nil, cli.UsageError("run: %s lists no measurements", path)
+	}
+	return s, nil
 }
 
 // openDevices opens NVML (or the CPU pseudo devices) and returns the selected devices that can

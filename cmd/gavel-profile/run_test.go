@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,8 +27,11 @@ func buildWorkload(t *testing.T) string {
 var fast = []string{"--window", "100ms", "--max-window", "2s", "--max-warmup", "1s", "--precision", "0.05",
 	"--startup-timeout", "3s", "--stall-timeout", "1s", "--kill-grace", "300ms"}
 
-func runCLI(args ...string) (string, string, error) {
+func runCLI(args ...string) (string, string, error) { return runCLIWithInput("", args...) }
+
+func runCLIWithInput(stdin string, args ...string) (string, string, error) {
 	streams, out, errb := cli.TestIO()
+	streams.In = strings.NewReader(stdin)
 	cmd := newRunCmd(streams)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true // as under the root command
 	cmd.SetArgs(args)
@@ -159,5 +163,47 @@ func TestRunWithoutDriverOffersCPU(t *testing.T) {
 	_, _, err := runCLI("--name", "m", "--table", filepath.Join(t.TempDir(), "o.json"), "--", "true")
 	if err == nil || !strings.Contains(err.Error(), "--cpu") {
 		t.Errorf("error %v, want one offering --cpu", err)
+	}
+}
+
+// TestRunPairsFromSuggestOnStdin: `gavel-profile suggest --json | gavel-profile run --pairs-from -`
+// measures the suggested pairs that can run here (and the isolated rates they need), nothing
+// else.
+func TestRunPairsFromSuggestOnStdin(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["`+bin+`","-rate","100"]},
+		{"name":"other","command":["`+bin+`","-rate","100"]}]}`), 0o644)
+	suggest := `{"measurements": [
+	  {"worker_type": "cpu", "job": "model", "partner": "ref", "scale_factor": 1, "reason": "uncertain"},
+	  {"worker_type": "cpu", "job": "ref", "partner": "nobody", "scale_factor": 1, "reason": "uncertain"}]}`
+	args := append([]string{"--cpu", "--cpu-slots", "2", "--name", "model", "--references", refs,
+		"--pairs-from", "-", "--table", filepath.Join(dir, "out.json"), "--json"}, fast...)
+	stdout, stderr, err := runCLIWithInput(suggest, append(args, "--", bin, "-rate", "200")...)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	var got runJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	var measured []string
+	for _, m := range got.Measurements {
+		what := m.Job
+		if m.Partner != nil {
+			what += "+" + *m.Partner
+		}
+		measured = append(measured, what)
+	}
+	slices.Sort(measured)
+	if want := []string{"model", "model+ref", "ref"}; !slices.Equal(measured, want) {
+		t.Errorf("measured %v, want %v", measured, want)
+	}
+	if !strings.Contains(stderr, `skipping suggestion ref + nobody on cpu: no command for "nobody"`) {
+		t.Errorf("the suggestion that cannot run is not explained:\n%s", stderr)
+	}
+	if _, _, err := runCLIWithInput(`{"measurements": []}`, append(args, "--", bin)...); cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "stdin") {
+		t.Errorf("empty suggestions on stdin: %v (exit %d), want exit 2 naming stdin", err, cli.ExitCode(err))
 	}
 }
