@@ -186,12 +186,11 @@ type ridge struct {
 	p   int
 	ata []float64
 	atb []float64
-	sym *mat.SymDense
-	x   *mat.VecDense
+	x   []float64
 }
 
 func newRidge(p int) *ridge {
-	return &ridge{p: p, ata: make([]float64, p*p), atb: make([]float64, p), sym: mat.NewSymDense(p, nil), x: mat.NewVecDense(p, nil)}
+	return &ridge{p: p, ata: make([]float64, p*p), atb: make([]float64, p), x: make([]float64, p)}
 }
 
 // add adds one row given as sparse (index, value) pairs.
@@ -232,27 +231,48 @@ func (r *ridge) couple(i, j int, l float64) {
 	r.ata[j*r.p+i] -= l
 }
 
-func (r *ridge) solve() (*mat.VecDense, bool) {
+// solve solves the normal equations by a plain Cholesky factorization of the upper triangle
+// (gonum's also estimates the condition number, which costs more than the solve at these sizes).
+func (r *ridge) solve() ([]float64, bool) {
 	p := r.p
-	// Both add (full) and addDense (upper only) leave the upper triangle complete.
+	l := r.ata // factor in place: l[j*p+i] (i ≥ j) holds L[i][j] in the lower part
 	for i := 0; i < p; i++ {
-		for j := i + 1; j < p; j++ {
-			r.sym.SetSym(i, j, r.ata[i*p+j])
+		l[i*p+i] += 1e-10
+		for j := 0; j <= i; j++ {
+			sum := l[j*p+i] // upper triangle: A[j][i]
+			for k := 0; k < j; k++ {
+				sum -= l[i*p+k] * l[j*p+k]
+			}
+			if i == j {
+				if sum <= 0 {
+					return nil, false
+				}
+				l[i*p+i] = math.Sqrt(sum)
+			} else {
+				l[i*p+j] = sum / l[j*p+j]
+			}
 		}
-		r.sym.SetSym(i, i, r.ata[i*p+i]+1e-10)
 	}
-	var ch mat.Cholesky
-	if !ch.Factorize(r.sym) {
-		return nil, false
+	x := r.x
+	for i := 0; i < p; i++ { // L y = b
+		sum := r.atb[i]
+		for k := 0; k < i; k++ {
+			sum -= l[i*p+k] * x[k]
+		}
+		x[i] = sum / l[i*p+i]
 	}
-	if err := ch.SolveVecTo(r.x, mat.NewVecDense(p, r.atb)); err != nil {
-		return nil, false
+	for i := p - 1; i >= 0; i-- { // Lᵀ x = y
+		sum := x[i]
+		for k := i + 1; k < p; k++ {
+			sum -= l[k*p+i] * x[k]
+		}
+		x[i] = sum / l[i*p+i]
 	}
-	return r.x, true
+	return x, true
 }
 
 // maxGlobalObs caps the observations used per worker type in the per-worker step.
-const maxGlobalObs = 3000
+const maxGlobalObs = 2000
 
 // fitWorker solves for Mean[w], Beta[w], Gamma[w] and G[w].
 func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
@@ -292,13 +312,13 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 	if !ok {
 		return
 	}
-	m.Mean[w] = sol.AtVec(0)
+	m.Mean[w] = sol[0]
 	for f := 0; f < nf; f++ {
-		m.Beta[w][f] = sol.AtVec(1 + f)
-		m.Gamma[w][f] = sol.AtVec(1 + nf + f)
+		m.Beta[w][f] = sol[1+f]
+		m.Gamma[w][f] = sol[1+nf+f]
 	}
 	for q := 0; q < D*D; q++ {
-		m.G[w][q] = sol.AtVec(1 + 2*nf + q)
+		m.G[w][q] = sol[1+2*nf+q]
 	}
 }
 
@@ -423,13 +443,13 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		return
 	}
 	for w := 0; w < W; w++ {
-		m.A[j][w] = sol.AtVec(w)
-		m.C[j][w] = sol.AtVec(W + w)
+		m.A[j][w] = sol[w]
+		m.C[j][w] = sol[W+w]
 	}
 	for d := 0; d < D; d++ {
-		m.Z[j][d] = sol.AtVec(2*W + d)
+		m.Z[j][d] = sol[2*W+d]
 	}
-	m.AM[j], m.CM[j] = sol.AtVec(ma), sol.AtVec(mc)
+	m.AM[j], m.CM[j] = sol[ma], sol[mc]
 }
 
 func (m *PairModel) objective(obs []PairObs, s PairSettings) float64 {

@@ -77,19 +77,34 @@ func (nb Neighbors) Estimate(d *Data) (*Result, error) {
 		}
 		weights[i] = res.Neighbors
 	}
+	// Logs of the references' rates, once; NaN where infeasible.
+	refLog := make([][][]float64, W)
+	for w := 0; w < W; w++ {
+		refLog[w] = make([][]float64, R)
+		for a, ra := range refs {
+			refLog[w][a] = make([]float64, R)
+			for b, rb := range refs {
+				refLog[w][a][b] = math.NaN()
+				if d.State[w][ra][rb] == table.Measured {
+					refLog[w][a][b] = math.Log(math.Max(d.Norm[w][ra][rb], floorNorm))
+				}
+			}
+		}
+	}
 	r := newResult(d)
 	for w := 0; w < W; w++ {
 		for i := 0; i < n; i++ {
 			for kk := 0; kk < n; kk++ {
 				s, tw := 0.0, 0.0
 				for _, na := range weights[i] {
+					row := refLog[w][na.Index]
 					for _, nbb := range weights[kk] {
-						a, b := refs[na.Index], refs[nbb.Index]
-						if d.State[w][a][b] != table.Measured {
+						v := row[nbb.Index]
+						if math.IsNaN(v) {
 							continue
 						}
 						wt := na.Weight * nbb.Weight
-						s += wt * math.Log(math.Max(d.Norm[w][a][b], floorNorm))
+						s += wt * v
 						tw += wt
 					}
 				}

@@ -12,8 +12,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gavelkit/gavel/estimate"
@@ -116,16 +118,32 @@ func timeLarge(n, W int) error {
 	if err != nil {
 		return err
 	}
+	cpu0 := cpuSeconds()
 	t0 := time.Now()
 	r, err := estimate.Pairwise{Seed: 1}.Estimate(h.Partial)
 	if err != nil {
 		return err
 	}
 	el := time.Since(t0)
+	cpu := cpuSeconds() - cpu0
 	m := estimate.Score(truth, r, h.References)
 	fmt.Printf("\nlarge synthetic table: %d job types × %d worker types, %d references, %d pair measurements\n",
 		n, W, len(h.References), h.Revealed)
-	fmt.Printf("estimate (ours) took %.2fs for %d missing entries (target ≤ 10 s); MAPE %.2f%%\n",
-		el.Seconds(), h.Partial.Missing(), 100*m.MAPE)
+	fmt.Printf("estimate (ours) took %.2fs wall, %.2fs CPU, on %d cores, for %d missing entries (target ≤ 10 s); MAPE %.2f%%\n",
+		el.Seconds(), cpu, runtime.NumCPU(), h.Partial.Missing(), 100*m.MAPE)
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("load average while measuring: %s", l)
+	}
 	return nil
+}
+
+// cpuSeconds is the CPU time this process has used (user + system), so a timing can be read
+// apart from other load on a shared machine.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN()
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
 }
