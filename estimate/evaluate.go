@@ -189,6 +189,10 @@ type MethodReport struct {
 	Metrics
 	Std     Metrics   `json:"std"`
 	PerSeed []Metrics `json:"per_seed"`
+	// EstimatedOnly is the mean over seeds of the same metrics on the entries that were not
+	// measured (ScoreMissing); downstream_ratio is not repeated there.
+	EstimatedOnly Metrics `json:"estimated_only"`
+	perSeedMiss   []Metrics
 }
 
 // Evaluation is the outcome of [Evaluate].
@@ -252,10 +256,12 @@ func Evaluate(truth *Data, o EvalOptions) (*Evaluation, error) {
 				ev.Order = append(ev.Order, m.Name())
 			}
 			rep.PerSeed = append(rep.PerSeed, s)
+			rep.perSeedMiss = append(rep.perSeedMiss, ScoreMissing(truth, partial, r, h.References))
 		}
 	}
 	for _, rep := range ev.Methods {
 		rep.Metrics, rep.Std = meanStd(rep.PerSeed)
+		rep.EstimatedOnly, _ = meanStd(rep.perSeedMiss)
 	}
 	return ev, nil
 }
