@@ -107,16 +107,15 @@ func startProc(c Command, env []string, job int, events chan<- event) (*proc, er
 	p := &proc{job: job, cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), abandon: make(chan struct{})}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	// One reader per stream; each keeps its own cumulative count so interleaving cannot
-	// reorder a stream's lines, but a job must report on one stream only.
+	// One goroutine per stream, one progress count for both: a job may report on either.
 	reader := &progressReader{format: c.Progress}
 	var rmu sync.Mutex
-	for _, r := range []*os.File{outR, errR} {
-		go func(r *os.File) {
+	for stream, r := range []*os.File{outR, errR} {
+		go func() {
 			defer readers.Done()
 			defer r.Close()
-			p.read(r, reader, &rmu, events)
-		}(r)
+			p.read(r, stream, reader, &rmu, events)
+		}()
 	}
 	go func() {
 		err := cmd.Wait()
@@ -160,14 +159,14 @@ func lookPath(argv0 string, env []string) (string, error) {
 	return "", fmt.Errorf("%s: %w in the job's PATH", argv0, exec.ErrNotFound)
 }
 
-func (p *proc) read(r io.Reader, pr *progressReader, mu *sync.Mutex, events chan<- event) {
+func (p *proc) read(r io.Reader, stream int, pr *progressReader, mu *sync.Mutex, events chan<- event) {
 	br := bufio.NewReaderSize(r, maxLine)
 	for {
 		line, err := readLine(br)
 		if line != "" || err == nil {
 			now := time.Now()
 			mu.Lock()
-			steps, ok, perr := pr.line(line)
+			steps, ok, perr := pr.line(stream, line)
 			mu.Unlock()
 			var ev *event
 			switch {

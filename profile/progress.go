@@ -47,16 +47,21 @@ func (f ProgressFormat) String() string {
 	return f.Regexp.String()
 }
 
-// progressReader turns output lines into cumulative step counts; one per process.
+// progressReader turns output lines into cumulative step counts; one per process, shared by
+// its stdout and stderr.
 type progressReader struct {
 	format ProgressFormat
-	steps  int64
-	seen   bool
+	steps  int64 // the highest count seen on either stream
+	// last holds the last count of each stream. The two streams are read concurrently, so a
+	// count may arrive after a higher one from the other stream (a job that reports on both);
+	// only a count that goes back on its own stream is malformed.
+	last [2]int64
+	seen [2]bool
 }
 
-// line reads one output line. ok reports whether it was a progress line; steps is then the
-// cumulative count.
-func (p *progressReader) line(s string) (steps int64, ok bool, err error) {
+// line reads one output line of stream (0 stdout, 1 stderr). ok reports whether it was a
+// progress line; steps is then the cumulative count.
+func (p *progressReader) line(stream int, s string) (steps int64, ok bool, err error) {
 	s = strings.TrimRight(s, "\r\n")
 	var field string
 	if re := p.format.Regexp; re != nil {
@@ -66,7 +71,6 @@ func (p *progressReader) line(s string) (steps int64, ok bool, err error) {
 		}
 		if len(m) == 1 {
 			p.steps++
-			p.seen = true
 			return p.steps, true, nil
 		}
 		field = m[1]
@@ -81,11 +85,12 @@ func (p *progressReader) line(s string) (steps int64, ok bool, err error) {
 	if err != nil || n < 0 {
 		return 0, false, fmt.Errorf("%w: %q", ErrMalformedProgress, clip(s, 80))
 	}
-	if p.seen && n < p.steps {
-		return 0, false, fmt.Errorf("%w: count went backwards from %d to %d", ErrMalformedProgress, p.steps, n)
+	if p.seen[stream] && n < p.last[stream] {
+		return 0, false, fmt.Errorf("%w: count went backwards from %d to %d", ErrMalformedProgress, p.last[stream], n)
 	}
-	p.steps, p.seen = n, true
-	return n, true, nil
+	p.last[stream], p.seen[stream] = n, true
+	p.steps = max(p.steps, n)
+	return p.steps, true, nil
 }
 
 // clip shortens s for error messages and keeps it printable.

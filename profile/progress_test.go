@@ -36,7 +36,7 @@ func TestProgressReader(t *testing.T) {
 			}
 			p := &progressReader{format: f}
 			for i, line := range tc.lines {
-				steps, ok, err := p.line(line)
+				steps, ok, err := p.line(0, line)
 				w := tc.want[i]
 				if (err != nil) != w.bad || (err != nil && !errors.Is(err, ErrMalformedProgress)) {
 					t.Errorf("line %q: error %v, want malformed=%v", line, err, w.bad)
@@ -52,6 +52,39 @@ func TestProgressReader(t *testing.T) {
 	}
 	if _, err := ParseProgressFormat(`(`); err == nil {
 		t.Error("bad regex accepted")
+	}
+}
+
+// TestRunProgressAcrossStreams: stdout and stderr are read concurrently, so a job that reports
+// on both may have a count arrive after a higher one from the other stream. That is not a
+// malformed line, and the count does not go back; going back on one stream still is.
+func TestRunProgressAcrossStreams(t *testing.T) {
+	p := &progressReader{}
+	steps := []struct {
+		stream int
+		line   string
+		want   int64
+		bad    bool
+	}{
+		{0, "GAVEL_STEPS 10", 10, false},
+		{0, "GAVEL_STEPS 11", 11, false},
+		{1, "GAVEL_STEPS 10", 11, false},
+		{1, "GAVEL_STEPS 11", 11, false},
+		{1, "GAVEL_STEPS 12", 12, false},
+		{0, "GAVEL_STEPS 12", 12, false},
+		{0, "GAVEL_STEPS 5", 0, true},
+	}
+	for _, s := range steps {
+		got, ok, err := p.line(s.stream, s.line)
+		if s.bad {
+			if !errors.Is(err, ErrMalformedProgress) {
+				t.Errorf("stream %d %q: error %v, want malformed", s.stream, s.line, err)
+			}
+			continue
+		}
+		if err != nil || !ok || got != s.want {
+			t.Errorf("stream %d %q = %d, %v, %v; want %d", s.stream, s.line, got, ok, err, s.want)
+		}
 	}
 }
 
