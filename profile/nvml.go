@@ -15,15 +15,21 @@ type nvmlDevices struct {
 
 // OpenNVML loads libnvidia-ml and initializes NVML. Without a driver the error wraps
 // ErrNoDriver and says why. Close shuts NVML down.
-func OpenNVML() (Devices, error) {
-	lib := nvml.New()
-	if ret := lib.Init(); ret != nvml.SUCCESS {
-		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED || ret == nvml.ERROR_NO_PERMISSION {
-			return nil, fmt.Errorf("%w: NVML init: %s", ErrNoDriver, nvml.ErrorString(ret))
-		}
+func OpenNVML() (Devices, error) { return openNVML(nvml.New()) }
+
+// openNVML initializes lib (tests pass a fake library).
+func openNVML(lib nvml.Interface) (Devices, error) {
+	switch ret := lib.Init(); ret {
+	case nvml.SUCCESS:
+		return &nvmlDevices{lib: lib}, nil
+	case nvml.ERROR_LIBRARY_NOT_FOUND, nvml.ERROR_DRIVER_NOT_LOADED:
+		return nil, fmt.Errorf("%w: NVML init: %s", ErrNoDriver, nvml.ErrorString(ret))
+	case nvml.ERROR_NO_PERMISSION:
+		// The driver is there; this user may not open the devices.
+		return nil, fmt.Errorf("NVML init: %s (check the permissions of /dev/nvidia*)", nvml.ErrorString(ret))
+	default:
 		return nil, fmt.Errorf("NVML init: %s", nvml.ErrorString(ret))
 	}
-	return &nvmlDevices{lib: lib}, nil
 }
 
 func (d *nvmlDevices) Close() error {
