@@ -69,6 +69,11 @@ func runDevices(ctx context.Context, opts devicesOptions, io *cli.IO) error {
 		if gpus == nil {
 			gpus = []profile.GPU{}
 		}
+		for i := range gpus {
+			if gpus[i].Processes == nil {
+				gpus[i].Processes = []profile.Process{} // an idle GPU lists no processes, not null
+			}
+		}
 		return cli.WriteJSON(io.Out, map[string]any{"devices": gpus})
 	}
 	if len(gpus) == 0 {

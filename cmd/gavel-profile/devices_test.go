@@ -95,6 +95,9 @@ func TestDevicesListed(t *testing.T) {
 	if got.Devices[0]["worker_type"] != "h200" || got.Devices[0]["memory_total_bytes"].(float64) != 141<<30 {
 		t.Errorf("device 0 = %v", got.Devices[0])
 	}
+	if procs, ok := got.Devices[1]["processes"].([]any); !ok || len(procs) != 0 {
+		t.Errorf("processes of an idle GPU = %#v, want []", got.Devices[1]["processes"])
+	}
 	fail := func() (profile.Devices, error) { return nil, errors.New("NVML init: ERROR_UNKNOWN") }
 	streams, out, _ = cli.TestIO()
 	if err := runDevices(context.Background(), devicesOptions{open: fail}, streams); err != nil || !strings.Contains(out.String(), "ERROR_UNKNOWN") {
