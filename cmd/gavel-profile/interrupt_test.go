@@ -27,7 +27,7 @@ func TestRunSIGINT(t *testing.T) {
 	// The reference never reaches the precision and ignores SIGTERM; it runs until killed.
 	os.WriteFile(refs, []byte(`{"references":[{"name":"long","command":["`+wl+`","-rate","200","-noise","0.9","-ignore-term","-spawn-child"]}]}`), 0o644)
 	out := filepath.Join(dir, "out.json")
-	args := append([]string{"run", "--cpu", "--cpu-slots", "2", "--name", "short", "--references", refs, "--pairs", "long", "--table", out}, fast...)
+	args := append([]string{"run", "--cpu", "--cpu-slots", "2", "--name", "short", "--references", refs, "--pairs", "long", "--table", out}, fastFlags()...)
 	args = append(args, "--max-window", "1m", "--precision", "1e-6", "--", wl, "-rate", "200", "-fault", "exit", "-fault-after", "600")
 	cmd := exec.Command(bin, args...)
 	var stderr strings.Builder

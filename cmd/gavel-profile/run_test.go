@@ -24,8 +24,10 @@ func buildWorkload(t *testing.T) string {
 	return bin
 }
 
-var fast = []string{"--window", "100ms", "--max-window", "2s", "--max-warmup", "1s", "--precision", "0.05",
-	"--startup-timeout", "3s", "--stall-timeout", "1s", "--kill-grace", "300ms"}
+func fastFlags() []string {
+	return []string{"--window", "100ms", "--max-window", "2s", "--max-warmup", "1s", "--precision", "0.05",
+		"--startup-timeout", "3s", "--stall-timeout", "1s", "--kill-grace", "300ms"}
+}
 
 func runCLI(args ...string) (string, string, error) { return runCLIWithInput("", args...) }
 
@@ -61,7 +63,7 @@ func TestRunCPUEndToEnd(t *testing.T) {
 	refs := filepath.Join(dir, "refs.json")
 	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["`+bin+`","-rate","100","-share-dir","`+share+`"]}]}`), 0o644)
 	out := filepath.Join(dir, "out.json")
-	args := append([]string{"--cpu", "--cpu-slots", "2", "--name", "model", "--references", refs, "--table", out, "--json"}, fast...)
+	args := append([]string{"--cpu", "--cpu-slots", "2", "--name", "model", "--references", refs, "--table", out, "--json"}, fastFlags()...)
 	args = append(args, "--", bin, "-rate", "200", "-share-dir", share)
 	stdout, stderr, err := runCLI(args...)
 	if err != nil {
@@ -110,7 +112,7 @@ func TestRunCPUEndToEnd(t *testing.T) {
 func TestRunFailureExitsOne(t *testing.T) {
 	bin := buildWorkload(t)
 	out := filepath.Join(t.TempDir(), "out.json")
-	args := append([]string{"--cpu", "--name", "crashy", "--table", out}, fast...)
+	args := append([]string{"--cpu", "--name", "crashy", "--table", out}, fastFlags()...)
 	stdout, _, err := runCLI(append(args, "--", bin, "-fault", "crash", "-fault-after", "10")...)
 	if cli.ExitCode(err) != 1 || !strings.Contains(err.Error(), "1 of 1 measurements failed") {
 		t.Fatalf("error %v (exit %d), want exit 1", err, cli.ExitCode(err))
@@ -179,7 +181,7 @@ func TestRunPairsFromSuggestOnStdin(t *testing.T) {
 	  {"worker_type": "cpu", "job": "model", "partner": "ref", "scale_factor": 1, "reason": "uncertain"},
 	  {"worker_type": "cpu", "job": "ref", "partner": "nobody", "scale_factor": 1, "reason": "uncertain"}]}`
 	args := append([]string{"--cpu", "--cpu-slots", "2", "--name", "model", "--references", refs,
-		"--pairs-from", "-", "--table", filepath.Join(dir, "out.json"), "--json"}, fast...)
+		"--pairs-from", "-", "--table", filepath.Join(dir, "out.json"), "--json"}, fastFlags()...)
 	stdout, stderr, err := runCLIWithInput(suggest, append(args, "--", bin, "-rate", "200")...)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
