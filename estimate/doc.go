@@ -7,6 +7,7 @@
 // dense [w][i][k] arrays of normalized rates (co-located rate / isolated rate) with a
 // [table.State] each. A [Method] estimates a block: [Pairwise] (ours, built on
 // completion.FitPairs), [Gavel] (Gavel's estimator, gavel-reference §6) and [PartnerMean] (a
-// baseline). [Table] and [SuggestTable] work on whole tables; [Protocol], [Score], [Active] and
+// baseline), [Neighbors] (k nearest references by fingerprint) and [ALS] (matrix completion of
+// Gavel's layout). [Table] and [SuggestTable] work on whole tables; [Protocol], [Score], [Active] and
 // [Evaluate] implement the evaluation.
 package estimate

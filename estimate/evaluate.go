@@ -178,7 +178,7 @@ type EvalOptions struct {
 	// our estimate in Batches rounds (0 means 4), instead of revealing pairs at random.
 	Active  bool
 	Batches int
-	Methods []Method // nil means Pairwise, Gavel and PartnerMean
+	Methods []Method // nil means DefaultMethods
 	// Downstream, when set, scores an estimate by the quality of the allocation it leads to
 	// (see Metrics.DownstreamRatio); nil leaves DownstreamRatio out.
 	Downstream func(truth *Data, r *Result) (float64, error)
@@ -202,9 +202,10 @@ type Evaluation struct {
 	Measurements []int                    `json:"measurements"` // pair measurements per seed beyond the references
 }
 
-// DefaultMethods returns ours, gavel and partner_mean.
+// DefaultMethods returns ours, gavel, partner_mean, neighbors, and plain matrix completion of Gavel's
+// layout on normalized (als) and raw (als_raw) rates.
 func DefaultMethods(seed uint64) []Method {
-	return []Method{Pairwise{Seed: seed}, Gavel{Seed: seed}, PartnerMean{}}
+	return []Method{Pairwise{Seed: seed}, Gavel{Seed: seed}, PartnerMean{}, Neighbors{K: 3}, ALS{Seed: seed}, ALS{Raw: true, Seed: seed}}
 }
 
 // Evaluate runs Gavel's hold-out protocol (see [Protocol]) once per seed and scores every method.

@@ -31,8 +31,10 @@ rates). The rest is estimated and compared with the truth. With --active the sam
 of measurements is chosen instead: first to cover every job, then by 'suggest' in batches.
 
 Methods: ours (the pairwise model 'estimate' uses), gavel (Gavel's rank-10 completion,
-nearest reference by cosine distance, that reference's row) and partner_mean (the mean
-effect of each partner per worker type).
+nearest reference by cosine distance, that reference's row), partner_mean (the mean
+effect of each partner per worker type), and als / als_raw (biased low-rank completion of
+Gavel's job × (worker type, partner) matrix of normalized / raw rates, rank and
+regularization by cross-validation).
 
 Metrics, over every entry (job i next to k on worker type w) except pairs of two
 references, including the measured ones: mae and mape on normalized rates (mape where the

@@ -1,0 +1,95 @@
+package estimate
+
+import (
+	"math"
+
+	"github.com/gavelkit/gavel/completion"
+	"github.com/gavelkit/gavel/table"
+	"gonum.org/v1/gonum/mat"
+)
+
+// ALS completes Gavel's matrix layout directly: rows are job types, columns (worker type,
+// partner) pairs, entries the job's normalized co-located rate (or, with Raw, its raw rate),
+// by completion.Complete with rank and regularization chosen by 5-fold cross-validation over
+// the measured entries. Infeasible entries are their own class (see completion.Complete).
+// It is the "per-column factors" family that the pairwise model is compared against.
+type ALS struct {
+	Raw  bool
+	Seed uint64
+}
+
+func (a ALS) Name() string {
+	if a.Raw {
+		return "als_raw"
+	}
+	return "als"
+}
+
+func (a ALS) Estimate(d *Data) (*Result, error) {
+	W, n := len(d.Workers), len(d.Jobs)
+	m := mat.NewDense(n, W*n, nil)
+	cells := make([][]completion.Cell, n)
+	for i := 0; i < n; i++ {
+		cells[i] = make([]completion.Cell, W*n)
+		for w := 0; w < W; w++ {
+			for k := 0; k < n; k++ {
+				c := w*n + k
+				switch d.State[w][i][k] {
+				case table.Measured:
+					v := d.Norm[w][i][k]
+					if a.Raw {
+						v *= d.Iso[w][i]
+					}
+					m.Set(i, c, v)
+					cells[i][c] = completion.Known
+				case table.Infeasible:
+					cells[i][c] = completion.Infeasible
+				}
+			}
+		}
+	}
+	mask := mat.NewDense(n, W*n, nil)
+	for i := range cells {
+		for c, s := range cells[i] {
+			if s == completion.Known {
+				mask.Set(i, c, 1)
+			}
+		}
+	}
+	s, _, err := completion.CrossValidate(m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},
+		[]int{1, 2, 3, 5, 8}, []float64{0.01, 0.1, 1}, 5)
+	if err != nil {
+		return nil, err
+	}
+	res, err := completion.Complete(m, cells, s)
+	if err != nil {
+		return nil, err
+	}
+	r := newResult(d)
+	for w := 0; w < W; w++ {
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				v := res.Values.At(i, w*n+k)
+				if a.Raw {
+					v /= d.Iso[w][i]
+				}
+				r.Norm[w][i][k] = clampNorm(v)
+				if math.IsNaN(v) {
+					r.Norm[w][i][k] = floorNorm
+				}
+				r.Infeasible[w][i][k] = res.Infeasible[i][w*n+k]
+			}
+		}
+	}
+	// A pair is infeasible for both jobs or neither.
+	for w := 0; w < W; w++ {
+		for i := 0; i < n; i++ {
+			for k := i + 1; k < n; k++ {
+				inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
+				r.Infeasible[w][i][k], r.Infeasible[w][k][i] = inf, inf
+			}
+		}
+	}
+	r.keepMeasured(d)
+	return r, nil
+}
