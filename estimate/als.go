@@ -66,9 +66,15 @@ func (a ALS) Estimate(d *Data) (*Result, error) {
 		return nil, err
 	}
 	r := newResult(d)
+	if res.InfeasibleScore != nil {
+		r.InfeasibleScore = grid3(W, n)
+	}
 	for w := 0; w < W; w++ {
 		for i := 0; i < n; i++ {
 			for k := 0; k < n; k++ {
+				if r.InfeasibleScore != nil {
+					r.InfeasibleScore[w][i][k] = res.InfeasibleScore.At(i, w*n+k)
+				}
 				v := res.Values.At(i, w*n+k)
 				if a.Raw {
 					v /= d.Iso[w][i]

@@ -125,11 +125,12 @@ func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string
 		return nil, nil, err
 	}
 	var all []Suggestion
-	anyRef := false
+	anyRef, anyMissing := false, false
 	for _, d := range blocks {
 		if d.Missing() == 0 {
 			continue
 		}
+		anyMissing = true
 		if len(d.References()) == 0 {
 			notes = append(notes, fmt.Sprintf("scale factor %d: %v; skipped", d.Jobs[0].ScaleFactor, ErrNoReference))
 			continue
@@ -154,6 +155,9 @@ func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string
 				return nil, nil, ErrNoReference
 			}
 		}
+	}
+	if !anyMissing {
+		notes = append(notes, "the table has no missing pairs; nothing to suggest")
 	}
 	// Best first across blocks; stable, so each block's order is kept on ties.
 	sortSuggestions(all)
