@@ -33,6 +33,32 @@ type Settings struct {
 	KillGrace time.Duration
 }
 
+// Validate reports settings that the defaults would silently replace: negative values, and a
+// single batch (a confidence interval needs two).
+func (s Settings) Validate() error {
+	durations := []struct {
+		name string
+		d    time.Duration
+	}{{"window", s.Window}, {"max-window", s.MaxWindow}, {"max-warmup", s.MaxWarmup},
+		{"startup-timeout", s.StartupTimeout}, {"stall-timeout", s.StallTimeout}, {"kill-grace", s.KillGrace}}
+	for _, d := range durations {
+		if d.d < 0 {
+			return fmt.Errorf("%s %s: want a positive duration", d.name, d.d)
+		}
+	}
+	switch {
+	case s.Precision < 0 || s.Precision >= 1:
+		return fmt.Errorf("precision %g: want a relative half-width in (0, 1)", s.Precision)
+	case s.MinBatches < 0 || s.MinBatches == 1:
+		return fmt.Errorf("min-batches %d: want 2 or more (a confidence interval needs two batches)", s.MinBatches)
+	case s.Settle < 0:
+		return fmt.Errorf("settle %g: want a positive relative tolerance", s.Settle)
+	case s.SettleBatches < 0:
+		return fmt.Errorf("settle-batches %d: want 1 or more", s.SettleBatches)
+	}
+	return nil
+}
+
 // DefaultSettings returns the defaults used by the zero Settings.
 func DefaultSettings() Settings { return Settings{}.withDefaults() }
 

@@ -221,6 +221,9 @@ func checkRunFlags(opts runOptions) error {
 	if opts.fraction < 0 || opts.fraction > 1 {
 		return cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
 	}
+	if err := opts.settings.Validate(); err != nil {
+		return cli.UsageError("run: --%v", err)
+	}
 	return nil
 }
 

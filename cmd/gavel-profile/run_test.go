@@ -144,6 +144,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"--cpu", "--name", "m", "--table", out, "--env", "CUDA_VISIBLE_DEVICES=1", "--", "true"}, "set by the profiler"},
 		{[]string{"--cpu", "--name", "m", "--table", out, "--progress-regex", "(", "--", "true"}, "progress-regex"},
 		{[]string{"--cpu", "--name", "m", "--table", out, "--gpu", "3", "--", "true"}, "no device 3"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--min-batches", "1", "--", "true"}, "--min-batches 1"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--precision", "-0.1", "--", "true"}, "--precision -0.1"},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--window", "-1s", "--", "true"}, "--window -1s"},
 	}
 	for _, tc := range tests {
 		_, _, err := runCLI(tc.args...)
