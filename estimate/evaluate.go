@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gavelkit/gavel/fingerprint"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -205,7 +206,7 @@ type Evaluation struct {
 // DefaultMethods returns ours, gavel, partner_mean, neighbors, and plain matrix completion of Gavel's
 // layout on normalized (als) and raw (als_raw) rates.
 func DefaultMethods(seed uint64) []Method {
-	return []Method{Pairwise{Seed: seed}, Gavel{Seed: seed}, PartnerMean{}, Neighbors{K: 3}, ALS{Seed: seed}, ALS{Raw: true, Seed: seed}}
+	return []Method{Pairwise{Seed: seed}, Gavel{Seed: seed}, PartnerMean{}, Neighbors{K: 3, Distance: fingerprint.MeanAbsLog}, ALS{Seed: seed}, ALS{Raw: true, Seed: seed}}
 }
 
 // Evaluate runs Gavel's hold-out protocol (see [Protocol]) once per seed and scores every method.

@@ -9,12 +9,15 @@ import (
 
 // Neighbors estimates each job as a weighted mix of its nearest reference jobs: a job's
 // fingerprint is its measured normalized rates with references (as the job that suffers and as
-// the partner, on every worker type), matched with fingerprint.Match under MeanAbsLog to the
+// the partner, on every worker type), matched with fingerprint.Match (under Distance) to the
 // references' rows, K nearest with inverse-distance weights. i's rate next to k is then
 // Σ_a Σ_b w_ia·w_kb·(a's rate next to b), in log space. A job with no measurement against a
 // reference is matched by its isolated rates (fingerprint.ColdStart). References are
 // themselves with weight 1. Infeasible entries of references are skipped in the mix.
-type Neighbors struct{ K int }
+type Neighbors struct {
+	K        int                  // neighbours; 0 means 3
+	Distance fingerprint.Distance // zero value is Cosine; DefaultMethods and ours use MeanAbsLog
+}
 
 func (Neighbors) Name() string { return "neighbors" }
 
@@ -65,7 +68,7 @@ func (nb Neighbors) Estimate(d *Data) (*Result, error) {
 			weights[i] = []fingerprint.Neighbor{{Index: a, Weight: 1}}
 			continue
 		}
-		res, err := fingerprint.Match(fp(i), refRows, k, fingerprint.MeanAbsLog)
+		res, err := fingerprint.Match(fp(i), refRows, k, nb.Distance)
 		if err != nil {
 			iso := make([]float64, W)
 			for w := 0; w < W; w++ {

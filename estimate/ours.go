@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/gavelkit/gavel/completion"
+	"github.com/gavelkit/gavel/fingerprint"
 	"github.com/gavelkit/gavel/table"
 	"gonum.org/v1/gonum/mat"
 )
@@ -135,7 +136,7 @@ func (p Pairwise) Estimate(d *Data) (*Result, error) {
 	var nb *Result
 	if alpha > 0 {
 		var err error
-		if nb, err = (Neighbors{K: 3}).Estimate(d); err != nil {
+		if nb, err = (Neighbors{K: 3, Distance: fingerprint.MeanAbsLog}).Estimate(d); err != nil {
 			alpha, nb = 0, nil // no references: the pairwise model alone
 		}
 	}
