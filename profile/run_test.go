@@ -363,3 +363,14 @@ func TestRunRecordsDefaultSharing(t *testing.T) {
 		}
 	}
 }
+
+func TestRunRejectsInvalidSettings(t *testing.T) {
+	r := newRunner(t, 1, map[table.JobType]Command{jt("a"): workload()})
+	r.Settings.MinBatches = 1
+	if _, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: jt("a")}}); err == nil || !strings.Contains(err.Error(), "min-batches 1") {
+		t.Errorf("Run with one batch: %v, want an error", err)
+	}
+	if side, _ := LoadSidecar(SidecarPath(r.TablePath)); len(side.Measurements) != 0 {
+		t.Errorf("measured with invalid settings: %+v", side.Measurements)
+	}
+}

@@ -95,6 +95,9 @@ func (r *Runner) newPass() *pass {
 // valid at every moment. On cancellation every job is killed and Run returns the context's
 // error after writing what was finished.
 func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
+	if err := r.Settings.Validate(); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
 	unlock, err := lockTable(r.TablePath)
 	if err != nil {
 		return nil, err
