@@ -65,7 +65,7 @@ func TestProtocol(t *testing.T) {
 	for _, bad := range []struct {
 		r int
 		p float64
-	}{{0, 0.2}, {27, 0.2}, {16, 0}, {16, 1.5}} {
+	}{{0, 0.2}, {26, 0.2}, {27, 0.2}, {16, 0}, {16, 1.5}} {
 		if _, err := Protocol(truth, bad.r, bad.p, 0); err == nil {
 			t.Errorf("Protocol(R=%d, P=%v): want an error", bad.r, bad.p)
 		}

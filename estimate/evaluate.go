@@ -24,8 +24,8 @@ type Holdout struct {
 // reference on each worker type revealed with probability fraction (both jobs' rates).
 func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Holdout, error) {
 	n := len(truth.Jobs)
-	if references < 1 || references > n {
-		return nil, fmt.Errorf("references %d: must be between 1 and the %d job types", references, n)
+	if references < 1 || references >= n {
+		return nil, fmt.Errorf("references %d: must be between 1 and %d (the %d job types less one to estimate)", references, n-1, n)
 	}
 	if !(fraction > 0 && fraction <= 1) {
 		return nil, fmt.Errorf("fraction %v: must be in (0, 1]", fraction)
@@ -163,9 +163,11 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 	return m
 }
 
+// ratio is x/n, and 0 when there is nothing to average (Entries and Pairs tell that case apart;
+// JSON has no NaN).
 func ratio(x float64, n int) float64 {
 	if n == 0 {
-		return math.NaN()
+		return 0
 	}
 	return x / float64(n)
 }

@@ -182,6 +182,7 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"suggest negative budget", newSuggestCmd, []string{"--table", in, "--budget", "-1"}, "budget"},
 		{"suggest no references", newSuggestCmd, []string{"--table", noRefs, "--budget", "3"}, "reference"},
 		{"evaluate R too large", newEvaluateCmd, []string{"--references", "27"}, "references"},
+		{"evaluate R leaves nothing", newEvaluateCmd, []string{"--references", "26"}, "references"},
 		{"evaluate R zero", newEvaluateCmd, []string{"--references", "0"}, "references"},
 		{"evaluate P zero", newEvaluateCmd, []string{"--fraction", "0"}, "fraction"},
 		{"evaluate P above 1", newEvaluateCmd, []string{"--fraction", "1.5"}, "fraction"},

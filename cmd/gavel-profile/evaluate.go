@@ -115,8 +115,9 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if m := truth.Missing(); m > 0 {
 		return cli.UsageError("table %s: scale factor %d has %d missing pairs; evaluate needs a complete table", name, o.scaleFactor, m)
 	}
-	if o.references < 1 || o.references > len(truth.Jobs) {
-		return cli.UsageError("evaluate: --references %d: must be between 1 and the %d job types", o.references, len(truth.Jobs))
+	if o.references < 1 || o.references >= len(truth.Jobs) {
+		return cli.UsageError("evaluate: --references %d: must be between 1 and %d (the %d job types less one to estimate)",
+			o.references, len(truth.Jobs)-1, len(truth.Jobs))
 	}
 	if o.gpus < 1 {
 		return cli.UsageError("evaluate: --gpus %d: must be at least 1", o.gpus)
