@@ -116,7 +116,7 @@ func workloadMemory(index int) map[int]uint64 {
 	m := map[int]uint64{}
 	for pid, args := range workloadProcs() {
 		environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-		if err != nil || !slices.Contains(strings.Split(string(environ), "\x00"), "GAVEL_DEVICE="+strconv.Itoa(index)) {
+		if err != nil || !onDevice(strings.Split(string(environ), "\x00"), index) {
 			continue
 		}
 		if i := slices.Index(args, "-mem"); i >= 0 && i+1 < len(args) {
@@ -125,6 +125,49 @@ func workloadMemory(index int) map[int]uint64 {
 		}
 	}
 	return m
+}
+
+// onDevice reports whether a job's environment pins it to device index (among others).
+func onDevice(environ []string, index int) bool {
+	for _, kv := range environ {
+		if devs, ok := strings.CutPrefix(kv, "GAVEL_DEVICE="); ok {
+			return slices.Contains(strings.Split(devs, ","), strconv.Itoa(index))
+		}
+	}
+	return false
+}
+
+// TestRunMemoryInfeasibleMultiGPU: the peak memory of a job on two devices is the sum over both,
+// so a pair fits when the two peaks fit the memory of both devices together.
+func TestRunMemoryInfeasibleMultiGPU(t *testing.T) {
+	share := t.TempDir()
+	gpu := func(i int) GPU {
+		return GPU{Index: i, UUID: "GPU-fake-" + strconv.Itoa(i), WorkerType: "fake", MemoryTotal: 1000 << 20, ComputeMode: "default"}
+	}
+	dev := fakeGPUs{gpus: []GPU{gpu(0), gpu(1)}}
+	a, b := table.JobType{Model: "a", ScaleFactor: 2}, table.JobType{Model: "b", ScaleFactor: 2}
+	r := newRunner(t, 1, map[table.JobType]Command{
+		a: workload("-rate", "200", "-share-dir", share, "-mem", "400"), // 400 MiB on each device
+		b: workload("-rate", "200", "-share-dir", share, "-mem", "700"),
+	})
+	r.GPUs, r.Devices = dev.gpus, dev
+	recs, err := r.Run(context.Background(), []Task{
+		{WorkerType: "fake", Job: a}, {WorkerType: "fake", Job: b},
+		{WorkerType: "fake", Job: a, Partner: a}, {WorkerType: "fake", Job: a, Partner: b},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := findRecord(recs, "isolated", "a", ""); rec == nil || rec.PeakMemoryBytes != 800<<20 {
+		t.Fatalf("isolated record of a = %+v, want peak memory 800 MiB (400 on each device)", rec)
+	}
+	if rec := findRecord(recs, "pair", "a", "a"); rec == nil || rec.Status != StatusOK {
+		t.Errorf("a+a (800 MiB on each device of 1000) = %+v, want measured", rec)
+	}
+	if rec := findRecord(recs, "pair", "a", "b"); rec == nil || rec.Status != StatusInfeasible || rec.TotalSeconds != 0 ||
+		!strings.Contains(rec.Reason, "800 MiB + 1400 MiB = 2200 MiB exceed the 2000 MiB of devices 0,1") {
+		t.Errorf("a+b (1100 MiB on each device of 1000) = %+v, want infeasible without running", rec)
+	}
 }
 
 // TestRunMemoryInfeasible: peak memory is read per process group; a pair whose isolated peaks
@@ -156,7 +199,7 @@ func testMemoryInfeasible(t *testing.T, hidePIDs bool) {
 		t.Fatalf("isolated record of big = %+v, want peak memory 600 MiB", rec)
 	}
 	self := findRecord(recs, "pair", "big", "big")
-	if self == nil || self.Status != StatusInfeasible || !strings.Contains(self.Reason, "600 MiB + 600 MiB = 1200 MiB exceed the device's 1000 MiB") || self.TotalSeconds != 0 {
+	if self == nil || self.Status != StatusInfeasible || !strings.Contains(self.Reason, "600 MiB + 600 MiB = 1200 MiB exceed the 1000 MiB of device 0") || self.TotalSeconds != 0 {
 		t.Fatalf("big+big = %+v, want infeasible by memory without running", self)
 	}
 	mixed := findRecord(recs, "pair", "big", "small")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -476,17 +478,17 @@ func (p *pass) precheck(t Task, gpus []GPU) (Record, bool) {
 				Reason: fmt.Sprintf("not run: the isolated measurement of %s failed in this run (%s)", j.Model, why)}, gpus), false
 		}
 	}
+	// Peaks are summed over a job's devices, so they are compared with the memory of all of
+	// them: a pair is only declared infeasible when it cannot fit however it spreads.
 	pa, pb := p.peak[isoKey{t.WorkerType, t.Job}], p.peak[isoKey{t.WorkerType, t.Partner}]
 	total := uint64(0)
 	for _, g := range gpus {
-		if g.MemoryTotal > 0 && (total == 0 || g.MemoryTotal < total) {
-			total = g.MemoryTotal
-		}
+		total += g.MemoryTotal
 	}
 	if pa > 0 && pb > 0 && total > 0 && pa+pb > total {
 		return p.record(t, Record{Status: StatusInfeasible, Kind: "pair",
-			Reason: fmt.Sprintf("isolated peak memories %s + %s = %s exceed the device's %s",
-				mib(pa), mib(pb), mib(pa+pb), mib(total))}, gpus), false
+			Reason: fmt.Sprintf("isolated peak memories %s + %s = %s exceed the %s of %s",
+				mib(pa), mib(pb), mib(pa+pb), mib(total), devicesName(gpus))}, gpus), false
 	}
 	for _, g := range gpus {
 		if p.sharing != MPS && (g.ComputeMode == "exclusive_process" || g.ComputeMode == "exclusive_thread" || g.ComputeMode == "prohibited") {
@@ -498,6 +500,17 @@ func (p *pass) precheck(t Task, gpus []GPU) (Record, bool) {
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%d MiB", b>>20) }
+
+func devicesName(gpus []GPU) string {
+	if len(gpus) == 1 {
+		return fmt.Sprintf("device %d", gpus[0].Index)
+	}
+	idx := make([]string, len(gpus))
+	for i, g := range gpus {
+		idx[i] = strconv.Itoa(g.Index)
+	}
+	return "devices " + strings.Join(idx, ",")
+}
 
 // measureIsolated measures j alone on gpus and remembers the rate for drift normalization.
 func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, gpus []GPU, kind string) Record {
