@@ -88,9 +88,14 @@ func vendorWord(w string) bool {
 // seriesWord reports words joined with the word after them ("RTX 4090" → "rtx4090").
 func seriesWord(w string) bool { return w == "rtx" || w == "gtx" || w == "titan" }
 
+// variantWord reports words after the model that name another product, not a memory size or
+// form factor: an RTX 3080 Ti is not an RTX 3080, nor an RTX 6000 Ada a Quadro RTX 6000.
+func variantWord(w string) bool { return w == "ti" || w == "super" || w == "ada" }
+
 // WorkerType derives a worker type from a product name: the model without vendor words and
 // without memory or form-factor suffixes, in lower case ("NVIDIA H200" → "h200",
-// "Tesla V100-SXM2-16GB" → "v100", "NVIDIA GeForce RTX 4090" → "rtx4090"). It does not know
+// "Tesla V100-SXM2-16GB" → "v100", "NVIDIA GeForce RTX 4090" → "rtx4090"), keeping the
+// words that make it another product ("NVIDIA GeForce RTX 3080 Ti" → "rtx3080ti"). It does not know
 // any GPU by name; use an override where the derived name does not match the table.
 func WorkerType(product string) string {
 	fields := strings.FieldsFunc(strings.ToLower(product), func(r rune) bool {
@@ -105,9 +110,14 @@ func WorkerType(product string) string {
 	if len(words) == 0 {
 		return "unknown"
 	}
-	w := words[0]
-	if seriesWord(w) && len(words) > 1 {
-		w += words[1]
+	w, rest := words[0], words[1:]
+	if seriesWord(w) && len(rest) > 0 {
+		w, rest = w+rest[0], rest[1:]
+	}
+	for _, v := range rest {
+		if variantWord(v) {
+			w += v
+		}
 	}
 	return w
 }
@@ -126,7 +136,7 @@ func ParseWorkerTypeOverrides(s string) (WorkerTypeOverrides, error) {
 		k, v, found := strings.Cut(item, "=")
 		if !found {
 			if !validName(item) {
-				return nil, fmt.Errorf("worker type %q: want a name of letters, digits, '-' and '_'", item)
+				return nil, fmt.Errorf("worker type %q: want a name of letters, digits, '-', '_' and '.'", item)
 			}
 			o[-1] = item
 			continue
@@ -137,7 +147,7 @@ func ParseWorkerTypeOverrides(s string) (WorkerTypeOverrides, error) {
 		}
 		v = strings.TrimSpace(v)
 		if !validName(v) {
-			return nil, fmt.Errorf("worker type override %q: want a name of letters, digits, '-' and '_'", item)
+			return nil, fmt.Errorf("worker type override %q: want a name of letters, digits, '-', '_' and '.'", item)
 		}
 		o[i] = v
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/gavelkit/gavel/table"
 )
 
-func TestWorkerType(t *testing.T) {
+func TestDevicesWorkerType(t *testing.T) {
 	tests := map[string]string{
 		"NVIDIA H200":             "h200",
 		"NVIDIA H100 80GB HBM3":   "h100",
@@ -25,6 +25,13 @@ func TestWorkerType(t *testing.T) {
 		"NVIDIA GeForce RTX 4090": "rtx4090",
 		"NVIDIA L40S":             "l40s",
 		"NVIDIA":                  "unknown",
+		// Variants are other products.
+		"NVIDIA GeForce RTX 3080":        "rtx3080",
+		"NVIDIA GeForce RTX 3080 Ti":     "rtx3080ti",
+		"NVIDIA GeForce RTX 4070 SUPER":  "rtx4070super",
+		"Quadro RTX 6000":                "rtx6000",
+		"NVIDIA RTX 6000 Ada Generation": "rtx6000ada",
+		"NVIDIA H100 80GB HBM3 SXM":      "h100",
 	}
 	for name, want := range tests {
 		if got := WorkerType(name); got != want {
