@@ -140,7 +140,7 @@ func checkNoLeftovers(t *testing.T) {
 	}
 }
 
-func findRecord(recs []Record, kind, job, partner string) *Record {
+func findRecord(recs []Record, kind Kind, job, partner string) *Record {
 	for i := range recs {
 		r := &recs[i]
 		if r.Kind == kind && r.Job == job && r.Partner == partner {

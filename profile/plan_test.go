@@ -379,3 +379,20 @@ func TestRunReadStrictJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestRunSidecarKinds(t *testing.T) {
+	rec := `{"worker_type": "cpu", "job": "a", "scale_factor": 1, "status": "ok", `
+	for body, want := range map[string]string{
+		`"kind": "isolated"}`: "",
+		`"kind": "refresh"}`:  "",
+		`"kind": "pair", "partner": "b", "partner_scale_factor": 1}`: "",
+		`"kind": "pair"}`:   "a pair needs partner",
+		`"kind": "bogus"}`:  `kind "bogus"`,
+		`"sharing": "mps"}`: `kind ""`,
+	} {
+		_, err := readSidecar(strings.NewReader(`{"version": 1, "measurements": [`+rec+body+`]}`), "s.json")
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: error %v, want %q", body, err, want)
+		}
+	}
+}

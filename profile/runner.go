@@ -258,11 +258,11 @@ func (r *Runner) checkNoStrayMPS(sharing Sharing, todo []Task, byType map[string
 	return nil
 }
 
-func kindOf(t Task) string {
+func kindOf(t Task) Kind {
 	if t.IsPair() {
-		return "pair"
+		return KindPair
 	}
-	return "isolated"
+	return KindIsolated
 }
 
 // ErrTableBusy is returned when another run holds the table's lock.
@@ -378,7 +378,7 @@ func (p *pass) runTask(ctx context.Context, t Task, gpus []GPU) {
 		return true
 	}
 	if !t.IsPair() {
-		send(p.measureIsolated(ctx, t.WorkerType, t.Job, gpus, "isolated"))
+		send(p.measureIsolated(ctx, t.WorkerType, t.Job, gpus, KindIsolated))
 		return
 	}
 	if rec, ok := p.precheck(t, gpus); !ok {
@@ -402,12 +402,12 @@ func (p *pass) isolatedNearby(ctx context.Context, t Task, gpus []GPU, send func
 		}
 		rate, fresh := p.fresh(isoKey{t.WorkerType, j}, p.r.refresh())
 		if !fresh {
-			rec := p.measureIsolated(ctx, t.WorkerType, j, gpus, "refresh")
+			rec := p.measureIsolated(ctx, t.WorkerType, j, gpus, KindRefresh)
 			if !send(rec) {
 				return iso, false
 			}
 			if rec.Status != StatusOK {
-				send(p.record(t, Record{Status: rec.Status, Kind: "pair",
+				send(p.record(t, Record{Status: rec.Status, Kind: KindPair,
 					Reason: fmt.Sprintf("isolated re-measurement of %s: %s", j.Model, rec.Reason)}, gpus))
 				return iso, false
 			}
@@ -423,7 +423,7 @@ func (p *pass) measurePair(ctx context.Context, t Task, gpus []GPU, iso [2]float
 	m := measurer{settings: p.r.Settings, devices: p.r.Devices}
 	out := m.measure(ctx, p.slot(gpus), []string{t.Job.Model, t.Partner.Model}, []Command{
 		p.r.command(t.Job, gpus), p.r.command(t.Partner, gpus)})
-	rec := Record{Kind: "pair", Status: out.Status, Reason: out.Reason,
+	rec := Record{Kind: KindPair, Status: out.Status, Reason: out.Reason,
 		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds}
 	if out.Status == StatusOK {
 		a, b := out.Jobs[0], out.Jobs[1]
@@ -468,13 +468,13 @@ func (p *pass) precheck(t Task, gpus []GPU) (Record, bool) {
 	defer p.mu.Unlock()
 	for _, j := range []table.JobType{t.Job, t.Partner} {
 		if rate, ok := p.table[isoKey{t.WorkerType, j}]; ok && rate == 0 {
-			return p.record(t, Record{Status: StatusInfeasible, Kind: "pair",
+			return p.record(t, Record{Status: StatusInfeasible, Kind: KindPair,
 				Reason: fmt.Sprintf("%s cannot run alone on %s (isolated rate 0)", j.Model, t.WorkerType)}, gpus), false
 		}
 	}
 	for _, j := range []table.JobType{t.Job, t.Partner} {
 		if why, ok := p.failed[isoKey{t.WorkerType, j}]; ok {
-			return p.record(t, Record{Status: StatusFailed, Kind: "pair",
+			return p.record(t, Record{Status: StatusFailed, Kind: KindPair,
 				Reason: fmt.Sprintf("not run: the isolated measurement of %s failed in this run (%s)", j.Model, why)}, gpus), false
 		}
 	}
@@ -486,13 +486,13 @@ func (p *pass) precheck(t Task, gpus []GPU) (Record, bool) {
 		total += g.MemoryTotal
 	}
 	if pa > 0 && pb > 0 && total > 0 && pa+pb > total {
-		return p.record(t, Record{Status: StatusInfeasible, Kind: "pair",
+		return p.record(t, Record{Status: StatusInfeasible, Kind: KindPair,
 			Reason: fmt.Sprintf("isolated peak memories %s + %s = %s exceed the %s of %s",
 				mib(pa), mib(pb), mib(pa+pb), mib(total), devicesName(gpus))}, gpus), false
 	}
 	for _, g := range gpus {
 		if p.sharing != MPS && (g.ComputeMode == "exclusive_process" || g.ComputeMode == "exclusive_thread" || g.ComputeMode == "prohibited") {
-			return p.record(t, Record{Status: StatusFailed, Kind: "pair",
+			return p.record(t, Record{Status: StatusFailed, Kind: KindPair,
 				Reason: fmt.Sprintf("device %d is in compute mode %s, which forbids sharing without MPS", g.Index, g.ComputeMode)}, gpus), false
 		}
 	}
@@ -513,7 +513,7 @@ func devicesName(gpus []GPU) string {
 }
 
 // measureIsolated measures j alone on gpus and remembers the rate for drift normalization.
-func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, gpus []GPU, kind string) Record {
+func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, gpus []GPU, kind Kind) Record {
 	m := measurer{settings: p.r.Settings, devices: p.r.Devices}
 	out := m.measure(ctx, p.slot(gpus), []string{j.Model}, []Command{p.r.command(j, gpus)})
 	rec := Record{Kind: kind, Status: out.Status, Reason: out.Reason,
@@ -574,7 +574,7 @@ func (r *Runner) write(tbl *table.Table, side *Sidecar, rec *Record) error {
 			tbl.SetIsolated(w, a, rec.Rate)
 		}
 	case rec.Partner == "" && rec.Status == StatusInfeasible:
-		if _, ok := tbl.Isolated(w, a); !ok || rec.Kind == "isolated" {
+		if _, ok := tbl.Isolated(w, a); !ok || rec.Kind == KindIsolated {
 			tbl.SetIsolated(w, a, 0)
 		}
 	case rec.Status == StatusOK:

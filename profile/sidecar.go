@@ -31,6 +31,17 @@ func ParseSharing(s string) (Sharing, error) {
 	return "", fmt.Errorf("sharing mode %q: want time-slicing or mps", s)
 }
 
+// Kind says what a record measured.
+type Kind string
+
+const (
+	KindIsolated Kind = "isolated" // a job alone: the table's isolated rate
+	KindPair     Kind = "pair"     // two jobs sharing a device
+	// KindRefresh is an isolated re-measurement taken next to pairs to normalize them without
+	// drift; it does not replace the table's isolated rate.
+	KindRefresh Kind = "refresh"
+)
+
 // Record is one measurement as kept in the sidecar: everything the Gavel table cannot hold.
 type Record struct {
 	WorkerType         string `json:"worker_type"`
@@ -38,9 +49,7 @@ type Record struct {
 	ScaleFactor        int    `json:"scale_factor"`
 	Partner            string `json:"partner,omitempty"`
 	PartnerScaleFactor int    `json:"partner_scale_factor,omitempty"`
-	// Kind is "isolated", "pair", or "refresh" (an isolated re-measurement taken next to pairs
-	// to correct for drift; it does not replace the table's isolated rate).
-	Kind   string `json:"kind"`
+	Kind   Kind   `json:"kind"`
 	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	// Rate and PartnerRate are the values written to the table. For pairs they are the measured
@@ -119,6 +128,15 @@ func readSidecar(r io.Reader, path string) (*Sidecar, error) {
 		case StatusOK, StatusInfeasible, StatusFailed:
 		default:
 			return nil, fmt.Errorf("sidecar %s: measurement %d: status %q, want ok, infeasible or failed", path, i, m.Status)
+		}
+		switch m.Kind {
+		case KindIsolated, KindRefresh:
+		case KindPair:
+			if m.Partner == "" || m.PartnerScaleFactor < 1 {
+				return nil, fmt.Errorf("sidecar %s: measurement %d: a pair needs partner and partner_scale_factor >= 1", path, i)
+			}
+		default:
+			return nil, fmt.Errorf("sidecar %s: measurement %d: kind %q, want isolated, pair or refresh", path, i, m.Kind)
 		}
 	}
 	return &s, nil

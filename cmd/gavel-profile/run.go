@@ -397,7 +397,7 @@ func (p *reporter) planned(todo, skipped int) {
 // recorded counts a planned measurement done; isolated re-measurements taken before pairs
 // are extra and do not move the bar.
 func (p *reporter) recorded(rec profile.Record) {
-	if rec.Kind != "refresh" {
+	if rec.Kind != profile.KindRefresh {
 		p.count++
 		if p.bar != nil {
 			_ = p.bar.Add(1)
@@ -423,7 +423,7 @@ func describe(rec profile.Record) string {
 	if rec.Partner != "" {
 		what += " + " + rec.Partner
 	}
-	if rec.Kind == "refresh" {
+	if rec.Kind == profile.KindRefresh {
 		what += " (isolated, re-measured)"
 	}
 	switch rec.Status {
@@ -473,7 +473,7 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 		ms := make([]measurementJSON, 0, len(recs))
 		for _, rec := range recs {
 			m := measurementJSON{WorkerType: rec.WorkerType, Job: rec.Job, ScaleFactor: rec.ScaleFactor, Partner: rec.Partner,
-				Kind: rec.Kind, Rate: rec.Rate, RawRate: rec.RawRate, CIHalfWidth: rec.CIHalfWidth, Samples: rec.Samples,
+				Kind: string(rec.Kind), Rate: rec.Rate, RawRate: rec.RawRate, CIHalfWidth: rec.CIHalfWidth, Samples: rec.Samples,
 				Seconds: rec.Seconds, TotalSeconds: rec.TotalSeconds, PeakMemoryBytes: rec.PeakMemoryBytes,
 				Sharing: string(rec.Sharing), GPUs: rec.GPUs, Status: string(rec.Status), Reason: rec.Reason}
 			if rec.Partner != "" {
@@ -491,7 +491,7 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "rate", "partner rate", "±CI", "samples", "seconds", "status", "reason")
 	for _, rec := range recs {
 		job := rec.Job
-		if rec.Kind == "refresh" {
+		if rec.Kind == profile.KindRefresh {
 			job += " (re-measured)"
 		}
 		rate, prate, ci := "-", "-", "-"
