@@ -37,12 +37,7 @@ type References struct {
 
 // LoadReferences reads and checks a references file.
 func LoadReferences(path string) (*References, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("references %s: %w", path, err)
-	}
-	defer f.Close()
-	return ReadReferences(f, path)
+	return loadFile(path, "references", ReadReferences)
 }
 
 // ReadReferences reads a references file; file names it in errors.
@@ -108,12 +103,7 @@ type Suggestion struct {
 
 // LoadSuggestions reads the JSON printed by `gavel-profile suggest --json` from a file.
 func LoadSuggestions(path string) ([]Suggestion, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("suggestions %s: %w", path, err)
-	}
-	defer f.Close()
-	return ReadSuggestions(f, path)
+	return loadFile(path, "suggestions", ReadSuggestions)
 }
 
 // ReadSuggestions reads the JSON printed by `gavel-profile suggest --json`; file names it in
@@ -149,4 +139,15 @@ func decodeStrict(r io.Reader, v any) error {
 		return errors.New("unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// loadFile opens path and reads it with read; what names the kind of file in errors.
+func loadFile[T any](path, what string, read func(io.Reader, string) (T, error)) (T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	defer f.Close()
+	return read(f, path)
 }

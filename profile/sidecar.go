@@ -49,9 +49,9 @@ type Record struct {
 	ScaleFactor        int    `json:"scale_factor"`
 	Partner            string `json:"partner,omitempty"`
 	PartnerScaleFactor int    `json:"partner_scale_factor,omitempty"`
-	Kind   Kind   `json:"kind"`
-	Status Status `json:"status"`
-	Reason string `json:"reason,omitempty"`
+	Kind               Kind   `json:"kind"`
+	Status             Status `json:"status"`
+	Reason             string `json:"reason,omitempty"`
 	// Rate and PartnerRate are the values written to the table. For pairs they are the measured
 	// rates scaled by table isolated rate / isolated rate measured close in time.
 	Rate        float64 `json:"rate"`
@@ -101,15 +101,11 @@ func SidecarPath(tablePath string) string {
 
 // LoadSidecar reads a sidecar file; a missing file gives an empty sidecar.
 func LoadSidecar(path string) (*Sidecar, error) {
-	f, err := os.Open(path)
+	s, err := loadFile(path, "sidecar", readSidecar)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Sidecar{Version: 1}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readSidecar(f, path)
+	return s, err
 }
 
 func readSidecar(r io.Reader, path string) (*Sidecar, error) {
