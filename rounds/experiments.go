@@ -24,6 +24,7 @@ type ContinuousConfig struct {
 	WindowEnd     int
 	MultiGPU      bool
 	RoundSeconds  float64
+	PolicyOptions []policy.Option // besides the seed
 	// Progress, if set, is called after each simulation.
 	Progress func(policy string, rate float64, seed uint64, r *Result)
 }
@@ -56,7 +57,7 @@ func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, e
 		for _, name := range cfg.Policies {
 			pt := ContinuousPoint{Policy: name, Rate: rate}
 			for _, seed := range cfg.Seeds {
-				p, err := policy.New(name, policy.WithSeed(int64(seed)))
+				p, err := policy.New(name, append([]policy.Option{policy.WithSeed(int64(seed))}, cfg.PolicyOptions...)...)
 				if err != nil {
 					return nil, err
 				}

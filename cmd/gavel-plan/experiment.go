@@ -33,6 +33,7 @@ func newExperimentCmd(io *cli.IO) *cobra.Command {
 type continuousOptions struct {
 	table, cluster, perServer, policies, rates, seeds, window string
 	roundSeconds                                              float64
+	maxPartners                                               int
 	multiGPU, json                                            bool
 }
 
@@ -67,6 +68,7 @@ few minutes on two cores.`,
 	f.StringVar(&o.window, "window", "100:400", "jobs measured, by arrival rank start:end (end exclusive)")
 	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
 	f.BoolVar(&o.multiGPU, "multi-gpu", false, "draw multi-GPU jobs (scale factors 1/2/4/8)")
+	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
@@ -127,7 +129,7 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	began := time.Now()
 	pts, err := rounds.Continuous(ctx, rounds.ContinuousConfig{Table: tbl, Cluster: cluster, GPUsPerServer: perServer,
 		Policies: names, Rates: rates, Seeds: seeds, WindowStart: start, WindowEnd: end, MultiGPU: o.multiGPU,
-		RoundSeconds: o.roundSeconds,
+		RoundSeconds: o.roundSeconds, PolicyOptions: []policy.Option{policy.WithMaxPartners(o.maxPartners)},
 		Progress: func(p string, rate float64, seed uint64, r *rounds.Result) {
 			fmt.Fprintf(io.Err, "%-28s rate %5.2f/h seed %d: avg JCT %8.2f h, %d rounds, %d solves (%.1f s), %.0f s elapsed\n",
 				p, rate, seed, r.AvgJCT/3600, r.Rounds, r.Allocations, r.SolveSeconds, time.Since(began).Seconds())

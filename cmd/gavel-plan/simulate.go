@@ -18,6 +18,7 @@ import (
 type simulateOptions struct {
 	trace, policy, cluster, perServer, table, prices, jobsOut string
 	seed                                                      int64
+	maxPartners                                               int
 	roundSeconds                                              float64
 	compat, json                                              bool
 }
@@ -54,6 +55,7 @@ compare one to one with Gavel's.`,
 	f.StringVar(&o.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45")
 	f.StringVar(&o.jobsOut, "jobs-out", "", "write per-job results to this CSV file")
 	f.Int64Var(&o.seed, "seed", 0, "seed for randomized policies and Gavel's agnostic worker-type shuffle")
+	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all; packed LPs grow as jobs²)")
 	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
 	f.BoolVar(&o.compat, "gavel-compat", false, "reproduce Gavel's simulator semantics")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
@@ -70,7 +72,10 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if !(o.roundSeconds > 0) {
 		return cli.UsageError("--round-seconds %v: want a positive number", o.roundSeconds)
 	}
-	s, err := loadSetup(o.table, o.cluster, o.perServer, o.policy, policy.WithSeed(o.seed))
+	if o.maxPartners < 0 {
+		return cli.UsageError("--max-partners %d: want 0 or more", o.maxPartners)
+	}
+	s, err := loadSetup(o.table, o.cluster, o.perServer, o.policy, policy.WithSeed(o.seed), policy.WithMaxPartners(o.maxPartners))
 	if err != nil {
 		return err
 	}

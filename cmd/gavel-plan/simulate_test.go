@@ -65,6 +65,14 @@ func TestSimulateDefaultHuman(t *testing.T) {
 	}
 }
 
+func TestSimulateBadFlags(t *testing.T) {
+	_, _, err := rtRun(t, newSimulateCmd, "--trace", workedTrace, "--policy", "max_min_fairness_packed",
+		"--cluster", "v100=2", "--max-partners", "-1")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--max-partners") {
+		t.Errorf("err %v, want exit 2 about --max-partners", err)
+	}
+}
+
 func TestSimulateBadInput(t *testing.T) {
 	good := "A3C\tc\t/tmp\t--s\t0\t100\t1\t1\t-1\t0\n"
 	tests := []struct {
