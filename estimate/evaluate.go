@@ -177,8 +177,9 @@ type EvalOptions struct {
 	References int
 	Fraction   float64
 	Seeds      []uint64
-	// Active spends the same number of measurements as the random draw, chosen by Suggest on
-	// our estimate in Batches rounds (0 means 4), instead of revealing pairs at random.
+	// Active spends the same number of measurements as the random draw, chosen by [Active]
+	// instead of at random: coverage first, then Suggest on our estimate in Batches rounds
+	// (0 means 4).
 	Active  bool
 	Batches int
 	Methods []Method // nil means DefaultMethods

@@ -159,7 +159,7 @@ func value(r *Result, count [][]int, w, i, k int) Measurement {
 func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 
 // Active runs the active protocol: starting from partial, spend budget measurements from truth
-// in batches and return the final partial block. The first CoverFraction of the budget goes to
+// in batches and return the final partial block. The first 80% (coverFraction) of the budget goes to
 // coverage (see [Cover]): every job gets measurements against well-measured partners, which is
 // what the model needs to place it; the rest is spent in batches chosen by [Suggest] on the
 // current estimate of method.
