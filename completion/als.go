@@ -20,6 +20,9 @@ type Settings struct {
 	Seed    uint64  // seed for the random initial factors
 	Tol     float64 // stop when the relative change of the objective is below Tol; 0 means 1e-6
 	MaxIter int     // iteration cap; 0 means 200
+	// ChangeTol, when positive, replaces Tol by Gavel's pmf_solve rule: stop when
+	// ‖X − X_prev‖_F / (rows·cols) < ChangeTol, X being the reconstructed matrix.
+	ChangeTol float64
 	// InitScale is the standard deviation of the initial factors; 0 means 0.1.
 	// Gavel's pmf_solve starts from standard normal factors (InitScale 1).
 	InitScale float64
@@ -137,6 +140,10 @@ func Fit(a, mask mat.Matrix, s Settings) (*Model, error) {
 	m.V = randomDense(rng, c, s.Rank, s.InitScale)
 
 	prev := math.Inf(1)
+	var prevX *mat.Dense
+	if s.ChangeTol > 0 {
+		prevX = m.Dense()
+	}
 	m.Status = IterationCap
 	for it := 1; it <= s.MaxIter; it++ {
 		m.Iterations = it
@@ -145,6 +152,17 @@ func Fit(a, mask mat.Matrix, s Settings) (*Model, error) {
 		solveSide(a, true, cols, m.V, m.U, m.ColBias, m.RowBias, m.Mean, s)
 		obj := objective(a, rows, m, s.Lambda)
 		m.Objective = obj
+		if s.ChangeTol > 0 {
+			x := m.Dense()
+			var diff mat.Dense
+			diff.Sub(x, prevX)
+			if mat.Norm(&diff, 2)/float64(r*c) < s.ChangeTol {
+				m.Status = Converged
+				break
+			}
+			prevX = x
+			continue
+		}
 		if math.Abs(prev-obj) <= s.Tol*math.Max(obj, 1e-12) {
 			m.Status = Converged
 			break

@@ -148,3 +148,14 @@ func TestCompleteKeepsInfeasibleOutOfValues(t *testing.T) {
 		t.Errorf("PredictedInfeasible = %v, want [[3 1]]", res.PredictedInfeasible)
 	}
 }
+
+// Gavel's stopping rule (change of the reconstruction per entry) stops long before a strict
+// objective tolerance on the same problem.
+func TestChangeTolStopsEarly(t *testing.T) {
+	a, mask := planted(30, 20, 2, 0.5, 5)
+	strict, _ := Fit(a, mask, Settings{Rank: 2, Seed: 1, Tol: 1e-14, MaxIter: 300})
+	gavel, _ := Fit(a, mask, Settings{Rank: 2, Seed: 1, ChangeTol: 1e-3, MaxIter: 300})
+	if gavel.Status != Converged || gavel.Iterations >= strict.Iterations {
+		t.Errorf("ChangeTol: %v after %d iterations; strict Tol: %d iterations", gavel.Status, gavel.Iterations, strict.Iterations)
+	}
+}
