@@ -64,13 +64,20 @@ func StartMPS(ctx context.Context, control, pipeDir string, env []string) (*MPSD
 		return nil, fmt.Errorf("MPS: %s -d: %v: %s", path, err, strings.TrimSpace(string(out)))
 	}
 	// The daemon creates its control pipe shortly after forking.
-	deadline := time.Now().Add(10 * time.Second)
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for !running(d.pipeDir) {
-		if time.Now().After(deadline) {
+		select {
+		case <-ctx.Done():
+			_ = d.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("MPS: waiting for the control daemon: %w", context.Cause(ctx))
+		case <-timeout.C:
 			_ = d.Stop(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("MPS: control daemon did not create %s/control within 10s (log in %s)", d.pipeDir, d.logDir)
+		case <-tick.C:
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	return d, nil
 }

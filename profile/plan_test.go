@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -394,5 +395,25 @@ func TestRunSidecarKinds(t *testing.T) {
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: error %v, want %q", body, err, want)
 		}
+	}
+}
+
+// TestRunMPSStartInterrupted: an interrupt while waiting for a control daemon that never comes
+// up returns at once, not after the 10 s start-up bound.
+func TestRunMPSStartInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	control := filepath.Join(dir, "mps-control")
+	if err := os.WriteFile(control, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := StartMPS(ctx, control, filepath.Join(dir, "none"), []string{"PATH=/usr/bin:/bin"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("StartMPS = %v, want the context's error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("StartMPS returned after %v", d)
 	}
 }
