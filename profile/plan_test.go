@@ -206,7 +206,7 @@ func TestRunEnvIsExplicit(t *testing.T) {
 
 func TestRunRefusesMixedSharing(t *testing.T) {
 	a := jt("a")
-	r := newRunner(t, 1, map[table.JobType]Command{a: workload("-rate", "200")})
+	r := newRunner(t, 1, map[table.JobType]Command{a: workload("-rate", "200"), jt("b"): workload("-rate", "200")})
 	side := &Sidecar{Version: 1, Sharing: MPS, Measurements: []Record{{WorkerType: "cpu", Job: "a", ScaleFactor: 1,
 		Partner: "a", PartnerScaleFactor: 1, Kind: "pair", Status: StatusOK, Sharing: MPS}}}
 	if err := side.Save(SidecarPath(r.TablePath)); err != nil {
@@ -221,8 +221,16 @@ func TestRunRefusesMixedSharing(t *testing.T) {
 		t.Fatalf("forced: %v %+v", err, recs)
 	}
 	got, err := LoadSidecar(SidecarPath(r.TablePath))
-	if err != nil || len(got.Measurements) != 2 || got.Measurements[0].Sharing != MPS {
-		t.Errorf("sidecar after forced run: %v %+v", err, got)
+	if err != nil || len(got.Measurements) != 2 || got.Measurements[0].Sharing != MPS || got.Sharing != MPS {
+		t.Errorf("sidecar after forced isolated run: %v %+v", err, got)
+	}
+	// A forced time-slicing pair next to the MPS one: the sidecar says the table is mixed.
+	recs, err = r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: a, Partner: jt("b")}})
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("forced pair: %v %+v", err, recs)
+	}
+	if got, err = LoadSidecar(SidecarPath(r.TablePath)); err != nil || got.Sharing != Mixed {
+		t.Errorf("sidecar sharing after pairs of both modes = %q (%v), want %q", got.Sharing, err, Mixed)
 	}
 }
 

@@ -584,7 +584,7 @@ func (r *Runner) write(tbl *table.Table, side *Sidecar, rec *Record) error {
 	case rec.Status == StatusInfeasible:
 		tbl.SetInfeasible(w, a, b)
 	}
-	side.Measurements = append(side.Measurements, *rec)
+	side.add(*rec)
 	if err := side.Save(SidecarPath(r.TablePath)); err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ type Sharing string
 const (
 	TimeSlicing Sharing = "time-slicing" // plain CUDA time-slicing, the driver's default
 	MPS         Sharing = "mps"          // NVIDIA Multi-Process Service
+	// Mixed is a sidecar's mode once it holds pairs of both modes (only with ForceSharing).
+	Mixed Sharing = "mixed"
 )
 
 // ParseSharing reads "time-slicing" (also "timeslicing", "default", "") or "mps".
@@ -89,7 +91,8 @@ func (r *Record) PartnerType() table.JobType {
 
 // Sidecar holds the measurement records of one table, in the order they were made.
 type Sidecar struct {
-	Version      int      `json:"version"`
+	Version int `json:"version"`
+	// Sharing is the mode of the table's pairs: Mixed when forced runs measured both.
 	Sharing      Sharing  `json:"sharing"`
 	Measurements []Record `json:"measurements"`
 }
@@ -157,6 +160,16 @@ func (s *Sidecar) modes() map[Sharing]int {
 		}
 	}
 	return m
+}
+
+// add appends rec and keeps Sharing the mode of the pairs held.
+func (s *Sidecar) add(rec Record) {
+	s.Measurements = append(s.Measurements, rec)
+	if modes := s.modes(); len(modes) > 1 {
+		s.Sharing = Mixed
+	} else if len(modes) == 1 {
+		s.Sharing = sortedKeys(modes)[0]
+	}
 }
 
 // peakMemory returns the largest peak memory recorded for j running alone on w (0 if none).
