@@ -239,7 +239,7 @@ func (ses *session) finish(v verdict) outcome {
 	<-stopped
 	for _, j := range ses.jobs {
 		if j != nil {
-			close(j.p.abandon)
+			j.p.release()
 		}
 	}
 	ses.out.Status, ses.out.Reason = v.status, v.reason

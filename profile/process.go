@@ -64,6 +64,17 @@ type proc struct {
 	// abandon is closed once nobody reads the events any more, so that readers of pipes held
 	// open by escaped grandchildren do not block forever.
 	abandon chan struct{}
+	pipes   []*os.File // read ends of stdout and stderr
+}
+
+// release stops reading the job's output once the measurement is over. A process that escaped
+// the group (setsid) may still hold the pipes open: closing the read ends ends the readers'
+// blocked reads, so no goroutine or descriptor outlives the measurement.
+func (p *proc) release() {
+	close(p.abandon)
+	for _, f := range p.pipes {
+		_ = f.Close()
+	}
 }
 
 // startProc starts c with environment env in a new process group. Its output lines and its exit
@@ -104,7 +115,8 @@ func startProc(c Command, env []string, job int, events chan<- event) (*proc, er
 	}
 	outW.Close()
 	errW.Close()
-	p := &proc{job: job, cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), abandon: make(chan struct{})}
+	p := &proc{job: job, cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), abandon: make(chan struct{}),
+		pipes: []*os.File{outR, errR}}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	// One goroutine per stream, one progress count for both: a job may report on either.

@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gavelkit/gavel/table"
 )
 
 // TestRunLookPathSkipsWorkingDirectory: a bare command name is never taken from the working
@@ -57,4 +61,29 @@ func TestRunStopPairSharesGrace(t *testing.T) {
 		t.Errorf("stopping took %v with a grace of %v", stopped, grace)
 	}
 	checkNoLeftovers(t)
+}
+
+// TestRunReleasesEscapedOutput: a job whose child escapes the process group and keeps the
+// output pipes open leaves no reader goroutine behind once its measurement is over.
+func TestRunReleasesEscapedOutput(t *testing.T) {
+	model := jt("model")
+	r := newRunner(t, 1, map[table.JobType]Command{model: workload("-rate", "200", "-spawn-escaped")})
+	before := runtime.NumGoroutine()
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: model}})
+	t.Cleanup(func() {
+		for pid := range workloadProcs() {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // the escaped child: out of the profiler's reach
+		}
+	})
+	if err != nil || len(recs) != 1 || recs[0].Status != StatusOK {
+		t.Fatalf("Run = %+v, %v", recs, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines after the run, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -30,6 +30,7 @@ func main() {
 	after := flag.Int("fault-after", 0, "steps before the fault")
 	_ = flag.Int("mem", 0, "simulated GPU memory in MiB (read by the tests' fake NVML from the command line)")
 	spawnChild := flag.Bool("spawn-child", false, "start a child process that sleeps forever")
+	spawnEscaped := flag.Bool("spawn-escaped", false, "start a child that sleeps forever in a session of its own, holding stdout and stderr")
 	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM")
 	sleepForever := flag.Bool("sleep-forever", false, "sleep forever (child mode)")
 	startup := flag.Duration("startup", 0, "delay before the first step")
@@ -51,6 +52,15 @@ func main() {
 		child := exec.Command(os.Args[0], "-sleep-forever", "-ignore-term")
 		if err := child.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "spawn child:", err)
+			os.Exit(4)
+		}
+	}
+	if *spawnEscaped {
+		child := exec.Command(os.Args[0], "-sleep-forever", "-ignore-term")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "spawn escaped child:", err)
 			os.Exit(4)
 		}
 	}
