@@ -2,9 +2,11 @@ package rounds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/table"
@@ -25,6 +27,10 @@ type ContinuousConfig struct {
 	MultiGPU      bool
 	RoundSeconds  float64
 	PolicyOptions []policy.Option // besides the seed
+	// Timeout bounds each simulation's wall-clock time (0 = none); a point
+	// that runs out is marked TimedOut, like Gavel's sweep timeout (JCT ∞):
+	// past its capacity a policy's queue grows without bound.
+	Timeout time.Duration
 	// Progress, if set, is called after each simulation.
 	Progress func(policy string, rate float64, seed uint64, r *Result)
 }
@@ -35,13 +41,14 @@ type ContinuousPoint struct {
 	Rate      float64   `json:"rate_jobs_per_hour"`
 	AvgJCT    float64   `json:"avg_jct_seconds"` // mean over seeds
 	PerSeed   []float64 `json:"avg_jct_per_seed_seconds"`
+	TimedOut  bool      `json:"timed_out,omitempty"`
 	Rounds    int       `json:"rounds"`
 	Solves    int       `json:"solves"`
 	SolveSecs float64   `json:"solve_seconds"`
 }
 
 // Continuous runs every (policy, rate, seed) simulation; the same seed gives
-// every policy the same jobs.
+// every policy the same jobs. Progress gets a nil result for a timed-out run.
 func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, error) {
 	if cfg.WindowEnd <= cfg.WindowStart || cfg.WindowStart < 0 {
 		return nil, fmt.Errorf("continuous: window [%d, %d) is empty", cfg.WindowStart, cfg.WindowEnd)
@@ -66,8 +73,22 @@ func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, e
 				if err != nil {
 					return nil, err
 				}
-				res, err := SimulateSource(ctx, Config{Table: cfg.Table, Cluster: cfg.Cluster, GPUsPerServer: cfg.GPUsPerServer,
+				runCtx, cancel := ctx, context.CancelFunc(func() {})
+				if cfg.Timeout > 0 {
+					runCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+				}
+				res, err := SimulateSource(runCtx, Config{Table: cfg.Table, Cluster: cfg.Cluster, GPUsPerServer: cfg.GPUsPerServer,
 					Policy: p, RoundSeconds: cfg.RoundSeconds, WindowStart: cfg.WindowStart, WindowEnd: cfg.WindowEnd}, gen)
+				// The solver may report the deadline in its own words.
+				timedOut := err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || runCtx.Err() != nil)
+				cancel()
+				if timedOut {
+					pt.TimedOut = true
+					if cfg.Progress != nil {
+						cfg.Progress(name, rate, seed, nil)
+					}
+					continue
+				}
 				if err != nil {
 					return nil, fmt.Errorf("%s at %v jobs/hour, seed %d: %w", name, rate, seed, err)
 				}
@@ -75,10 +96,15 @@ func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, e
 					cfg.Progress(name, rate, seed, res)
 				}
 				pt.PerSeed = append(pt.PerSeed, res.AvgJCT)
-				pt.AvgJCT += res.AvgJCT / float64(len(cfg.Seeds))
 				pt.Rounds += res.Rounds
 				pt.Solves += res.Allocations
 				pt.SolveSecs += res.SolveSeconds
+			}
+			if pt.TimedOut {
+				pt.AvgJCT, pt.PerSeed = 0, nil
+			}
+			for _, v := range pt.PerSeed {
+				pt.AvgJCT += v / float64(len(pt.PerSeed))
 			}
 			out = append(out, pt)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/table"
@@ -46,5 +47,18 @@ func TestContinuousSmall(t *testing.T) {
 	}
 	if len(pts) != 2 || pts[0].AvgJCT <= 0 || pts[1].AvgJCT <= 0 || pts[0].Solves == 0 {
 		t.Fatalf("points %+v", pts)
+	}
+}
+
+// An overloaded point (jobs arrive far faster than one GPU can serve them)
+// times out instead of running forever.
+func TestContinuousTimeout(t *testing.T) {
+	pts, err := Continuous(context.Background(), ContinuousConfig{Table: table.Default(), Cluster: policy.Cluster{"v100": 1},
+		Policies: []string{"max_min_fairness_perf"}, Rates: []float64{60}, WindowStart: 0, WindowEnd: 500, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 1 || !pts[0].TimedOut || pts[0].AvgJCT != 0 {
+		t.Fatalf("points %+v, want one timed out", pts)
 	}
 }

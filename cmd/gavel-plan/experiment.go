@@ -34,6 +34,7 @@ type continuousOptions struct {
 	table, cluster, perServer, policies, rates, seeds, window string
 	roundSeconds                                              float64
 	maxPartners                                               int
+	timeout                                                   time.Duration
 	multiGPU, json                                            bool
 }
 
@@ -69,6 +70,7 @@ few minutes on two cores.`,
 	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
 	f.BoolVar(&o.multiGPU, "multi-gpu", false, "draw multi-GPU jobs (scale factors 1/2/4/8)")
 	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit per simulation; past it the point reads \"timeout\" (overloaded)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
@@ -129,8 +131,12 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	began := time.Now()
 	pts, err := rounds.Continuous(ctx, rounds.ContinuousConfig{Table: tbl, Cluster: cluster, GPUsPerServer: perServer,
 		Policies: names, Rates: rates, Seeds: seeds, WindowStart: start, WindowEnd: end, MultiGPU: o.multiGPU,
-		RoundSeconds: o.roundSeconds, PolicyOptions: []policy.Option{policy.WithMaxPartners(o.maxPartners)},
+		RoundSeconds: o.roundSeconds, PolicyOptions: []policy.Option{policy.WithMaxPartners(o.maxPartners)}, Timeout: o.timeout,
 		Progress: func(p string, rate float64, seed uint64, r *rounds.Result) {
+			if r == nil {
+				fmt.Fprintf(io.Err, "%-28s rate %5.2f/h seed %d: timed out after %v\n", p, rate, seed, o.timeout)
+				return
+			}
 			fmt.Fprintf(io.Err, "%-28s rate %5.2f/h seed %d: avg JCT %8.2f h, %d rounds, %d solves (%.1f s), %.0f s elapsed\n",
 				p, rate, seed, r.AvgJCT/3600, r.Rounds, r.Allocations, r.SolveSeconds, time.Since(began).Seconds())
 		}})
@@ -152,10 +158,19 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	for i := 0; i < len(pts); i += len(names) {
 		row := []string{fmt.Sprintf("%.2f", pts[i].Rate)}
 		for k := range names {
-			row = append(row, fmt.Sprintf("%.3f", pts[i+k].AvgJCT/3600))
+			if pts[i+k].TimedOut {
+				row = append(row, "timeout")
+			} else {
+				row = append(row, fmt.Sprintf("%.3f", pts[i+k].AvgJCT/3600))
+			}
 		}
 		if len(names) >= 2 {
-			row = append(row, fmt.Sprintf("%.3f", pts[i].AvgJCT/pts[i+1].AvgJCT))
+			switch {
+			case pts[i].TimedOut || pts[i+1].TimedOut:
+				row = append(row, "-")
+			default:
+				row = append(row, fmt.Sprintf("%.3f", pts[i].AvgJCT/pts[i+1].AvgJCT))
+			}
 		}
 		if err := tw.Append(row); err != nil {
 			return err
