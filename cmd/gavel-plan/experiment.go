@@ -21,6 +21,10 @@ func newExperimentCmd(io *cli.IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "experiment",
 		Short: "Run the paper's experiments (continuous JCT vs load, hierarchical fairness)",
+		Long: `experiment runs the Gavel paper's experiments on the simulator and the
+policies: "continuous" compares average JCT against input load for
+heterogeneity-aware and -agnostic LAS; "hierarchical" measures multi-level
+(entity) fairness with water filling.`,
 		Example: `  gavel-plan experiment continuous --rates 1,2,3
   gavel-plan experiment hierarchical --csv hierarchical.csv`,
 		Args: cobra.NoArgs,
