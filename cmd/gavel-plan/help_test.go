@@ -1,0 +1,27 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/internal/cli"
+)
+
+func TestEveryCommandHasHelpWithExample(t *testing.T) {
+	streams, _, _ := cli.TestIO()
+	for _, p := range cli.HelpProblems(newRootCmd(streams)) {
+		t.Error(p)
+	}
+}
+
+func TestRootHelpListsTable(t *testing.T) {
+	streams, out, _ := cli.TestIO()
+	root := newRootCmd(streams)
+	root.SetArgs([]string{"--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "table") {
+		t.Errorf("root help does not list the table command:\n%s", out)
+	}
+}
