@@ -14,7 +14,9 @@ var ErrNoReference = errors.New("no fully measured reference job type (a job mea
 type Options struct {
 	Workers []string // worker types to use; nil means every type with all job types of a block
 	Seed    uint64
-	Method  Method // nil means Pairwise{Seed: Seed}
+	// Method nil means Pairwise{Seed: Seed}; SuggestTable then adds bootstrap fits and a
+	// cross-validated sum error, as the active protocol does.
+	Method Method
 }
 
 // Entry is one estimated entry of a table.
@@ -136,7 +138,11 @@ func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string
 			continue
 		}
 		anyRef = true
-		r, err := o.method().Estimate(d)
+		m := o.method()
+		if o.Method == nil {
+			m = Pairwise{Seed: o.Seed, Bootstrap: activeBootstrap, Calibrate: activeFolds}
+		}
+		r, err := m.Estimate(d)
 		if err != nil {
 			return nil, nil, err
 		}

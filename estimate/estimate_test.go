@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -335,4 +336,87 @@ func slicesContains(s []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// Bootstrap fits and the cross-validated sum error add uncertainty without changing the
+// estimate: the mean is over the fits on all the data either way.
+func TestPairwiseCalibrationKeepsEstimate(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 3)
+	plain, err := Pairwise{Seed: 3}.Estimate(h.Partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := Pairwise{Seed: 3, Bootstrap: 4, Calibrate: 3}.Estimate(h.Partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.SumError) != len(truth.Workers) || plain.SumError != nil {
+		t.Fatalf("SumError %v (plain %v), want one per worker type only when calibrated", cal.SumError, plain.SumError)
+	}
+	for w, e := range cal.SumError {
+		// At least the prior's share, and far below the range of a sum (0 to 2).
+		if !(e >= sumErrorPrior/math.Sqrt(float64(h.Revealed+1)) && e < 1) {
+			t.Errorf("worker %d: sum error %v", w, e)
+		}
+	}
+	spread := false
+	for w := range truth.Workers {
+		for i := range truth.Jobs {
+			for k := range truth.Jobs {
+				if plain.Norm[w][i][k] != cal.Norm[w][i][k] {
+					t.Fatalf("(%d,%d,%d): estimate %v with calibration, %v without", w, i, k, cal.Norm[w][i][k], plain.Norm[w][i][k])
+				}
+				if h.Partial.State[w][i][k] == table.Missing && cal.Spread[w][i][k] > plain.Spread[w][i][k] {
+					spread = true
+				}
+			}
+		}
+	}
+	if !spread {
+		t.Error("bootstrap fits widened no spread")
+	}
+}
+
+// With a calibrated sum error, the pair whose estimated sum sits on 1 is the most likely to
+// have its packing decision wrong and is picked before pairs far from the line; a job with
+// nothing known on a worker type comes first of all.
+func TestSuggestCalibratedRanksByFlip(t *testing.T) {
+	jobs := []table.JobType{{Model: "a", ScaleFactor: 1}, {Model: "b", ScaleFactor: 1}, {Model: "c", ScaleFactor: 1}}
+	d := NewData([]string{"x"}, jobs)
+	for i := range jobs {
+		d.Iso[0][i] = 1
+	}
+	// a is known with itself and with b; c only with a.
+	for _, p := range [][2]int{{0, 0}, {0, 1}, {0, 2}} {
+		d.State[0][p[0]][p[1]], d.State[0][p[1]][p[0]] = table.Measured, table.Measured
+	}
+	r := newResult(d)
+	r.SumError = []float64{0.05}
+	set := func(i, k int, a, b float64) { r.Norm[0][i][k], r.Norm[0][k][i] = a, b }
+	set(1, 1, 0.45, 0.45) // sum 0.9: two sigmas from the line
+	set(1, 2, 0.49, 0.51) // sum 1.0: on the line
+	set(2, 2, 0.8, 0.8)   // sum 1.6
+	ms, err := Suggest(d, r, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [][2]int{}
+	for _, m := range ms {
+		got = append(got, [2]int{m.I, m.K})
+	}
+	want := [][2]int{{1, 2}, {1, 1}, {2, 2}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("picked %v, want %v", got, want)
+	}
+	if p := ms[0].Score; math.Abs(p-0.5) > 1e-9 {
+		t.Errorf("flip probability on the line %v, want 0.5", p)
+	}
+	// Now b has nothing known: its pairs come first.
+	d.State[0][0][1], d.State[0][1][0] = table.Missing, table.Missing
+	set(0, 1, 0.3, 0.3)
+	ms, _ = Suggest(d, r, 1)
+	if m := ms[0]; m.I != 1 && m.K != 1 || m.Reason != ReasonCoverage {
+		t.Errorf("first pick %+v, want a pair with the unmeasured job b (coverage)", m)
+	}
 }

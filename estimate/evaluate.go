@@ -179,7 +179,7 @@ type EvalOptions struct {
 	Seeds      []uint64
 	// Active spends the same number of measurements as the random draw, chosen by [Active]
 	// instead of at random: coverage first, then Suggest on our estimate in Batches rounds
-	// (0 means 4).
+	// (0 means batches of about 12 measurements, re-estimating between them).
 	Active  bool
 	Batches int
 	Methods []Method // nil means DefaultMethods
@@ -216,9 +216,6 @@ func DefaultMethods(seed uint64) []Method {
 func Evaluate(truth *Data, o EvalOptions) (*Evaluation, error) {
 	if len(o.Seeds) == 0 {
 		return nil, fmt.Errorf("no seeds")
-	}
-	if o.Batches == 0 {
-		o.Batches = 4
 	}
 	ev := &Evaluation{Methods: map[string]*MethodReport{}}
 	for _, seed := range o.Seeds {

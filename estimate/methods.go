@@ -19,6 +19,9 @@ type Result struct {
 	// Spread is an uncertainty for each entry in log-rate units (0 for measured entries); nil
 	// when the method gives none.
 	Spread [][][]float64
+	// SumError is, per worker type, the cross-validated RMS error of a pair's predicted sum of
+	// normalized rates (what the packing decision compares with 1); nil when not estimated.
+	SumError []float64
 	// InfeasibleScore is the feasibility model's score (about 0 feasible, 1 infeasible; 0.5 is
 	// the decision threshold); nil when the method has none.
 	InfeasibleScore [][][]float64
