@@ -23,9 +23,11 @@ func newSuggestCmd(io *cli.IO) *cobra.Command {
 		Use:   "suggest",
 		Short: "Name the co-location measurements most worth making next",
 		Long: `Rank the missing co-location pairs of a partial table by how much measuring them is
-worth and print the best --budget of them: pairs whose packing decision (do the two
-normalized rates sum to more than 1?) could flip, pairs whose estimate is least certain,
-and pairs whose feasibility is in doubt. Any pair of job types may be suggested.
+worth and print the best --budget of them: first pairs with a job that has nothing
+measured on the worker type, then by the probability that the pair's packing decision (do
+the two normalized rates sum to more than 1?) is wrong, from the estimate's bootstrap
+spread and its cross-validated error on measured pairs, with a few pairs whose feasibility
+is in doubt. Any pair of job types may be suggested.
 
 The JSON form ({"measurements": [{worker_type, job, partner, scale_factor, reason}]})
 is stable: 'gavel-profile run' can take its pair list from it.`,
