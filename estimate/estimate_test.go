@@ -285,14 +285,29 @@ func TestActiveSpendsBudget(t *testing.T) {
 	truth := gavelBlock(t)
 	h, _ := Protocol(truth, 16, 0.2, 0)
 	base := onlyReferences(h.Partial, h.References)
-	d, err := Active(truth, base, Pairwise{}, 30, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each measurement of a pair (i ≠ k) reveals two ordered entries, of (i, i) one.
-	revealed := base.Missing() - d.Missing()
-	if revealed < 30 || revealed > 60 {
-		t.Errorf("revealed %d ordered entries for 30 measurements", revealed)
+	for _, batches := range []int{2, 0} {
+		d, err := Active(truth, base, Pairwise{}, 30, batches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Exactly 30 unordered pairs become known, each with both jobs' entries, as in the
+		// random protocol.
+		pairs := 0
+		for w := range d.State {
+			for i := range d.State[w] {
+				for k := i; k < len(d.State[w]); k++ {
+					if base.State[w][i][k] == table.Missing && d.State[w][i][k] != table.Missing {
+						pairs++
+					}
+					if (d.State[w][i][k] == table.Missing) != (d.State[w][k][i] == table.Missing) {
+						t.Errorf("batches %d: (%d, %d, %d) known in one direction only", batches, w, i, k)
+					}
+				}
+			}
+		}
+		if pairs != 30 {
+			t.Errorf("batches %d: %d pairs measured for a budget of 30", batches, pairs)
+		}
 	}
 }
 
