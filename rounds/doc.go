@@ -16,9 +16,13 @@
 // that every combination stays within about a round of its target; jobs that
 // are due as a whole go before the choice of their worker type), breaks ties
 // by target, the combination's arrival order and the worker type name, and
-// walks that one global queue: an entry is taken when its worker type still
-// has enough free GPUs and none of its jobs is already placed, so no job runs
-// in two combinations and no GPU is booked twice. Idle GPUs are back-filled
+// walks that one global queue: entries due this round first, then the rest
+// in order; an entry is taken when its worker type still has enough free
+// GPUs and none of its jobs is already placed, so no job runs in two
+// combinations and no GPU is booked twice. A single-GPU job whose most urgent
+// type is full gets a GPU there along an augmenting path (jobs placed earlier
+// move to another type where they are also behind), which keeps split
+// targets on track far better than the plain walk. Idle GPUs are back-filled
 // with jobs that have no allocation there (except for FIFO policies).
 // Placement puts multi-GPU combinations on as few servers as possible (best
 // fit, largest first) and keeps a combination on the GPUs it had last round

@@ -3,6 +3,7 @@ package rounds
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 
@@ -11,16 +12,53 @@ import (
 	"pgregory.net/rapid"
 )
 
+// draws is where a fidelity case gets its random choices: rapid (property
+// tests, shrinking) or a seeded generator (a fixed sample).
+type draws interface {
+	intRange(lo, hi int, label string) int
+	float(lo, hi float64, label string) float64
+	perm(xs []string, label string) []string
+	pick(xs []string, label string) string
+	fataler
+	Fatal(args ...any)
+}
+
+type rapidDraws struct{ *rapid.T }
+
+func (d rapidDraws) intRange(lo, hi int, l string) int { return rapid.IntRange(lo, hi).Draw(d.T, l) }
+func (d rapidDraws) float(lo, hi float64, l string) float64 {
+	return rapid.Float64Range(lo, hi).Draw(d.T, l)
+}
+func (d rapidDraws) perm(xs []string, l string) []string { return rapid.Permutation(xs).Draw(d.T, l) }
+func (d rapidDraws) pick(xs []string, l string) string   { return rapid.SampledFrom(xs).Draw(d.T, l) }
+
+type seededDraws struct {
+	*testing.T
+	rng *rand.Rand
+}
+
+func (d seededDraws) intRange(lo, hi int, _ string) int { return lo + d.rng.IntN(hi-lo+1) }
+func (d seededDraws) float(lo, hi float64, _ string) float64 {
+	return lo + (hi-lo)*d.rng.Float64()
+}
+func (d seededDraws) perm(xs []string, _ string) []string {
+	out := append([]string(nil), xs...)
+	d.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+func (d seededDraws) pick(xs []string, _ string) string { return xs[d.rng.IntN(len(xs))] }
+
 // drawRealizable returns a steady allocation that is a convex combination of
 // k integral schedules (each job on at most one GPU), so it is feasible and,
-// with at least as many jobs as GPUs, uses every GPU.
+// with at least as many jobs as GPUs, uses every GPU (every worker type's
+// targets sum to its GPU count).
 // With singleType, each job's target lies on one worker type.
-func drawRealizable(t *rapid.T, types []string, cluster policy.Cluster, ids []string, singleType bool) *policy.Allocation {
-	k := rapid.IntRange(1, 4).Draw(t, "schedules")
+func drawRealizable(t draws, types []string, cluster policy.Cluster, ids []string, singleType bool) *policy.Allocation {
+	k := t.intRange(1, 4, "schedules")
 	lambda := make([]float64, k)
 	sum := 0.0
 	for i := range lambda {
-		lambda[i] = rapid.Float64Range(0.05, 1).Draw(t, "lambda")
+		lambda[i] = t.float(0.05, 1, "lambda")
 		sum += lambda[i]
 	}
 	a := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
@@ -37,20 +75,20 @@ func drawRealizable(t *rapid.T, types []string, cluster policy.Cluster, ids []st
 		}
 	}
 	for _, id := range ids[next:] {
-		w := rapid.SampledFrom(types).Draw(t, "home")
+		w := t.pick(types, "home")
 		home[w] = append(home[w], id)
 	}
 	for i := 0; i < k; i++ {
 		if singleType {
 			for _, w := range types {
-				perm := rapid.Permutation(home[w]).Draw(t, "perm")
+				perm := t.perm(home[w], "perm")
 				for g := 0; g < cluster[w] && g < len(perm); g++ {
 					a.Fractions[policy.Single(perm[g])][w] += lambda[i] / sum
 				}
 			}
 			continue
 		}
-		perm := rapid.Permutation(ids).Draw(t, "perm")
+		perm := t.perm(ids, "perm")
 		next := 0
 		for _, w := range types {
 			for g := 0; g < cluster[w] && next < len(perm); g++ {
@@ -62,63 +100,84 @@ func drawRealizable(t *rapid.T, types []string, cluster policy.Cluster, ids []st
 	return a
 }
 
-// After 20 rounds on a steady job set whose jobs each have their target on
-// one worker type, every job's time fraction is within 0.05 (one round) of
-// its target.
+// After 20 rounds on a steady job set of single-GPU jobs whose targets each
+// lie on one worker type, every job's time fraction is within 0.05 (one
+// round) of its target. This is the class the bound is claimed for: each
+// worker type is then its own Pfair instance (weights ≤ 1 summing to at most
+// its GPU count) and the mechanism schedules it by earliest pseudo-deadline.
 func TestFidelityAfter20Rounds(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		if d := fidelityCase(t, true); d > 0.05+1e-9 {
+		if d := fidelityCase(rapidDraws{t}, true); d > 0.05+1e-9 {
 			t.Fatalf("max deviation %.4f after 20 rounds", d)
 		}
 	})
 }
 
 // Targets split over several worker types couple the types (a job runs in
-// one place per round), and the greedy walk can then miss by more than one
-// round: over 3,000 random cases about 2.5% exceeded 0.05 and 1 exceeded
-// 0.15, the worst 0.28 (with single-type targets: none above 0.05, worst
-// 0.050). This pins the weaker bound.
+// one place per round), and keeping every entry within one round is then
+// not always achieved: of 160,000 random cases (rapid seeds 1, 2, 3, 7) 10
+// exceeded 0.05, the worst 0.076 (the greedy walk before the augmenting
+// paths: about 1 in 40, worst 0.28). This pins a bound no case
+// came near; TestFidelitySplitSampleAfter20Rounds pins the rate.
 func TestFidelityMultiTypeAfter20Rounds(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		if d := fidelityCase(t, false); d > 0.3 {
+		if d := fidelityCase(rapidDraws{t}, false); d > 0.15 {
 			t.Fatalf("max deviation %.4f after 20 rounds", d)
 		}
 	})
 }
 
-func fidelityCase(t *rapid.T, singleType bool) float64 {
-	tbl := table.New()
-	{
-		types := []string{"b", "a", "c"}[:rapid.IntRange(1, 3).Draw(t, "types")]
-		cluster := policy.Cluster{}
-		total := 0
-		for _, w := range types {
-			cluster[w] = rapid.IntRange(1, 6).Draw(t, "n_"+w)
-			total += cluster[w]
+// A fixed sample of 2,000 split-target cases (seeded, so the count is
+// reproducible): at most 2 may exceed 0.05, none 0.1 (measured: none above
+// 0.05). The greedy walk without augmenting paths exceeded 0.05 in 22 of
+// them, the worst 0.106.
+func TestFidelitySplitSampleAfter20Rounds(t *testing.T) {
+	d := seededDraws{t, rand.New(rand.NewPCG(20, 5))}
+	over, worst := 0, 0.0
+	for i := 0; i < 2000; i++ {
+		dev := fidelityCase(d, false)
+		worst = max(worst, dev)
+		if dev > 0.05+1e-9 {
+			over++
 		}
-		n := rapid.IntRange(total, 3*total).Draw(t, "jobs")
-		var jobs []policy.Job
-		var ids []string
-		jt := table.JobType{Model: "m", ScaleFactor: 1}
-		for _, w := range types {
-			tbl.SetIsolated(w, jt, 1)
-		}
-		for i := 0; i < n; i++ {
-			id := strconv.Itoa(i)
-			ids = append(ids, id)
-			jobs = append(jobs, policy.Job{ID: id, Type: jt})
-		}
-		alloc := drawRealizable(t, types, cluster, ids, singleType)
-		topo, _ := NewTopology(cluster, nil)
-		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range res.Plans {
-			checkPlan(t, &State{Topology: topo, Jobs: JobsFromTable(tbl, types, jobs)}, p)
-		}
-		return res.MaxDeviation
 	}
+	t.Logf("2000 cases: %d above 0.05, worst %.4f", over, worst)
+	if over > 2 || worst > 0.1 {
+		t.Errorf("%d of 2000 cases above 0.05 (want at most 2), worst %.4f (want ≤ 0.1)", over, worst)
+	}
+}
+
+func fidelityCase(t draws, singleType bool) float64 {
+	tbl := table.New()
+	types := []string{"b", "a", "c"}[:t.intRange(1, 3, "types")]
+	cluster := policy.Cluster{}
+	total := 0
+	for _, w := range types {
+		cluster[w] = t.intRange(1, 6, "n_"+w)
+		total += cluster[w]
+	}
+	n := t.intRange(total, 3*total, "jobs")
+	var jobs []policy.Job
+	var ids []string
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	for _, w := range types {
+		tbl.SetIsolated(w, jt, 1)
+	}
+	for i := 0; i < n; i++ {
+		id := strconv.Itoa(i)
+		ids = append(ids, id)
+		jobs = append(jobs, policy.Job{ID: id, Type: jt})
+	}
+	alloc := drawRealizable(t, types, cluster, ids, singleType)
+	topo, _ := NewTopology(cluster, nil)
+	res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Plans {
+		checkPlan(t, &State{Topology: topo, Jobs: JobsFromTable(tbl, types, jobs)}, p)
+	}
+	return res.MaxDeviation
 }
 
 // A hand-solved case: 3 jobs share 2 GPUs equally (2/3 each); in 3 rounds
@@ -150,8 +209,10 @@ func TestFidelityThreeJobsTwoGPUs(t *testing.T) {
 
 // A real heterogeneity-aware LAS allocation on a steady job set (8 jobs, one
 // of them on 2 GPUs, 2 GPUs of each type): the targets are split over up to
-// three types per job, and fidelity converges as rounds accumulate.
-func TestFidelityMaxMinFairnessPerf(t *testing.T) {
+// three types per job, and fidelity converges as rounds accumulate
+// (measured 0.039, 0.022, 0.009; the greedy walk without augmenting paths
+// gave 0.055, 0.025, 0.010).
+func TestFidelityMaxMinFairnessPerfRounds(t *testing.T) {
 	tbl := table.Default()
 	cluster := policy.Cluster{"v100": 2, "p100": 2, "k80": 2}
 	var jobs []policy.Job
@@ -175,7 +236,7 @@ func TestFidelityMaxMinFairnessPerf(t *testing.T) {
 	for _, tt := range []struct {
 		rounds int
 		max    float64
-	}{{20, 0.06}, {40, 0.03}, {100, 0.015}} {
+	}{{20, 0.05}, {40, 0.025}, {100, 0.01}} {
 		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: tt.rounds})
 		if err != nil {
 			t.Fatal(err)

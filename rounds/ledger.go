@@ -62,12 +62,13 @@ type Busy struct {
 // entry is credited.
 func (l *Ledger) Record(alloc *policy.Allocation, active func(id string) bool, duration float64, busy []Busy) {
 	if alloc != nil {
-		for c, x := range alloc.Fractions {
+		for _, c := range inOrder(alloc.Fractions) {
 			if !active(c.A) || (c.IsPair() && !active(c.B)) {
 				continue
 			}
-			for w, f := range x {
-				if f > 0 {
+			x := alloc.Fractions[c]
+			for _, w := range typesOf(x) {
+				if f := x[w]; f > 0 {
 					add(l.owed, c, w, f*duration)
 					for _, m := range members(c) {
 						l.owedJob[m] += f * duration
@@ -83,6 +84,12 @@ func (l *Ledger) Record(alloc *policy.Allocation, active func(id string) bool, d
 		}
 	}
 	l.elapsed += duration
+}
+
+// Due is c's pseudo-deadline on w in rounds from now: the rounds it can sit
+// out before it is owed a full round more than it received there.
+func (l *Ledger) Due(c policy.Combination, w string, target float64) float64 {
+	return (l.got[c][w] + l.round - l.owed[c][w]) / (target * l.round)
 }
 
 // JobDue is job id's pseudo-deadline as a whole, in rounds from now.

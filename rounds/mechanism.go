@@ -2,6 +2,7 @@ package rounds
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/gavelkit/gavel/policy"
@@ -39,6 +40,16 @@ type Rank struct {
 // per-type rank then picks among their types.
 type JobUrgency interface {
 	JobDue(id string, totalTarget float64) float64
+}
+
+// EntryUrgency is optionally implemented by an Accounting: the
+// pseudo-deadline (in rounds from now) of c on w, the number of rounds it can
+// sit out before it falls a full round behind its target there. An entry due
+// within one round must run this round, and a job due as a whole within one
+// round must run somewhere; the mechanism places those first (and moves other
+// due jobs between their worker types to make room).
+type EntryUrgency interface {
+	Due(c policy.Combination, w string, target float64) float64
 }
 
 // Accounting is the history the mechanism ranks combinations by.
@@ -124,6 +135,8 @@ type entry struct {
 	prio     float64
 	class    int
 	jobKey   float64
+	jobDue   float64 // the job's (a pair's: earlier member's) due, +Inf when unknown
+	due      float64 // this entry's due, +Inf when unknown
 	key      float64
 	tie      float64
 	target   float64
@@ -189,15 +202,19 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 	}
 	// Job-level urgency: each job's total target over its combinations.
 	jobKey := map[string]float64{}
+	jobDue := map[string]float64{}
+	eu, hasDue := s.History.(EntryUrgency)
+	hasDue = hasDue && !s.GavelCompat
 	if ju, ok := s.History.(JobUrgency); ok && !s.GavelCompat {
 		total := map[string]float64{}
-		for c, x := range fr {
+		for _, c := range inOrder(fr) {
 			if s.Jobs[c.A] == nil || (c.IsPair() && s.Jobs[c.B] == nil) {
 				continue
 			}
+			x := fr[c]
 			sum := 0.0
-			for _, v := range x {
-				sum += v
+			for _, w := range typesOf(x) {
+				sum += x[w]
 			}
 			for _, m := range members(c) {
 				total[m] += sum
@@ -205,7 +222,8 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 		}
 		for id, t := range total {
 			if t > 0 {
-				jobKey[id] = -ju.JobDue(id, t)
+				jobDue[id] = ju.JobDue(id, t)
+				jobKey[id] = -jobDue[id]
 			}
 		}
 	}
@@ -215,10 +233,21 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 		target := x[w]
 		r := s.History.Rank(c, w, target, inAlloc)
 		jk := jobKey[c.A]
+		jd, ok := jobDue[c.A]
+		if !ok {
+			jd = math.Inf(1)
+		}
 		if c.IsPair() {
 			jk = max(jk, jobKey[c.B])
+			if d, ok := jobDue[c.B]; ok {
+				jd = min(jd, d)
+			}
 		}
-		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
+		due := math.Inf(1)
+		if hasDue && target > 0 {
+			due = eu.Due(c, w, target)
+		}
+		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
 	}
 	for _, j := range s.Jobs {
 		c := policy.Single(j.ID)
@@ -274,122 +303,6 @@ func (s *State) sortEntries(es []*entry) {
 		}
 		return cmp.Or(compareOrder(a.order, b.order), cmp.Compare(a.w, b.w))
 	})
-}
-
-// selectEntries walks the queue (Gavel's greedy walk): an entry is taken
-// when its type has sf free GPUs and none of its jobs is taken yet. A job
-// that does not fit does not block smaller ones behind it.
-//
-// Outside compat mode the walk has three passes: entries with a positive
-// target; then a repair pass, in which a due single-GPU entry that found its
-// type full displaces the weakest single-GPU job there when that job has
-// another allocated type with a free GPU (one augmenting step, so a job's
-// choice of type does not cost another job its due round); then back-fill.
-func (s *State) selectEntries(es []*entry) map[string][]entry {
-	w := &walk{left: map[string]int{}, taken: make(map[string]bool, len(s.Jobs)), chosen: map[string][]*entry{}}
-	for _, t := range s.Topology.WorkerTypes() {
-		w.left[t] = s.Topology.Count(t)
-	}
-	if s.GavelCompat {
-		for _, e := range es {
-			if !(s.NoBackFill && e.prio <= 0) {
-				w.try(e)
-			}
-		}
-		return w.result()
-	}
-	var skipped []*entry
-	alternatives := map[string][]*entry{}
-	for _, e := range es {
-		if e.target <= 0 {
-			continue
-		}
-		if !e.c.IsPair() && e.sf == 1 {
-			alternatives[e.c.A] = append(alternatives[e.c.A], e)
-		}
-		if !w.try(e) && e.class == 2 && !e.c.IsPair() && e.sf == 1 {
-			skipped = append(skipped, e)
-		}
-	}
-	for _, e := range skipped {
-		w.repair(e, alternatives)
-	}
-	if !s.NoBackFill {
-		for _, e := range es {
-			if e.target <= 0 {
-				w.try(e)
-			}
-		}
-	}
-	return w.result()
-}
-
-type walk struct {
-	left   map[string]int
-	taken  map[string]bool
-	chosen map[string][]*entry // per type, in selection order; nil = removed
-}
-
-func (w *walk) try(e *entry) bool {
-	if w.left[e.w] < e.sf || w.taken[e.c.A] || (e.c.IsPair() && w.taken[e.c.B]) {
-		return false
-	}
-	w.take(e)
-	return true
-}
-
-func (w *walk) take(e *entry) {
-	w.left[e.w] -= e.sf
-	w.taken[e.c.A] = true
-	if e.c.IsPair() {
-		w.taken[e.c.B] = true
-	}
-	w.chosen[e.w] = append(w.chosen[e.w], e)
-}
-
-// repairScan bounds how many chosen entries a repair examines.
-const repairScan = 32
-
-func (w *walk) repair(e *entry, alternatives map[string][]*entry) {
-	if w.taken[e.c.A] {
-		return
-	}
-	if w.left[e.w] >= 1 {
-		w.take(e)
-		return
-	}
-	list := w.chosen[e.w]
-	scanned := 0
-	for i := len(list) - 1; i >= 0 && scanned < repairScan; i-- {
-		v := list[i]
-		if v == nil || v.c.IsPair() || v.sf != 1 {
-			continue
-		}
-		scanned++
-		for _, a := range alternatives[v.c.A] {
-			if a.w == e.w || w.left[a.w] < 1 {
-				continue
-			}
-			list[i] = nil
-			w.left[e.w]++
-			w.taken[v.c.A] = false
-			w.take(a)
-			w.take(e)
-			return
-		}
-	}
-}
-
-func (w *walk) result() map[string][]entry {
-	sel := map[string][]entry{}
-	for t, list := range w.chosen {
-		for _, e := range list {
-			if e != nil {
-				sel[t] = append(sel[t], *e)
-			}
-		}
-	}
-	return sel
 }
 
 // previousOn returns c's GPUs of last round if they were of type w and sf many.
