@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,7 @@ import (
 type estimateOptions struct {
 	table, out, workers string
 	seed                uint64
-	json                bool
+	json, list          bool
 }
 
 func newEstimateCmd(io *cli.IO) *cobra.Command {
@@ -33,8 +34,12 @@ Infeasible pairs are a class of their own and are predicted separately, never av
 in as zero throughput.
 
 Each scale factor is estimated on its own, on the worker types that have an isolated
-rate for every job type of that scale factor (--worker-types restricts them).`,
+rate for every job type of that scale factor (--worker-types restricts them).
+
+The output counts the estimated entries per worker type; --list prints each one
+(--json always includes them).`,
 		Example: `  gavel-profile estimate --table partial.json --out full.json
+  gavel-profile estimate --table partial.json --out full.json --list
   gavel-profile estimate --table partial.json --out full.json --json`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runEstimate(o, io) },
@@ -43,6 +48,7 @@ rate for every job type of that scale factor (--worker-types restricts them).`,
 	cmd.Flags().StringVar(&o.out, "out", "", "where to write the completed table; required")
 	cmd.Flags().StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: all with every job type)")
 	cmd.Flags().Uint64Var(&o.seed, "seed", 0, "random seed of the estimator")
+	cmd.Flags().BoolVar(&o.list, "list", false, "print every estimated entry, not only counts")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
@@ -71,14 +77,43 @@ func runEstimate(o estimateOptions, io *cli.IO) error {
 	if o.json {
 		return cli.WriteJSON(io.Out, rep)
 	}
-	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "sf", "normalized", "rate", "infeasible")
-	for _, e := range rep.Entries {
-		_ = tw.Append([]string{e.WorkerType, e.Job, e.Partner, fmt.Sprint(e.ScaleFactor),
-			fmt.Sprintf("%.3f", e.Normalized), fmt.Sprintf("%.3f", e.Rate), fmt.Sprint(e.Infeasible)})
-	}
-	if err := tw.Render(); err != nil {
+	if err := printEstimated(io, rep, o.list); err != nil {
 		return err
 	}
 	fmt.Fprintf(io.Out, "%d entries estimated (%d predicted infeasible); wrote %s\n", rep.Estimated, rep.InfeasiblePredicted, o.out)
 	return nil
+}
+
+// printEstimated prints every estimated entry when list is set, otherwise
+// their count per worker type: a completed table has hundreds of them.
+func printEstimated(io *cli.IO, rep *estimate.Report, list bool) error {
+	if list {
+		tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "sf", "normalized", "rate", "infeasible")
+		for _, e := range rep.Entries {
+			_ = tw.Append([]string{e.WorkerType, e.Job, e.Partner, fmt.Sprint(e.ScaleFactor),
+				fmt.Sprintf("%.3f", e.Normalized), fmt.Sprintf("%.3f", e.Rate), fmt.Sprint(e.Infeasible)})
+		}
+		return tw.Render()
+	}
+	type count struct{ estimated, infeasible int }
+	counts := map[string]*count{}
+	var workers []string
+	for _, e := range rep.Entries {
+		c := counts[e.WorkerType]
+		if c == nil {
+			c = &count{}
+			counts[e.WorkerType] = c
+			workers = append(workers, e.WorkerType)
+		}
+		c.estimated++
+		if e.Infeasible {
+			c.infeasible++
+		}
+	}
+	slices.Sort(workers)
+	tw := cli.NewTableWriter(io.Out, "worker type", "entries estimated", "predicted infeasible")
+	for _, w := range workers {
+		_ = tw.Append([]string{w, fmt.Sprint(counts[w].estimated), fmt.Sprint(counts[w].infeasible)})
+	}
+	return tw.Render()
 }

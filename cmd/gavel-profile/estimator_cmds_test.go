@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,5 +203,38 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestEstimateCmdSummaryAndList(t *testing.T) {
+	in, n := partialTable(t)
+	out := filepath.Join(t.TempDir(), "full.json")
+	summary, _, err := execCmd(newEstimateCmd, "--table", in, "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per worker type: every ordered pair touching jobs 12+ except those with job 0.
+	perWorker := 0
+	for i := 0; i < n; i++ {
+		for k := 0; k < n; k++ {
+			if (i >= 12 && k != 0) || (k >= 12 && i != 0) {
+				perWorker++
+			}
+		}
+	}
+	for _, w := range []string{"k80", "p100", "v100"} {
+		if !strings.Contains(summary, w) {
+			t.Errorf("summary lacks worker type %s:\n%s", w, summary)
+		}
+	}
+	if !strings.Contains(summary, fmt.Sprint(perWorker)) || strings.Contains(summary, "ResNet") {
+		t.Errorf("summary should count %d entries per worker type and name no job:\n%s", perWorker, summary)
+	}
+	list, _, err := execCmd(newEstimateCmd, "--table", in, "--out", out, "--list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(list, "ResNet-50 (batch size 128)"); got == 0 {
+		t.Errorf("--list names no entry of ResNet-50 bs128:\n%s", list)
 	}
 }
