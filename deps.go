@@ -7,7 +7,7 @@ import (
 	_ "github.com/olekukonko/tablewriter"
 	_ "github.com/schollz/progressbar/v3"
 	_ "github.com/spf13/cobra"
-	_ "gonum.org/v1/gonum/mat"
 	_ "golang.org/x/term"
+	_ "gonum.org/v1/gonum/mat"
 	_ "pgregory.net/rapid"
 )
