@@ -12,10 +12,11 @@
 //
 // Plan is a pure function of its inputs. It ranks every (combination, worker
 // type) entry by how far the time it received lags its target (Ledger: target
-// fraction vs fraction received, turned into Pfair-style pseudo-deadlines so
-// that every combination stays within about a round of its target; jobs that
-// are due as a whole go before the choice of their worker type), breaks ties
-// by target, the combination's arrival order and the worker type name, and
+// fraction vs fraction received, turned into Pfair pseudo-deadlines with PD²'s
+// tie-breaks, so that every combination stays within a round of its target;
+// jobs that are due as a whole go before the choice of their worker type),
+// breaks ties by target, the combination's arrival order and the worker type
+// name, and
 // walks that one global queue: entries due this round first, then the rest
 // in order; an entry is taken when its worker type still has enough free
 // GPUs and none of its jobs is already placed, so no job runs in two

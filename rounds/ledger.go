@@ -1,6 +1,8 @@
 package rounds
 
 import (
+	"math"
+
 	"github.com/gavelkit/gavel/policy"
 )
 
@@ -47,7 +49,32 @@ func (l *Ledger) Rank(c policy.Combination, w string, target float64, inAlloc bo
 		class = 2
 	}
 	due := (got + l.round - owed) / (target * l.round) // rounds from now
-	return Rank{Class: class, Priority: (owed + target*l.round) / (got + l.round), Key: -due, Tie: target}
+	r := Rank{Class: class, Priority: (owed + target*l.round) / (got + l.round), Key: -due, Tie: target}
+	r.BBit, r.Group = pd2(got/l.round, owed/(target*l.round), target)
+	return r
+}
+
+// pd2 is PD²'s tie-breaks (Anderson and Srinivasan) among quanta with the
+// same pseudo-deadline, for the next quantum of a task of weight x that has
+// received `done` rounds after tau rounds of its virtual time: the b-bit (1
+// when the subtask's window overlaps the next one's) and, for heavy tasks
+// (x ≥ 1/2), the group deadline in rounds from now. PD² (earliest
+// pseudo-deadline, then these) keeps every task within one round of its
+// target on m processors whenever the weights sum to at most m.
+func pd2(done, tau, x float64) (bbit, group float64) {
+	const eps = 1e-9
+	up := func(v float64) float64 { return math.Ceil(v - eps) }
+	i := done + 1
+	if i/x-math.Floor(i/x+eps) > eps {
+		bbit = 1
+	}
+	switch {
+	case x >= 1-eps:
+		group = math.Inf(1)
+	case x >= 0.5:
+		group = up(up(up(i/x)*(1-x))/(1-x)) - tau
+	}
+	return bbit, group
 }
 
 // Busy is the time one combination occupied its GPUs in a round.
@@ -62,19 +89,19 @@ type Busy struct {
 // entry is credited.
 func (l *Ledger) Record(alloc *policy.Allocation, active func(id string) bool, duration float64, busy []Busy) {
 	if alloc != nil {
-		for _, c := range inOrder(alloc.Fractions) {
-			if !active(c.A) || (c.IsPair() && !active(c.B)) {
-				continue
+		// Singles first, then pairs sorted, types sorted: a job's sums come
+		// out the same to the last bit on every run.
+		var pairs []policy.Combination
+		for c := range alloc.Fractions {
+			if c.IsPair() {
+				pairs = append(pairs, c)
+			} else {
+				l.owe(c, alloc.Fractions[c], active, duration)
 			}
-			x := alloc.Fractions[c]
-			for _, w := range typesOf(x) {
-				if f := x[w]; f > 0 {
-					add(l.owed, c, w, f*duration)
-					for _, m := range members(c) {
-						l.owedJob[m] += f * duration
-					}
-				}
-			}
+		}
+		sortCombinations(pairs)
+		for _, c := range pairs {
+			l.owe(c, alloc.Fractions[c], active, duration)
 		}
 	}
 	for _, b := range busy {
@@ -92,9 +119,29 @@ func (l *Ledger) Due(c policy.Combination, w string, target float64) float64 {
 	return (l.got[c][w] + l.round - l.owed[c][w]) / (target * l.round)
 }
 
+// owe adds what c was owed over one round, unless one of its jobs was gone.
+func (l *Ledger) owe(c policy.Combination, x map[string]float64, active func(id string) bool, duration float64) {
+	if !active(c.A) || (c.IsPair() && !active(c.B)) {
+		return
+	}
+	for _, w := range typesOf(x) {
+		if f := x[w]; f > 0 {
+			add(l.owed, c, w, f*duration)
+			for _, m := range members(c) {
+				l.owedJob[m] += f * duration
+			}
+		}
+	}
+}
+
 // JobDue is job id's pseudo-deadline as a whole, in rounds from now.
 func (l *Ledger) JobDue(id string, totalTarget float64) float64 {
 	return (l.gotJob[id] + l.round - l.owedJob[id]) / (totalTarget * l.round)
+}
+
+// JobPD2 is PD²'s tie-breaks (see pd2) for job id as a whole.
+func (l *Ledger) JobPD2(id string, totalTarget float64) (bbit, group float64) {
+	return pd2(l.gotJob[id]/l.round, l.owedJob[id]/(totalTarget*l.round), min(totalTarget, 1))
 }
 
 // Forget drops every combination that contains job id.

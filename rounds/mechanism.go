@@ -32,6 +32,9 @@ type PairRates func(w string, a, b *Job) (rateA, rateB float64)
 type Rank struct {
 	Class              int
 	Priority, Key, Tie float64
+	// BBit and Group are PD²'s tie-breaks among entries due in the same
+	// round (higher first); see Ledger.Rank.
+	BBit, Group float64
 }
 
 // JobUrgency is optionally implemented by an Accounting: the pseudo-deadline
@@ -40,6 +43,13 @@ type Rank struct {
 // per-type rank then picks among their types.
 type JobUrgency interface {
 	JobDue(id string, totalTarget float64) float64
+}
+
+// JobTieBreaks is optionally implemented by an Accounting: PD²'s b-bit and
+// group deadline for job id as a whole (a task whose weight is its total
+// target), which order jobs due in the same round.
+type JobTieBreaks interface {
+	JobPD2(id string, totalTarget float64) (bbit, group float64)
 }
 
 // EntryUrgency is optionally implemented by an Accounting: the
@@ -129,20 +139,23 @@ func compareOrder(a, b orderKey) int {
 }
 
 type entry struct {
-	c        policy.Combination
-	w        string
-	sf       int
-	prio     float64
-	class    int
-	jobKey   float64
-	jobDue   float64 // the job's (a pair's: earlier member's) due, +Inf when unknown
-	due      float64 // this entry's due, +Inf when unknown
-	key      float64
-	tie      float64
-	target   float64
-	inAlloc  bool
-	order    orderKey
-	typeRank int
+	c      policy.Combination
+	w      string
+	sf     int
+	prio   float64
+	class  int
+	jobKey float64 // minus the job's due, rounded up to whole rounds
+	// PD² tie-breaks: the entry's own for a job whose only target is this
+	// entry, else the job's as a whole (JobTieBreaks) with its exact due.
+	bbit, group, exact float64
+	jobDue             float64 // the job's (a pair's: earlier member's) due, +Inf when unknown
+	due                float64 // this entry's due, +Inf when unknown
+	key                float64
+	tie                float64
+	target             float64
+	inAlloc            bool
+	order              orderKey
+	typeRank           int
 }
 
 // Plan picks the next round's assignment. It is deterministic: equal
@@ -200,54 +213,36 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 	if alloc != nil {
 		fr = alloc.Fractions
 	}
-	// Job-level urgency: each job's total target over its combinations.
-	jobKey := map[string]float64{}
-	jobDue := map[string]float64{}
+	jobs := s.jobUrgencies(fr)
 	eu, hasDue := s.History.(EntryUrgency)
 	hasDue = hasDue && !s.GavelCompat
-	if ju, ok := s.History.(JobUrgency); ok && !s.GavelCompat {
-		total := map[string]float64{}
-		for _, c := range inOrder(fr) {
-			if s.Jobs[c.A] == nil || (c.IsPair() && s.Jobs[c.B] == nil) {
-				continue
-			}
-			x := fr[c]
-			sum := 0.0
-			for _, w := range typesOf(x) {
-				sum += x[w]
-			}
-			for _, m := range members(c) {
-				total[m] += sum
-			}
-		}
-		for id, t := range total {
-			if t > 0 {
-				jobDue[id] = ju.JobDue(id, t)
-				jobKey[id] = -jobDue[id]
-			}
-		}
-	}
 	// The input order does not matter: the sort's keys are total.
 	out := make([]entry, 0, len(s.Jobs)*len(types))
 	add := func(c policy.Combination, x map[string]float64, inAlloc bool, w string, sf int, key orderKey) {
 		target := x[w]
 		r := s.History.Rank(c, w, target, inAlloc)
-		jk := jobKey[c.A]
-		jd, ok := jobDue[c.A]
-		if !ok {
-			jd = math.Inf(1)
+		ja := jobs[c.A]
+		jk, jd := 0.0, math.Inf(1)
+		if ja != nil {
+			jk, jd = ja.key, ja.due
 		}
-		if c.IsPair() {
-			jk = max(jk, jobKey[c.B])
-			if d, ok := jobDue[c.B]; ok {
-				jd = min(jd, d)
-			}
+		if jb := jobs[c.B]; c.IsPair() && jb != nil {
+			jk, jd = max(jk, jb.key), min(jd, jb.due)
 		}
 		due := math.Inf(1)
 		if hasDue && target > 0 {
 			due = eu.Due(c, w, target)
 		}
-		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
+		bbit, group, exact := 1.0, 0.0, jk
+		if !c.IsPair() && target > 0 && ja != nil && ja.entries == 1 {
+			bbit, group, exact = r.BBit, r.Group, r.Key
+		} else if jd < math.Inf(1) {
+			exact = -jd
+			if jt, ok := s.History.(JobTieBreaks); ok && !c.IsPair() {
+				bbit, group = jt.JobPD2(c.A, ja.total)
+			}
+		}
+		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due, bbit: bbit, group: group, exact: exact, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
 	}
 	for _, j := range s.Jobs {
 		c := policy.Single(j.ID)
@@ -284,10 +279,67 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 	return out
 }
 
+// jobUrgency is what the queue needs to know about a job as a whole.
+type jobUrgency struct {
+	total   float64 // target summed over combinations and types
+	entries int     // positive (combination, type) targets
+	due     float64 // JobUrgency's due; +Inf when the total is 0
+	key     float64 // minus the due rounded up to whole rounds
+}
+
+// jobUrgencies sums each job's targets and asks the history how urgent each
+// job is (not in compat mode, whose queue knows nothing of jobs). Sums run
+// in a fixed order (a job's single first, then its pairs sorted; types
+// sorted), so they come out the same to the last bit on every run.
+func (s *State) jobUrgencies(fr map[policy.Combination]map[string]float64) map[string]*jobUrgency {
+	ju, ok := s.History.(JobUrgency)
+	if !ok || s.GavelCompat {
+		return nil
+	}
+	u := make(map[string]*jobUrgency, len(s.Jobs))
+	add := func(c policy.Combination, x map[string]float64) {
+		if s.Jobs[c.A] == nil || (c.IsPair() && s.Jobs[c.B] == nil) {
+			return
+		}
+		sum, n := sumSorted(x)
+		for _, m := range members(c) {
+			j := u[m]
+			if j == nil {
+				j = &jobUrgency{}
+				u[m] = j
+			}
+			j.total += sum
+			j.entries += n
+		}
+	}
+	var pairs []policy.Combination
+	for c, x := range fr {
+		if c.IsPair() {
+			pairs = append(pairs, c)
+		} else {
+			add(c, x)
+		}
+	}
+	sortCombinations(pairs)
+	for _, c := range pairs {
+		add(c, fr[c])
+	}
+	for id, j := range u {
+		j.due, j.key = math.Inf(1), 0
+		if j.total > 0 {
+			j.due = ju.JobDue(id, j.total)
+			j.key = -math.Ceil(j.due - 1e-9)
+		}
+	}
+	return u
+}
+
 func (s *State) sortEntries(es []*entry) {
 	byValue := func(a, b *entry) int {
 		// Descending class, job urgency, key, tie, target.
-		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.jobKey, a.jobKey), cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
+		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.jobKey, a.jobKey),
+			cmp.Compare(b.bbit, a.bbit), cmp.Compare(b.group, a.group), cmp.Compare(b.exact, a.exact),
+			cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
 	}
 	if s.GavelCompat {
 		// One queue per worker type, concatenated in walk order; ties keep

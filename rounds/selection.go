@@ -10,8 +10,9 @@ const dueSlack = 1e-9
 // fit does not block smaller ones behind it.
 //
 // Outside compat mode the walk aims to keep every combination's received
-// time within a round of its target on every worker type (Pfair-style, but a
-// job must also choose between its types each round):
+// time within a round of its target on every worker type. The queue is in
+// PD² order (Ledger.Rank: pseudo-deadline, b-bit, group deadline; a job with
+// targets on several types ranks as a whole), and:
 //
 //  1. entries due this round on their type (they fall a full round behind
 //     there if they sit out) are taken first, in queue order, and stay put;
@@ -20,15 +21,19 @@ const dueSlack = 1e-9
 //     urgent type). A single-GPU job takes its most urgent type that has a
 //     free GPU or can get one along an augmenting path: jobs seated in this
 //     step move to another type where they are eligible, as in bipartite
-//     b-matching, so a job is left out only when no rearrangement of the
-//     step's jobs could seat it there. A gang or pair that finds its type
-//     short pushes such jobs off it the same way;
+//     b-matching, so a job is left out of a type only when no rearrangement
+//     of the step's jobs could seat it there. A gang or pair that finds its
+//     type short pushes such jobs off it the same way;
 //  3. entries already a round ahead, in queue order, so no GPU idles;
 //  4. back-fill: entries with no target there (not with NoBackFill).
 //
-// This is a heuristic: a job that must choose one type per round couples
-// the types, and no rule is known that keeps every entry of every feasible
-// allocation within one round (see the fidelity tests for what is checked).
+// When every job has its target on one worker type and each type's targets
+// sum to its GPU count, steps 1-2 are PD² on each type, which keeps every job
+// within one round of its target after every round (lag in (-1, 1)). When
+// targets are split, a job must choose one type per round, which couples the
+// types; the augmenting paths keep nearly all cases within a round, but no
+// rule is known to guarantee it for every allocation (fidelity_test.go has
+// the measured rates).
 func (s *State) selectEntries(es []*entry) map[string][]entry {
 	w := newWalk(s)
 	if s.GavelCompat {
@@ -93,11 +98,15 @@ type walk struct {
 	pos     map[*entry]int      // index of a movable entry in chosen[e.w]
 	movable map[*entry]bool     // placed in step 2, so it may move
 	dead    map[string]bool     // full types from which no augmenting path exists
+	// moves counts seats and moves of movable jobs (the search graph's
+	// changes); pushFailed holds its value when a push from a type failed.
+	moves      int
+	pushFailed map[string]int
 }
 
 func newWalk(s *State) *walk {
 	w := &walk{left: map[string]int{}, taken: make(map[string]bool, len(s.Jobs)), chosen: map[string][]*entry{},
-		pos: map[*entry]int{}, movable: map[*entry]bool{}, dead: map[string]bool{}}
+		pos: map[*entry]int{}, movable: map[*entry]bool{}, dead: map[string]bool{}, pushFailed: map[string]int{}}
 	for _, t := range s.Topology.WorkerTypes() {
 		w.left[t] = s.Topology.Count(t)
 	}
@@ -133,12 +142,14 @@ func (w *walk) seat(cands []*entry, alts map[string][]*entry, mobile bool) bool 
 	for _, e := range cands {
 		if w.try(e) {
 			w.movable[e] = mobile
+			w.moves++
 			return true
 		}
 		if end, parent, ok := w.path([]string{e.w}, alts, false); ok {
 			w.shift(end, parent)
 			w.take(e)
 			w.movable[e] = mobile
+			w.moves++
 			return true
 		}
 	}
@@ -151,9 +162,13 @@ func (w *walk) push(e *entry, alts map[string][]*entry) bool {
 	if w.taken[e.c.A] || (e.c.IsPair() && w.taken[e.c.B]) {
 		return false
 	}
+	if v, ok := w.pushFailed[e.w]; ok && v == w.moves {
+		return false // nothing has moved or been seated since the last try
+	}
 	for w.left[e.w] < e.sf {
 		end, parent, ok := w.path([]string{e.w}, alts, true)
 		if !ok {
+			w.pushFailed[e.w] = w.moves
 			return false
 		}
 		w.shift(end, parent)
@@ -224,6 +239,7 @@ func (w *walk) shift(t string, parent map[string]hop) string {
 		w.left[h.from.w]++
 		w.take(h.to)
 		w.movable[h.to] = true
+		w.moves++
 		t = h.from.w
 	}
 }

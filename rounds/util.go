@@ -24,21 +24,14 @@ func cmpIDs(a, b string) int {
 	return cmp.Compare(a, b)
 }
 
-// inOrder returns fr's combinations sorted, and typesOf the sorted worker
-// types of one of them: sums over a job's combinations and types then come
-// out the same to the last bit on every run (map order would not), so equal
-// urgencies stay equal and ties are broken by the explicit rules.
-func inOrder(fr map[policy.Combination]map[string]float64) []policy.Combination {
-	out := make([]policy.Combination, 0, len(fr))
-	for c := range fr {
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b policy.Combination) int {
+// sortCombinations sorts by first member, then second.
+func sortCombinations(cs []policy.Combination) {
+	slices.SortFunc(cs, func(a, b policy.Combination) int {
 		return cmp.Or(cmp.Compare(a.A, b.A), cmp.Compare(a.B, b.B))
 	})
-	return out
 }
 
+// typesOf returns x's worker types, sorted.
 func typesOf(x map[string]float64) []string {
 	out := make([]string, 0, len(x))
 	for w := range x {
@@ -46,4 +39,27 @@ func typesOf(x map[string]float64) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sumSorted returns the sum of x's values, added in sorted key order, and
+// how many are positive. Small maps (the usual few worker types) are sorted
+// on the stack.
+func sumSorted(x map[string]float64) (float64, int) {
+	var buf [8]string
+	keys := buf[:0]
+	if len(x) > len(buf) {
+		keys = make([]string, 0, len(x))
+	}
+	for w := range x {
+		keys = append(keys, w)
+	}
+	slices.Sort(keys)
+	sum, n := 0.0, 0
+	for _, w := range keys {
+		sum += x[w]
+		if x[w] > 0 {
+			n++
+		}
+	}
+	return sum, n
 }
