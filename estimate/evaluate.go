@@ -37,15 +37,7 @@ func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Hold
 	for _, i := range refs {
 		isRef[i] = true
 	}
-	p := NewData(truth.Workers, truth.Jobs)
-	for w := range truth.Workers {
-		copy(p.Iso[w], truth.Iso[w])
-		for _, i := range refs {
-			for _, k := range refs {
-				p.Reveal(truth, w, i, k)
-			}
-		}
-	}
+	p := onlyReferences(truth, refs)
 	h := &Holdout{Partial: p, References: refs}
 	for i := 0; i < n; i++ {
 		if isRef[i] {

@@ -66,19 +66,7 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 		return nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
 	W, n := len(d.Workers), len(d.Jobs)
-	count := make([][]int, W) // known entries per job and worker type
-	total := make([]int, n)   // known entries per job
-	for w := 0; w < W; w++ {
-		count[w] = make([]int, n)
-		for i := 0; i < n; i++ {
-			for k := 0; k < n; k++ {
-				if d.State[w][i][k] != table.Missing {
-					count[w][i]++
-					total[i]++
-				}
-			}
-		}
-	}
+	count, total := knownCounts(d)
 	full := float64(2 * W * n) // known entries of a fully measured job, about
 	used := make([][]int, W)   // picks so far per worker type and job
 	for w := range used {
@@ -309,20 +297,14 @@ func Cover(d *Data, budget int) []Measurement {
 	for _, r := range refs {
 		isRef[r] = true
 	}
-	count := make([][]int, W) // known entries per worker type and job
-	used := make([][]int, W)  // a reference's known pairs with non-references
-	total := make([]int, n)
+	count, total := knownCounts(d)
+	used := make([][]int, W) // a reference's known pairs with non-references
 	for w := 0; w < W; w++ {
-		count[w] = make([]int, n)
 		used[w] = make([]int, n)
-		for i := 0; i < n; i++ {
+		for _, i := range refs {
 			for k := 0; k < n; k++ {
-				if d.State[w][i][k] != table.Missing {
-					count[w][i]++
-					total[i]++
-					if isRef[i] && !isRef[k] {
-						used[w][i]++
-					}
+				if !isRef[k] && d.State[w][i][k] != table.Missing {
+					used[w][i]++
 				}
 			}
 		}
@@ -359,6 +341,25 @@ func Cover(d *Data, budget int) []Measurement {
 		used[w][k]++
 	}
 	return out
+}
+
+// knownCounts returns the known entries of each job per worker type ([w][job]) and in all.
+func knownCounts(d *Data) (count [][]int, total []int) {
+	W, n := len(d.Workers), len(d.Jobs)
+	count = make([][]int, W)
+	total = make([]int, n)
+	for w := 0; w < W; w++ {
+		count[w] = make([]int, n)
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				if d.State[w][i][k] != table.Missing {
+					count[w][i]++
+					total[i]++
+				}
+			}
+		}
+	}
+	return count, total
 }
 
 func taken(ms []Measurement, w, i, k int) bool {

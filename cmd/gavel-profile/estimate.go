@@ -11,10 +11,38 @@ import (
 	"github.com/gavelkit/gavel/internal/cli"
 )
 
+// estimatorFlags are the flags estimate and suggest share: the partial table and how to
+// estimate it.
+type estimatorFlags struct {
+	table, workers string
+	seed           uint64
+	json           bool
+}
+
+func (f *estimatorFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.table, "table", "", "partial throughput table (Gavel JSON); required")
+	cmd.Flags().StringVar(&f.workers, "worker-types", "", "comma-separated worker types (default: all with every job type)")
+	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed of the estimator")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object")
+}
+
+func (f estimatorFlags) options() estimate.Options {
+	return estimate.Options{Workers: estimate.ParseWorkers(f.workers), Seed: f.seed}
+}
+
+// tableError wraps an estimator error with the table's path; a table without reference job
+// types is bad input (exit 2), anything else a failure while working.
+func (f estimatorFlags) tableError(err error) error {
+	if errors.Is(err, estimate.ErrNoReference) {
+		return cli.UsageError("table %s: %v", f.table, err)
+	}
+	return fmt.Errorf("table %s: %w", f.table, err)
+}
+
 type estimateOptions struct {
-	table, out, workers string
-	seed                uint64
-	json, list          bool
+	estimatorFlags
+	out  string
+	list bool
 }
 
 func newEstimateCmd(io *cli.IO) *cobra.Command {
@@ -44,12 +72,9 @@ The output counts the estimated entries per worker type; --list prints each one
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runEstimate(o, io) },
 	}
-	cmd.Flags().StringVar(&o.table, "table", "", "partial throughput table (Gavel JSON); required")
+	o.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "where to write the completed table; required")
-	cmd.Flags().StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: all with every job type)")
-	cmd.Flags().Uint64Var(&o.seed, "seed", 0, "random seed of the estimator")
 	cmd.Flags().BoolVar(&o.list, "list", false, "print every estimated entry, not only counts")
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
 
@@ -61,12 +86,9 @@ func runEstimate(o estimateOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	full, rep, err := estimate.Table(t, estimate.Options{Workers: estimate.ParseWorkers(o.workers), Seed: o.seed})
+	full, rep, err := estimate.Table(t, o.options())
 	if err != nil {
-		if errors.Is(err, estimate.ErrNoReference) {
-			return cli.UsageError("table %s: %v", o.table, err)
-		}
-		return fmt.Errorf("table %s: %w", o.table, err)
+		return o.tableError(err)
 	}
 	if err := full.Save(o.out); err != nil {
 		return err

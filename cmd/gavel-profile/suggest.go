@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -11,10 +10,8 @@ import (
 )
 
 type suggestOptions struct {
-	table, workers string
-	budget         int
-	seed           uint64
-	json           bool
+	estimatorFlags
+	budget int
 }
 
 func newSuggestCmd(io *cli.IO) *cobra.Command {
@@ -36,11 +33,8 @@ is stable: 'gavel-profile run' can take its pair list from it.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runSuggest(o, io) },
 	}
-	cmd.Flags().StringVar(&o.table, "table", "", "partial throughput table (Gavel JSON); required")
+	o.register(cmd)
 	cmd.Flags().IntVar(&o.budget, "budget", 10, "number of measurements to suggest (0 or more)")
-	cmd.Flags().StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: all with every job type)")
-	cmd.Flags().Uint64Var(&o.seed, "seed", 0, "random seed of the estimator")
-	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
 
@@ -55,12 +49,9 @@ func runSuggest(o suggestOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	ms, notes, err := estimate.SuggestTable(t, o.budget, estimate.Options{Workers: estimate.ParseWorkers(o.workers), Seed: o.seed})
+	ms, notes, err := estimate.SuggestTable(t, o.budget, o.options())
 	if err != nil {
-		if errors.Is(err, estimate.ErrNoReference) {
-			return cli.UsageError("table %s: %v", o.table, err)
-		}
-		return fmt.Errorf("table %s: %w", o.table, err)
+		return o.tableError(err)
 	}
 	for _, n := range notes {
 		fmt.Fprintln(io.Err, "note:", n)
