@@ -298,3 +298,68 @@ func TestFidelityPfairEveryRoundSingleTypeRounds(t *testing.T) {
 		}
 	})
 }
+
+// Hand-computed back-fill: time a job gets only because a GPU would idle is
+// reported as BackFill and left out of the allocated deviation.
+func TestFidelityBackFill(t *testing.T) {
+	tbl := table.New()
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	tbl.SetIsolated("a", jt, 1)
+	tbl.SetIsolated("b", jt, 1)
+	tests := []struct {
+		name    string
+		cluster policy.Cluster
+		targets []map[string]float64 // per job "0", "1", …
+		want    []map[string]Fidelity
+		maxDev  float64
+	}{{
+		// Two jobs share a's GPU half and half; b has no target, so the job
+		// that sits out on a runs on b as back-fill: each job gets 2 of 4
+		// rounds on a (allocated) and the other 2 on b (back-fill).
+		name: "no target on b", cluster: policy.Cluster{"a": 1, "b": 1},
+		targets: []map[string]float64{{"a": 0.5}, {"a": 0.5}},
+		want: []map[string]Fidelity{
+			{"a": {Target: 0.5, Received: 0.5}, "b": {Received: 0.5, BackFill: 0.5}},
+			{"a": {Target: 0.5, Received: 0.5}, "b": {Received: 0.5, BackFill: 0.5}}},
+		maxDev: 0.5,
+	}, {
+		// One job with target 1/4 alone on a GPU: round 0 is its due, after
+		// that it is a round ahead (1 received ≥ 1/4 owed + 1/4 next), so
+		// rounds 1-3 are back-fill.
+		name: "already ahead", cluster: policy.Cluster{"a": 1},
+		targets: []map[string]float64{{"a": 0.25}},
+		want:    []map[string]Fidelity{{"a": {Target: 0.25, Received: 1, BackFill: 0.75}}},
+		maxDev:  0.75,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topo, err := NewTopology(tt.cluster, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var jobs []policy.Job
+			alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+			for i, x := range tt.targets {
+				id := strconv.Itoa(i)
+				jobs = append(jobs, policy.Job{ID: id, Type: jt})
+				alloc.Fractions[policy.Single(id)] = x
+			}
+			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tt.want {
+				for w, fw := range want {
+					got := res.Fidelity[strconv.Itoa(i)][w]
+					if math.Abs(got.Target-fw.Target) > 1e-9 || math.Abs(got.Received-fw.Received) > 1e-9 ||
+						math.Abs(got.BackFill-fw.BackFill) > 1e-9 {
+						t.Errorf("job %d on %s: got %+v, want %+v", i, w, got, fw)
+					}
+				}
+			}
+			if math.Abs(res.MaxDeviation-tt.maxDev) > 1e-9 || math.Abs(res.MaxDeviationAllocated) > 1e-9 {
+				t.Errorf("max deviation %.4f (allocated %.4f), want %.4f (0)", res.MaxDeviation, res.MaxDeviationAllocated, tt.maxDev)
+			}
+		})
+	}
+}

@@ -104,6 +104,10 @@ type Assignment struct {
 	Priority    float64
 	Target      float64
 	Extended    bool // on the same GPUs as last round
+	// BackFill marks a combination that runs only because the GPUs would
+	// otherwise idle: it has no target on this worker type, or it is already
+	// a round ahead of its target there. Compat mode marks only the former.
+	BackFill bool
 }
 
 // RoundPlan is the next round: which combination runs on which GPUs.
@@ -156,6 +160,7 @@ type entry struct {
 	inAlloc            bool
 	order              orderKey
 	typeRank           int
+	fill               bool // see Assignment.BackFill
 }
 
 // Plan picks the next round's assignment. It is deterministic: equal
@@ -242,7 +247,8 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 				bbit, group = jt.JobPD2(c.A, ja.total)
 			}
 		}
-		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due, bbit: bbit, group: group, exact: exact, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w]})
+		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due, bbit: bbit, group: group, exact: exact, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w],
+			fill: target <= 0 || (!s.GavelCompat && r.Class < 2)})
 	}
 	for _, j := range s.Jobs {
 		c := policy.Single(j.ID)
@@ -372,7 +378,7 @@ func (s *State) previousOn(c policy.Combination, w string, sf int) []int {
 }
 
 func assignment(e entry, gpus []int, extended bool) Assignment {
-	return Assignment{Combination: e.c, WorkerType: e.w, GPUs: sortedInts(gpus), Priority: e.prio, Target: e.target, Extended: extended}
+	return Assignment{Combination: e.c, WorkerType: e.w, GPUs: sortedInts(gpus), Priority: e.prio, Target: e.target, Extended: extended, BackFill: e.fill}
 }
 
 // placeConsolidated places w's selected combinations, largest first. A

@@ -47,18 +47,34 @@ type RoundsConfig struct {
 }
 
 // Fidelity compares the time fraction a job received on a worker type with
-// its target (summed over the combinations it belongs to).
+// its target (both summed over the combinations it belongs to). Received
+// includes BackFill: the part received in rounds where the job ran only
+// because the GPUs would otherwise idle (Assignment.BackFill), time beyond
+// what the allocation asked for. Received − BackFill is what the mechanism
+// gave the job towards its allocation.
 type Fidelity struct {
 	Target   float64 `json:"target"`
 	Received float64 `json:"received"`
+	BackFill float64 `json:"backfill"`
 }
+
+// Deviation is received minus target, back-fill included.
+func (f Fidelity) Deviation() float64 { return f.Received - f.Target }
+
+// AllocatedDeviation is received minus target, back-fill left out: how far
+// the mechanism is from the allocation where the allocation had a say.
+func (f Fidelity) AllocatedDeviation() float64 { return f.Received - f.BackFill - f.Target }
 
 // RoundsResult is a sequence of round plans and how well they realized the
 // allocation.
 type RoundsResult struct {
-	Plans        []*RoundPlan
-	Fidelity     map[string]map[string]Fidelity // job id → worker type → fractions
+	Plans    []*RoundPlan
+	Fidelity map[string]map[string]Fidelity // job id → worker type → fractions
+	// MaxDeviation is the largest |Deviation| over jobs and worker types; on
+	// a cluster with idle GPUs it is mostly back-fill.
 	MaxDeviation float64
+	// MaxDeviationAllocated is the largest |AllocatedDeviation|.
+	MaxDeviationAllocated float64
 }
 
 // RunRounds plans cfg.Rounds consecutive rounds for a job set that neither
@@ -75,7 +91,7 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	ledger := NewLedger(cfg.RoundSeconds)
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
 		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.NoBackFill}}
-	res := &RoundsResult{Fidelity: map[string]map[string]Fidelity{}}
+	res := &RoundsResult{}
 	always := func(string) bool { return true }
 	for i := 0; i < cfg.Rounds; i++ {
 		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)
@@ -87,42 +103,56 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 		state.Previous = p.Placement()
 		res.Plans = append(res.Plans, p)
 	}
-	total := ledger.Elapsed()
+	res.Fidelity = fidelity(cfg, types, ledger, res.Plans)
+	for _, f := range res.Fidelity {
+		for _, e := range f {
+			res.MaxDeviation = math.Max(res.MaxDeviation, math.Abs(e.Deviation()))
+			res.MaxDeviationAllocated = math.Max(res.MaxDeviationAllocated, math.Abs(e.AllocatedDeviation()))
+		}
+	}
+	return res, nil
+}
+
+// fidelity sums targets (from the allocation), received time (from the
+// ledger) and back-filled time (from the plans) per job and worker type.
+func fidelity(cfg RoundsConfig, types []string, ledger *Ledger, plans []*RoundPlan) map[string]map[string]Fidelity {
+	out := make(map[string]map[string]Fidelity, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
-		f := map[string]Fidelity{}
+		f := make(map[string]Fidelity, len(types))
 		for _, w := range types {
 			f[w] = Fidelity{}
 		}
-		res.Fidelity[j.ID] = f
+		out[j.ID] = f
 	}
-	if cfg.Allocation != nil {
-		for c, x := range cfg.Allocation.Fractions {
-			for _, m := range members(c) {
-				if f, ok := res.Fidelity[m]; ok {
-					for w, v := range x {
-						if _, ok := f[w]; ok {
-							e := f[w]
-							e.Target += v
-							f[w] = e
-						}
-					}
+	add := func(c policy.Combination, w string, upd func(*Fidelity)) {
+		for _, m := range members(c) {
+			if f, ok := out[m]; ok {
+				if e, ok := f[w]; ok {
+					upd(&e)
+					f[w] = e
 				}
 			}
 		}
 	}
-	for c, x := range ledger.got {
-		for _, m := range members(c) {
+	if cfg.Allocation != nil {
+		for c, x := range cfg.Allocation.Fractions {
 			for w, v := range x {
-				e := res.Fidelity[m][w]
-				e.Received += v / total
-				res.Fidelity[m][w] = e
+				add(c, w, func(e *Fidelity) { e.Target += v })
 			}
 		}
 	}
-	for _, f := range res.Fidelity {
-		for _, e := range f {
-			res.MaxDeviation = math.Max(res.MaxDeviation, math.Abs(e.Received-e.Target))
+	total := ledger.Elapsed()
+	for c, x := range ledger.got {
+		for w, v := range x {
+			add(c, w, func(e *Fidelity) { e.Received += v / total })
 		}
 	}
-	return res, nil
+	for _, p := range plans {
+		for _, a := range p.Assignments {
+			if a.BackFill {
+				add(a.Combination, a.WorkerType, func(e *Fidelity) { e.BackFill += cfg.RoundSeconds / total })
+			}
+		}
+	}
+	return out
 }

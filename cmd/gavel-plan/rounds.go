@@ -33,8 +33,23 @@ received), never one job in two places, multi-GPU jobs on as few servers as
 possible, and jobs kept on the same GPUs when they can be.
 
 It prints which job or pair runs on which GPUs in every round, then the
-fidelity report: per job and worker type, the time fraction received vs the
-allocation's target, and the largest deviation.`,
+fidelity report, per job and worker type:
+
+  target      the allocation's time fraction (summed over the job's
+              combinations);
+  received    the fraction of the rounds it actually ran there;
+  backfill    the part of received from rounds where it ran only because the
+              GPUs would otherwise idle: it had no target there, or was already
+              a round ahead of it (--no-backfill leaves out the first kind);
+  deviation   received - target;
+  allocated   received - backfill - target: the deviation where the
+              allocation had a say.
+
+max deviation is the largest |deviation|; on a cluster with spare GPUs it is
+mostly back-fill, which is harmless. max allocated deviation is the largest
+|allocated| and measures how well the rounds realize the allocation.
+--json has the same fields: fidelity {job → {worker type → {target,
+received, backfill}}}, max_deviation and max_deviation_allocated.`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
       --gpus-per-server v100=4,p100=4,k80=4 --jobs jobs.json --rounds 20
   gavel-plan rounds --policy max_min_fairness_packed --cluster v100=2 --jobs jobs.json --rounds 5 --json`,
@@ -107,7 +122,9 @@ type roundsJSON struct {
 	Rounds       []roundJSON                           `json:"rounds"`
 	Fidelity     map[string]map[string]rounds.Fidelity `json:"fidelity"`
 	MaxDeviation float64                               `json:"max_deviation"`
-	Allocation   map[string]map[string]float64         `json:"allocation"`
+	// MaxDeviationAllocated leaves back-fill out (see rounds.Fidelity).
+	MaxDeviationAllocated float64                       `json:"max_deviation_allocated"`
+	Allocation            map[string]map[string]float64 `json:"allocation"`
 }
 
 type roundJSON struct {
@@ -159,7 +176,8 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 		return err
 	}
 	out := roundsJSON{Policy: o.policy, RoundSeconds: o.roundSeconds, Fidelity: res.Fidelity, MaxDeviation: res.MaxDeviation,
-		Allocation: map[string]map[string]float64{}}
+		MaxDeviationAllocated: res.MaxDeviationAllocated,
+		Allocation:            map[string]map[string]float64{}}
 	for c, x := range alloc.Fractions {
 		out.Allocation[c.Key()] = x
 	}
@@ -198,7 +216,7 @@ func printRounds(io *cli.IO, s *setup, res *rounds.RoundsResult, jobs []policy.J
 		return err
 	}
 	fmt.Fprintln(io.Out)
-	ft := cli.NewTableWriter(io.Out, "job", "worker type", "target", "received", "deviation")
+	ft := cli.NewTableWriter(io.Out, "job", "worker type", "target", "received", "backfill", "deviation", "allocated")
 	for _, j := range jobs {
 		f := res.Fidelity[j.ID]
 		ws := make([]string, 0, len(f))
@@ -212,7 +230,7 @@ func printRounds(io *cli.IO, s *setup, res *rounds.RoundsResult, jobs []policy.J
 				continue
 			}
 			if err := ft.Append([]string{j.ID, w, fmt.Sprintf("%.4f", e.Target), fmt.Sprintf("%.4f", e.Received),
-				fmt.Sprintf("%+.4f", e.Received-e.Target)}); err != nil {
+				fmt.Sprintf("%.4f", e.BackFill), fmt.Sprintf("%+.4f", e.Deviation()), fmt.Sprintf("%+.4f", e.AllocatedDeviation())}); err != nil {
 				return err
 			}
 		}
@@ -220,7 +238,8 @@ func printRounds(io *cli.IO, s *setup, res *rounds.RoundsResult, jobs []policy.J
 	if err := ft.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(io.Out, "max deviation: %.4f over %d rounds\n", res.MaxDeviation, len(res.Plans))
+	_, err := fmt.Fprintf(io.Out, "max deviation: %.4f over %d rounds (back-fill included); max allocated deviation: %.4f\n",
+		res.MaxDeviation, len(res.Plans), res.MaxDeviationAllocated)
 	return err
 }
 

@@ -60,14 +60,20 @@ func TestRoundsJSON(t *testing.T) {
 				Jobs       []string `json:"jobs"`
 			} `json:"assignments"`
 		} `json:"rounds"`
-		Fidelity     map[string]map[string]struct{ Target, Received float64 } `json:"fidelity"`
-		MaxDeviation *float64                                                 `json:"max_deviation"`
+		Fidelity map[string]map[string]struct {
+			Target   float64 `json:"target"`
+			Received float64 `json:"received"`
+			BackFill float64 `json:"backfill"`
+		} `json:"fidelity"`
+		MaxDeviation          *float64 `json:"max_deviation"`
+		MaxDeviationAllocated *float64 `json:"max_deviation_allocated"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(got.Rounds) != 20 || got.MaxDeviation == nil {
-		t.Fatalf("%d rounds, max_deviation %v; want 20 and a value", len(got.Rounds), got.MaxDeviation)
+	if len(got.Rounds) != 20 || got.MaxDeviation == nil || got.MaxDeviationAllocated == nil {
+		t.Fatalf("%d rounds, max_deviation %v, max_deviation_allocated %v; want 20 and values",
+			len(got.Rounds), got.MaxDeviation, got.MaxDeviationAllocated)
 	}
 	// Recount received fractions from the assignments and compare with the
 	// fidelity report; check no GPU or job is booked twice in a round.
@@ -104,17 +110,24 @@ func TestRoundsJSON(t *testing.T) {
 			}
 		}
 	}
-	maxDev := 0.0
+	maxDev, maxAlloc := 0.0, 0.0
 	for j, f := range got.Fidelity {
 		for w, e := range f {
 			if math.Abs(e.Received-count[j][w]) > 1e-9 {
 				t.Errorf("job %s on %s: reported received %v, recounted %v", j, w, e.Received, count[j][w])
 			}
+			if e.BackFill < 0 || e.BackFill > e.Received+1e-9 {
+				t.Errorf("job %s on %s: backfill %v outside [0, received %v]", j, w, e.BackFill, e.Received)
+			}
 			maxDev = math.Max(maxDev, math.Abs(e.Received-e.Target))
+			maxAlloc = math.Max(maxAlloc, math.Abs(e.Received-e.BackFill-e.Target))
 		}
 	}
 	if math.Abs(maxDev-*got.MaxDeviation) > 1e-9 {
 		t.Errorf("max_deviation %v, recomputed %v", *got.MaxDeviation, maxDev)
+	}
+	if math.Abs(maxAlloc-*got.MaxDeviationAllocated) > 1e-9 {
+		t.Errorf("max_deviation_allocated %v, recomputed %v", *got.MaxDeviationAllocated, maxAlloc)
 	}
 	if len(got.Fidelity) != 5 {
 		t.Errorf("fidelity for %d jobs, want 5", len(got.Fidelity))
