@@ -35,11 +35,12 @@ heterogeneity-aware and -agnostic LAS; "hierarchical" measures multi-level
 }
 
 type continuousOptions struct {
-	table, cluster, perServer, policies, rates, seeds, window string
-	roundSeconds                                              float64
-	maxPartners                                               int
-	timeout                                                   time.Duration
-	multiGPU, json                                            bool
+	clusterFlags
+	policies, rates, seeds, window string
+	roundSeconds                   float64
+	maxPartners                    int
+	timeout                        time.Duration
+	multiGPU, json                 bool
 }
 
 func newContinuousCmd(io *cli.IO) *cobra.Command {
@@ -63,15 +64,13 @@ few minutes on two cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runContinuous(cmd.Context(), io, o) },
 	}
+	o.clusterFlags.register(cmd, "v100=36,p100=36,k80=36", true)
+	registerRoundSeconds(cmd, &o.roundSeconds)
 	f := cmd.Flags()
-	f.StringVar(&o.table, "table", "", "throughput table (default: the embedded Gavel table)")
-	f.StringVar(&o.cluster, "cluster", "v100=36,p100=36,k80=36", "GPUs per worker type")
-	f.StringVar(&o.perServer, "gpus-per-server", "", "GPUs per server per worker type (default 1)")
 	f.StringVar(&o.policies, "policies", "max_min_fairness_perf,max_min_fairness", "policies to compare (the ratio is first / second)")
 	f.StringVar(&o.rates, "rates", "2,4,6", "arrival rates, jobs per hour")
 	f.StringVar(&o.seeds, "seeds", "0", "seeds; JCTs are averaged over them")
 	f.StringVar(&o.window, "window", "100:400", "jobs measured, by arrival rank start:end (end exclusive)")
-	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
 	f.BoolVar(&o.multiGPU, "multi-gpu", false, "draw multi-GPU jobs (scale factors 1/2/4/8)")
 	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit per simulation; past it the point reads \"timeout\" (overloaded)")
@@ -95,17 +94,12 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	tbl, err := cli.LoadTable(o.table)
-	if err != nil {
+	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return err
 	}
-	cluster, err := policy.ParseCluster(o.cluster)
+	tbl, cluster, perServer, err := o.clusterFlags.load()
 	if err != nil {
-		return cli.UsageError("--cluster: %v", err)
-	}
-	perServer, err := rounds.ParseGPUsPerServer(o.perServer)
-	if err != nil {
-		return cli.UsageError("--gpus-per-server: %v", err)
+		return err
 	}
 	rates, err := parseFloats("rates", o.rates)
 	if err != nil {
@@ -184,9 +178,10 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 }
 
 type hierarchicalOptions struct {
-	table, cluster, csv, aware, agnostic string
-	seed                                 uint64
-	json                                 bool
+	clusterFlags
+	csv, aware, agnostic string
+	seed                 uint64
+	json                 bool
 }
 
 func newHierarchicalCmd(io *cli.IO) *cobra.Command {
@@ -210,9 +205,8 @@ per-timestep, per-job values.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runHierarchical(cmd.Context(), io, o) },
 	}
+	o.clusterFlags.register(cmd, "v100=3,p100=3,k80=3", false)
 	f := cmd.Flags()
-	f.StringVar(&o.table, "table", "", "throughput table (default: the embedded Gavel table)")
-	f.StringVar(&o.cluster, "cluster", "v100=3,p100=3,k80=3", "GPUs per worker type")
 	f.StringVar(&o.csv, "csv", "", "write per-timestep, per-job normalized throughput to this CSV file")
 	f.StringVar(&o.aware, "aware", "max_min_fairness_water_filling_perf", "heterogeneity-aware policy")
 	f.StringVar(&o.agnostic, "agnostic", "max_min_fairness_water_filling", "heterogeneity-agnostic policy")
@@ -232,13 +226,9 @@ func runHierarchical(ctx context.Context, io *cli.IO, o *hierarchicalOptions) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	tbl, err := cli.LoadTable(o.table)
+	tbl, cluster, _, err := o.clusterFlags.load()
 	if err != nil {
 		return err
-	}
-	cluster, err := policy.ParseCluster(o.cluster)
-	if err != nil {
-		return cli.UsageError("--cluster: %v", err)
 	}
 	for _, n := range []string{o.aware, o.agnostic} {
 		if _, err := policy.New(n); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,10 +16,10 @@ import (
 )
 
 type roundsOptions struct {
-	policy, cluster, perServer, jobs, table string
-	rounds                                  int
-	roundSeconds                            float64
-	noBackFill, json                        bool
+	setupFlags
+	jobs             string
+	rounds           int
+	noBackFill, json bool
 }
 
 func newRoundsCmd(io *cli.IO) *cobra.Command {
@@ -56,17 +57,77 @@ received, backfill}}}, max_deviation and max_deviation_allocated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRounds(cmd.Context(), io, o) },
 	}
+	o.setupFlags.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.policy, "policy", "", "policy name (Gavel's, e.g. max_min_fairness_perf)")
-	f.StringVar(&o.cluster, "cluster", "", "GPUs per worker type, e.g. v100=4,p100=4,k80=4")
-	f.StringVar(&o.perServer, "gpus-per-server", "", "GPUs per server per worker type (default 1), e.g. v100=4,p100=4")
 	f.StringVar(&o.jobs, "jobs", "", "jobs file (JSON, see cli-contract.md)")
-	f.StringVar(&o.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
 	f.IntVar(&o.rounds, "rounds", 10, "number of rounds to plan")
-	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
 	f.BoolVar(&o.noBackFill, "no-backfill", false, "leave GPUs idle rather than run jobs with no allocation there")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
+}
+
+// clusterFlags are the flags that say what is scheduled on: the throughput
+// table, the cluster and its servers.
+type clusterFlags struct {
+	table, cluster, perServer string
+}
+
+// register adds --table, --cluster and, with servers, --gpus-per-server;
+// defaultCluster may be "" (then --cluster is required).
+func (c *clusterFlags) register(cmd *cobra.Command, defaultCluster string, servers bool) {
+	f := cmd.Flags()
+	f.StringVar(&c.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
+	usage := "GPUs per worker type"
+	if defaultCluster == "" {
+		usage += ", e.g. v100=4,p100=4,k80=4"
+	}
+	f.StringVar(&c.cluster, "cluster", defaultCluster, usage)
+	if servers {
+		f.StringVar(&c.perServer, "gpus-per-server", "", "GPUs per server per worker type (default 1), e.g. v100=4,p100=4")
+	}
+}
+
+// load reads the table and parses the cluster and servers; flag errors are
+// usage errors.
+func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServer map[string]int, err error) {
+	if c.cluster == "" {
+		return nil, nil, nil, cli.UsageError("--cluster is required, e.g. --cluster v100=4,p100=4,k80=4")
+	}
+	if tbl, err = cli.LoadTable(c.table); err != nil {
+		return nil, nil, nil, err
+	}
+	if cluster, err = policy.ParseCluster(c.cluster); err != nil {
+		return nil, nil, nil, cli.UsageError("--cluster: %v", err)
+	}
+	if perServer, err = rounds.ParseGPUsPerServer(c.perServer); err != nil {
+		return nil, nil, nil, cli.UsageError("--gpus-per-server: %v", err)
+	}
+	return tbl, cluster, perServer, nil
+}
+
+// setupFlags are the flags rounds and simulate share: cluster, policy and
+// round length.
+type setupFlags struct {
+	clusterFlags
+	policy       string
+	roundSeconds float64
+}
+
+func (o *setupFlags) register(cmd *cobra.Command) {
+	o.clusterFlags.register(cmd, "", true)
+	registerRoundSeconds(cmd, &o.roundSeconds)
+	cmd.Flags().StringVar(&o.policy, "policy", "", "policy name (Gavel's, e.g. max_min_fairness_perf)")
+}
+
+func registerRoundSeconds(cmd *cobra.Command, v *float64) {
+	cmd.Flags().Float64Var(v, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
+}
+
+func checkRoundSeconds(v float64) error {
+	if !(v > 0) {
+		return cli.UsageError("--round-seconds %v: want a positive number", v)
+	}
+	return nil
 }
 
 // setup is what rounds and simulate share: table, cluster, topology, policy.
@@ -78,42 +139,25 @@ type setup struct {
 	policy    policy.Policy
 }
 
-func loadSetup(tablePath, cluster, perServer, policyName string, opts ...policy.Option) (*setup, error) {
-	var s setup
-	var err error
-	if policyName == "" {
-		return nil, cli.UsageError("--policy is required (one of: %s)", joinNames())
+func (o *setupFlags) load(opts ...policy.Option) (*setup, error) {
+	if o.policy == "" {
+		return nil, cli.UsageError("--policy is required (one of: %s)", strings.Join(policy.Names(), ", "))
 	}
-	if cluster == "" {
-		return nil, cli.UsageError("--cluster is required, e.g. --cluster v100=4,p100=4,k80=4")
-	}
-	if s.table, err = cli.LoadTable(tablePath); err != nil {
+	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return nil, err
 	}
-	if s.cluster, err = policy.ParseCluster(cluster); err != nil {
-		return nil, cli.UsageError("--cluster: %v", err)
-	}
-	if s.perServer, err = rounds.ParseGPUsPerServer(perServer); err != nil {
-		return nil, cli.UsageError("--gpus-per-server: %v", err)
+	var s setup
+	var err error
+	if s.table, s.cluster, s.perServer, err = o.clusterFlags.load(); err != nil {
+		return nil, err
 	}
 	if s.topo, err = rounds.NewTopology(s.cluster, s.perServer); err != nil {
 		return nil, cli.UsageError("%v", err)
 	}
-	if s.policy, err = policy.New(policyName, opts...); err != nil {
+	if s.policy, err = policy.New(o.policy, opts...); err != nil {
 		return nil, cli.UsageError("--policy: %v", err)
 	}
 	return &s, nil
-}
-
-func joinNames() string {
-	s := ""
-	for i, n := range policy.Names() {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }
 
 type roundsJSON struct {
@@ -148,10 +192,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 	if o.rounds < 1 {
 		return cli.UsageError("--rounds %d: want at least 1", o.rounds)
 	}
-	if !(o.roundSeconds > 0) {
-		return cli.UsageError("--round-seconds %v: want a positive number", o.roundSeconds)
-	}
-	s, err := loadSetup(o.table, o.cluster, o.perServer, o.policy)
+	s, err := o.setupFlags.load()
 	if err != nil {
 		return err
 	}

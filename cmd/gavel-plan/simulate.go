@@ -16,11 +16,11 @@ import (
 )
 
 type simulateOptions struct {
-	trace, policy, cluster, perServer, table, prices, jobsOut string
-	seed                                                      int64
-	maxPartners                                               int
-	roundSeconds                                              float64
-	compat, json                                              bool
+	setupFlags
+	trace, prices, jobsOut string
+	seed                   int64
+	maxPartners            int
+	compat, json           bool
 }
 
 func newSimulateCmd(io *cli.IO) *cobra.Command {
@@ -46,17 +46,13 @@ compare one to one with Gavel's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), io, o) },
 	}
+	o.setupFlags.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file (Gavel TSV) or jobs file (JSON with arrival_seconds)")
-	f.StringVar(&o.policy, "policy", "", "policy name (Gavel's, e.g. max_min_fairness_perf)")
-	f.StringVar(&o.cluster, "cluster", "", "GPUs per worker type, e.g. v100=36,p100=36,k80=36")
-	f.StringVar(&o.perServer, "gpus-per-server", "", "GPUs per server per worker type (default 1)")
-	f.StringVar(&o.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
 	f.StringVar(&o.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45")
 	f.StringVar(&o.jobsOut, "jobs-out", "", "write per-job results to this CSV file")
 	f.Int64Var(&o.seed, "seed", 0, "seed for randomized policies and Gavel's agnostic worker-type shuffle")
 	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all; packed LPs grow as jobs²)")
-	f.Float64Var(&o.roundSeconds, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
 	f.BoolVar(&o.compat, "gavel-compat", false, "reproduce Gavel's simulator semantics")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
@@ -69,13 +65,10 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if o.trace == "" {
 		return cli.UsageError("--trace is required")
 	}
-	if !(o.roundSeconds > 0) {
-		return cli.UsageError("--round-seconds %v: want a positive number", o.roundSeconds)
-	}
 	if o.maxPartners < 0 {
 		return cli.UsageError("--max-partners %d: want 0 or more", o.maxPartners)
 	}
-	s, err := loadSetup(o.table, o.cluster, o.perServer, o.policy, policy.WithSeed(o.seed), policy.WithMaxPartners(o.maxPartners))
+	s, err := o.setupFlags.load(policy.WithSeed(o.seed), policy.WithMaxPartners(o.maxPartners))
 	if err != nil {
 		return err
 	}
