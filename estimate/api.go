@@ -69,41 +69,48 @@ func Table(t *table.Table, o Options) (*table.Table, *Report, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("scale factor %d: %w", sf, err)
 		}
-		for w, wt := range d.Workers {
-			for i := range d.Jobs {
-				for k := i; k < len(d.Jobs); k++ {
-					if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
-						continue
-					}
-					inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
-					if inf {
-						out.SetInfeasible(wt, d.Jobs[i], d.Jobs[k])
-					} else {
-						out.SetPair(wt, d.Jobs[i], d.Jobs[k], r.Norm[w][i][k]*d.Iso[w][i], r.Norm[w][k][i]*d.Iso[w][k])
-					}
-					dirs := [][2]int{{i, k}, {k, i}}
-					if i == k {
-						dirs = dirs[:1]
-					}
-					for _, p := range dirs {
-						e := Entry{WorkerType: wt, Job: d.Jobs[p[0]].Model, Partner: d.Jobs[p[1]].Model, ScaleFactor: sf, Infeasible: inf}
-						if !inf {
-							e.Normalized = r.Norm[w][p[0]][p[1]]
-							e.Rate = e.Normalized * d.Iso[w][p[0]]
-						} else {
-							rep.InfeasiblePredicted++
-						}
-						rep.Entries = append(rep.Entries, e)
-						rep.Estimated++
-					}
-				}
-			}
-		}
+		rep.fill(out, d, r)
 	}
 	if rep.Estimated == 0 && len(blocks) > 0 {
 		rep.Notes = append(rep.Notes, "the table has no missing entries; returned unchanged")
 	}
 	return out, rep, nil
+}
+
+// fill writes r's estimate of every pair d is missing into out and records each estimated
+// entry ((job, partner) and (partner, job) separately) in rep.
+func (rep *Report) fill(out *table.Table, d *Data, r *Result) {
+	sf := d.Jobs[0].ScaleFactor
+	for w, wt := range d.Workers {
+		for i := range d.Jobs {
+			for k := i; k < len(d.Jobs); k++ {
+				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
+					continue
+				}
+				inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
+				if inf {
+					out.SetInfeasible(wt, d.Jobs[i], d.Jobs[k])
+				} else {
+					out.SetPair(wt, d.Jobs[i], d.Jobs[k], r.Norm[w][i][k]*d.Iso[w][i], r.Norm[w][k][i]*d.Iso[w][k])
+				}
+				dirs := [][2]int{{i, k}, {k, i}}
+				if i == k {
+					dirs = dirs[:1]
+				}
+				for _, p := range dirs {
+					e := Entry{WorkerType: wt, Job: d.Jobs[p[0]].Model, Partner: d.Jobs[p[1]].Model, ScaleFactor: sf, Infeasible: inf}
+					if !inf {
+						e.Normalized = r.Norm[w][p[0]][p[1]]
+						e.Rate = e.Normalized * d.Iso[w][p[0]]
+					} else {
+						rep.InfeasiblePredicted++
+					}
+					rep.Entries = append(rep.Entries, e)
+					rep.Estimated++
+				}
+			}
+		}
+	}
 }
 
 // Suggestion is one measurement worth making, in table terms (model names as in the table).

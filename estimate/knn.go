@@ -19,16 +19,58 @@ type Neighbors struct {
 	Distance fingerprint.Distance // zero value is Cosine; DefaultMethods and ours use MeanAbsLog
 }
 
+// Name returns "neighbors".
 func (Neighbors) Name() string { return "neighbors" }
 
+// Estimate matches every job to its nearest references and mixes their rates.
 func (nb Neighbors) Estimate(d *Data) (*Result, error) {
-	k := nb.K
-	if k == 0 {
-		k = 3
-	}
 	refs := d.References()
 	if len(refs) == 0 {
 		return nil, ErrNoReference
+	}
+	weights, err := nb.match(d, refs)
+	if err != nil {
+		return nil, err
+	}
+	refLog := referenceLogs(d, refs)
+	W, n := len(d.Workers), len(d.Jobs)
+	r := newResult(d)
+	for w := 0; w < W; w++ {
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				s, tw := 0.0, 0.0
+				for _, na := range weights[i] {
+					row := refLog[w][na.Index]
+					for _, nk := range weights[k] {
+						v := row[nk.Index]
+						if math.IsNaN(v) {
+							continue
+						}
+						wt := na.Weight * nk.Weight
+						s += wt * v
+						tw += wt
+					}
+				}
+				if tw > 0 {
+					r.Norm[w][i][k] = clampNorm(math.Exp(s / tw))
+				} else {
+					r.Norm[w][i][k] = floorNorm
+					r.Infeasible[w][i][k] = true
+				}
+			}
+		}
+	}
+	r.keepMeasured(d)
+	return r, nil
+}
+
+// match returns each job's neighbours among refs (indices into refs, with weights): a
+// reference is its own single neighbour; any other job is matched by its fingerprint, or by
+// its isolated rates when it has no measurement against a reference.
+func (nb Neighbors) match(d *Data, refs []int) ([][]fingerprint.Neighbor, error) {
+	k := nb.K
+	if k == 0 {
+		k = 3
 	}
 	W, n, R := len(d.Workers), len(d.Jobs), len(refs)
 	isRef := make([]int, n)
@@ -38,25 +80,10 @@ func (nb Neighbors) Estimate(d *Data) (*Result, error) {
 	for a, i := range refs {
 		isRef[i] = a
 	}
-	logv := func(w, i, k int) float64 {
-		if d.State[w][i][k] != table.Measured {
-			return math.NaN()
-		}
-		return math.Max(d.Norm[w][i][k], floorNorm)
-	}
-	fp := func(i int) []float64 {
-		row := make([]float64, 0, 2*W*R)
-		for w := 0; w < W; w++ {
-			for _, r := range refs {
-				row = append(row, logv(w, i, r), logv(w, r, i))
-			}
-		}
-		return row
-	}
 	refRows := make([][]float64, R)
 	refIso := make([][]float64, R)
 	for a, r := range refs {
-		refRows[a] = fp(r)
+		refRows[a] = fingerprintRow(d, refs, r)
 		refIso[a] = make([]float64, W)
 		for w := 0; w < W; w++ {
 			refIso[a][w] = d.Iso[w][r]
@@ -68,7 +95,7 @@ func (nb Neighbors) Estimate(d *Data) (*Result, error) {
 			weights[i] = []fingerprint.Neighbor{{Index: a, Weight: 1}}
 			continue
 		}
-		res, err := fingerprint.Match(fp(i), refRows, k, nb.Distance)
+		res, err := fingerprint.Match(fingerprintRow(d, refs, i), refRows, k, nb.Distance)
 		if err != nil {
 			iso := make([]float64, W)
 			for w := 0; w < W; w++ {
@@ -80,9 +107,33 @@ func (nb Neighbors) Estimate(d *Data) (*Result, error) {
 		}
 		weights[i] = res.Neighbors
 	}
-	// Logs of the references' rates, once; NaN where infeasible.
-	refLog := make([][][]float64, W)
-	for w := 0; w < W; w++ {
+	return weights, nil
+}
+
+// fingerprintRow is job i's normalized rates with each reference, as the job that suffers and
+// as the partner, on every worker type (floored at floorNorm); NaN where not measured.
+func fingerprintRow(d *Data, refs []int, i int) []float64 {
+	row := make([]float64, 0, 2*len(d.Workers)*len(refs))
+	entry := func(w, i, k int) float64 {
+		if d.State[w][i][k] != table.Measured {
+			return math.NaN()
+		}
+		return math.Max(d.Norm[w][i][k], floorNorm)
+	}
+	for w := range d.Workers {
+		for _, r := range refs {
+			row = append(row, entry(w, i, r), entry(w, r, i))
+		}
+	}
+	return row
+}
+
+// referenceLogs returns the logs of the references' measured rates with each other,
+// [w][a][b] for refs[a] next to refs[b]; NaN where not measured (infeasible).
+func referenceLogs(d *Data, refs []int) [][][]float64 {
+	R := len(refs)
+	refLog := make([][][]float64, len(d.Workers))
+	for w := range d.Workers {
 		refLog[w] = make([][]float64, R)
 		for a, ra := range refs {
 			refLog[w][a] = make([]float64, R)
@@ -94,32 +145,5 @@ func (nb Neighbors) Estimate(d *Data) (*Result, error) {
 			}
 		}
 	}
-	r := newResult(d)
-	for w := 0; w < W; w++ {
-		for i := 0; i < n; i++ {
-			for kk := 0; kk < n; kk++ {
-				s, tw := 0.0, 0.0
-				for _, na := range weights[i] {
-					row := refLog[w][na.Index]
-					for _, nbb := range weights[kk] {
-						v := row[nbb.Index]
-						if math.IsNaN(v) {
-							continue
-						}
-						wt := na.Weight * nbb.Weight
-						s += wt * v
-						tw += wt
-					}
-				}
-				if tw > 0 {
-					r.Norm[w][i][kk] = clampNorm(math.Exp(s / tw))
-				} else {
-					r.Norm[w][i][kk] = floorNorm
-					r.Infeasible[w][i][kk] = true
-				}
-			}
-		}
-	}
-	r.keepMeasured(d)
-	return r, nil
+	return refLog
 }

@@ -65,49 +65,8 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 	if budget < 0 {
 		return nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
-	W, n := len(d.Workers), len(d.Jobs)
-	count, total := knownCounts(d)
-	full := float64(2 * W * n) // known entries of a fully measured job, about
-	used := make([][]int, W)   // picks so far per worker type and job
-	for w := range used {
-		used[w] = make([]int, n)
-	}
-	var cands []Measurement
-	for w := 0; w < W; w++ {
-		for i := 0; i < n; i++ {
-			for k := i; k < n; k++ {
-				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
-					continue
-				}
-				if r.SumError != nil {
-					cands = append(cands, calibratedValue(r, w, i, k))
-				} else {
-					cands = append(cands, value(r, count, w, i, k))
-				}
-			}
-		}
-	}
-	cover := func(m Measurement) float64 {
-		if r.SumError != nil {
-			c := 0.0
-			for _, j := range []int{m.I, m.K} {
-				if count[m.W][j] == 0 {
-					c = coldBonus
-				}
-			}
-			return c
-		}
-		// A job's need for coverage, weighted by how well its partner is known already.
-		need := func(a, b int) float64 {
-			known := float64(total[b]) / full
-			return known * (1/(1+float64(total[a])/float64(W)) + 0.5/(1+float64(count[m.W][a])))
-		}
-		c := need(m.I, m.K)
-		if m.K != m.I {
-			c += need(m.K, m.I)
-		}
-		return coverWeight*c - diversity*float64(used[m.W][m.I]+used[m.W][m.K])
-	}
+	st := newPicker(d, r)
+	cands := st.candidates()
 	var out []Measurement
 	taken := make([]bool, len(cands))
 	// Feasibility doubt takes at most a share of the picks: measuring a doubtful pair mostly
@@ -123,7 +82,7 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 			if feasLeft <= 0 && r.SumError != nil {
 				sc = m.flip
 			}
-			if v := sc + cover(m); v > bestV {
+			if v := sc + st.cover(m); v > bestV {
 				best, bestV = x, v
 			}
 		}
@@ -132,23 +91,95 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 		}
 		taken[best] = true
 		m := cands[best]
-		if m.Reason == ReasonFeasibility && bestV-cover(m) > m.flip {
+		if m.Reason == ReasonFeasibility && bestV-st.cover(m) > m.flip {
 			feasLeft--
 		} else if m.Reason == ReasonFeasibility {
 			m.Reason = ReasonPacking
 		}
-		if c := cover(m); c > m.Score {
+		if c := st.cover(m); c > m.Score {
 			m.Reason = ReasonCoverage
 		}
 		m.Score = bestV
 		out = append(out, m)
-		for _, j := range []int{m.I, m.K} {
-			count[m.W][j]++
-			total[j]++
-			used[m.W][j]++
-		}
+		st.pick(m)
 	}
 	return out, nil
+}
+
+// picker holds what Suggest's greedy choice depends on besides the estimate: how many entries
+// of each job are known, and how often each has been picked so far.
+type picker struct {
+	d     *Data
+	r     *Result
+	count [][]int // known entries per worker type and job, picks included
+	total []int   // known entries per job, picks included
+	used  [][]int // picks so far per worker type and job
+	full  float64 // known entries of a fully measured job, about
+}
+
+func newPicker(d *Data, r *Result) *picker {
+	W, n := len(d.Workers), len(d.Jobs)
+	st := &picker{d: d, r: r, used: make([][]int, W), full: float64(2 * W * n)}
+	st.count, st.total = knownCounts(d)
+	for w := range st.used {
+		st.used[w] = make([]int, n)
+	}
+	return st
+}
+
+// candidates scores every missing pair (w, i ≤ k).
+func (st *picker) candidates() []Measurement {
+	d, r := st.d, st.r
+	var cands []Measurement
+	for w := range d.Workers {
+		for i := range d.Jobs {
+			for k := i; k < len(d.Jobs); k++ {
+				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
+					continue
+				}
+				if r.SumError != nil {
+					cands = append(cands, calibratedValue(r, w, i, k))
+				} else {
+					cands = append(cands, value(r, st.count, w, i, k))
+				}
+			}
+		}
+	}
+	return cands
+}
+
+// cover is the coverage term of m: the cold-start bonus in the calibrated ranking; otherwise a
+// job's need for coverage, weighted by how well its partner is known already, less a little
+// for jobs already picked on the worker type.
+func (st *picker) cover(m Measurement) float64 {
+	if st.r.SumError != nil {
+		c := 0.0
+		for _, j := range []int{m.I, m.K} {
+			if st.count[m.W][j] == 0 {
+				c = coldBonus
+			}
+		}
+		return c
+	}
+	W := float64(len(st.d.Workers))
+	need := func(a, b int) float64 {
+		known := float64(st.total[b]) / st.full
+		return known * (1/(1+float64(st.total[a])/W) + 0.5/(1+float64(st.count[m.W][a])))
+	}
+	c := need(m.I, m.K)
+	if m.K != m.I {
+		c += need(m.K, m.I)
+	}
+	return coverWeight*c - diversity*float64(st.used[m.W][m.I]+st.used[m.W][m.K])
+}
+
+// pick counts m as measured.
+func (st *picker) pick(m Measurement) {
+	for _, j := range []int{m.I, m.K} {
+		st.count[m.W][j]++
+		st.total[j]++
+		st.used[m.W][j]++
+	}
 }
 
 func value(r *Result, count [][]int, w, i, k int) Measurement {
