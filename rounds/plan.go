@@ -92,15 +92,9 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
 		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.NoBackFill}}
 	res := &RoundsResult{}
-	always := func(string) bool { return true }
 	for i := 0; i < cfg.Rounds; i++ {
 		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)
-		busy := make([]Busy, len(p.Assignments))
-		for k, a := range p.Assignments {
-			busy[k] = Busy{a.Combination, a.WorkerType, cfg.RoundSeconds}
-		}
-		ledger.Record(cfg.Allocation, always, cfg.RoundSeconds, busy)
-		state.Previous = p.Placement()
+		commitRound(state, ledger, cfg.Allocation, p, cfg.RoundSeconds)
 		res.Plans = append(res.Plans, p)
 	}
 	res.Fidelity = fidelity(cfg, types, ledger, res.Plans)

@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -84,46 +83,21 @@ func okStr(ok bool) string {
 	return "NO"
 }
 
-// planBench times one Plan for planJobs jobs on planGPUs GPUs (three worker
-// types, 4-GPU servers, scale factors 1/2/4/8) after three warm-up rounds;
-// it reports the fastest of five decisions.
+// planBench times one Plan for nJobs jobs on nGPUs GPUs (rounds.SteadyWorld)
+// after three warm-up rounds; it reports the fastest of five decisions.
 func planBench(nJobs, nGPUs int) (time.Duration, error) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	per := nGPUs / 3
-	cluster := policy.Cluster{"a": nGPUs - 2*per, "b": per, "c": per}
-	topo, err := rounds.NewTopology(cluster, map[string]int{"a": 4, "b": 4, "c": 4})
+	w, err := rounds.NewSteadyWorld(nJobs, nGPUs, 1)
 	if err != nil {
 		return 0, err
 	}
-	jobs := map[string]*rounds.Job{}
-	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
-	sfs := []int{1, 1, 1, 1, 1, 1, 1, 2, 4, 8}
-	for i := 0; i < nJobs; i++ {
-		id := strconv.Itoa(i)
-		j := &rounds.Job{ID: id, ScaleFactor: sfs[rng.IntN(len(sfs))], Order: i, Rates: map[string]float64{}}
-		x := map[string]float64{}
-		for _, w := range cluster.WorkerTypes() {
-			j.Rates[w] = 1 + 10*rng.Float64()
-			x[w] = 0.8 * rng.Float64() / 3
-		}
-		jobs[id] = j
-		alloc.Fractions[policy.Single(id)] = x
-	}
-	ledger := rounds.NewLedger(360)
-	s := &rounds.State{Topology: topo, Jobs: jobs, History: ledger}
 	best := time.Duration(1 << 62)
 	for r := 0; r < 8; r++ {
 		start := time.Now()
-		p := rounds.Plan(s, alloc, float64(r)*360)
+		p := w.Plan()
 		if d := time.Since(start); r >= 3 && d < best {
 			best = d
 		}
-		var busy []rounds.Busy
-		for _, a := range p.Assignments {
-			busy = append(busy, rounds.Busy{Combination: a.Combination, WorkerType: a.WorkerType, Seconds: 360})
-		}
-		ledger.Record(alloc, func(string) bool { return true }, 360, busy)
-		s.Previous = p.Placement()
+		w.Commit(p)
 	}
 	return best, nil
 }
