@@ -181,6 +181,12 @@ func TestParseTraceErrors(t *testing.T) {
 		{"bad sf", strings.Replace(good, "\t1\t1\t-1", "\t1.5\t1\t-1", 1), "t.trace:1: bad trace: field 7 (scale_factor)"},
 		{"bad arrival", strings.Replace(good, "-1\t0", "-1\tsoon", 1), "t.trace:1: bad trace: field 10 (arrival_time)"},
 		{"empty", "\n\n", "t.trace: bad trace: no jobs"},
+		{"NaN weight", good + strings.Replace(good, "\t1\t-1", "\tNaN\t-1", 1), "t.trace:2: bad trace: field 8 (priority_weight): \"NaN\" is not a finite number"},
+		{"infinite SLO", strings.Replace(good, "-1\t0", "+Inf\t0", 1), "t.trace:1: bad trace: field 9 (SLO)"},
+		{"zero steps", strings.Replace(good, "\t100\t", "\t0\t", 1), "t.trace:1: bad trace: field 6 (total_steps): 0 must be positive"},
+		{"negative arrival", good + "\n" + strings.Replace(good, "-1\t0", "-1\t-5", 1), "t.trace:3: bad trace: field 10 (arrival_time): -5 is negative"},
+		{"needs_data_dir", strings.Replace(good, "\t0\t100", "\t2\t100", 1), "t.trace:1: bad trace: field 5 (needs_data_dir)"},
+		{"empty job type", " " + good[3:], "t.trace:1: bad trace: field 1 (job_type) is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

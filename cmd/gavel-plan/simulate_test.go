@@ -81,6 +81,8 @@ func TestSimulateBadInput(t *testing.T) {
 		{"field count", good + "A3C\tc\t0\n", ":2: bad trace: 3 tab-separated fields"},
 		{"bad number", good + good + strings.Replace(good, "\t100\t", "\t1e\t", 1), ":3: bad trace: field 6 (total_steps)"},
 		{"unknown type", strings.Replace(good, "A3C", "NoSuchModel", 1), "NoSuchModel"},
+		{"unknown type on line 2", good + strings.Replace(good, "A3C", "NoSuchModel", 1),
+			`t.trace: line 2: job "1": job type ('NoSuchModel', 1) is not in the throughput table`},
 		{"unrunnable", strings.Replace(strings.Replace(good, "\t100\t1\t", "\t100\t8\t", 1), "A3C", "LM (batch size 20)", 1), "scale factor 8"},
 	}
 	for _, tt := range tests {
