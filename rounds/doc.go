@@ -1,6 +1,30 @@
 // Package rounds realizes an allocation in time: Gavel's round-based
 // mechanism, round plans, and a trace simulator.
 //
+// Vocabulary:
+//
+//   - round: a fixed stretch of wall-clock time (DefaultRoundSeconds, 360 s)
+//     for which every GPU runs one combination or idles; decisions are made
+//     only at round boundaries (in compat mode a round ends when its slowest
+//     job ends, as in Gavel).
+//   - combination: what one set of GPUs runs in a round, a single job or a
+//     co-located pair of jobs (policy.Combination); a job with scale factor
+//     k needs k GPUs of one worker type.
+//   - lease: a combination's claim to the GPUs it held last round; it is
+//     extended (Assignment.Extended) when the combination runs again on the
+//     same GPUs, which spares a restart.
+//   - ledger: the history of time owed (the allocation's target fraction ×
+//     elapsed time) and received per combination and worker type (Ledger);
+//     Plan ranks entries by how far received lags owed.
+//   - fidelity: how close the time fraction a job received on each worker
+//     type is to its target (Fidelity, RunRounds).
+//   - back-fill: running a combination on GPUs that would otherwise idle,
+//     because it has no target on that type or is already a round ahead of
+//     it (Assignment.BackFill); the time it gets that way is beyond the
+//     allocation, so fidelity reports it apart.
+//   - compat mode (Config.GavelCompat): Gavel's own simulator semantics,
+//     so results compare one to one with Gavel's; see the last paragraphs.
+//
 // A policy (package policy) says what fraction of wall-clock time each job, or
 // co-located pair of jobs (a combination), should spend on each worker type.
 // The mechanism turns that into rounds of a fixed length (360 s by default):
@@ -16,8 +40,7 @@
 // tie-breaks, so that every combination stays within a round of its target;
 // jobs that are due as a whole go before the choice of their worker type),
 // breaks ties by target, the combination's arrival order and the worker type
-// name, and
-// walks that one global queue: entries due this round first, then the rest
+// name, and walks that one global queue: entries due this round first, then the rest
 // in order; an entry is taken when its worker type still has enough free
 // GPUs and none of its jobs is already placed, so no job runs in two
 // combinations and no GPU is booked twice. A single-GPU job whose most urgent

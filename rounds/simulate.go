@@ -76,6 +76,7 @@ type Result struct {
 type JobSource interface {
 	// Peek returns the next job without consuming it.
 	Peek() (policy.Job, bool)
+	// Next returns the next job and consumes it; false when none is left.
 	Next() (policy.Job, bool)
 }
 
