@@ -18,6 +18,7 @@ type ALS struct {
 	Seed uint64
 }
 
+// Name returns "als", or "als_raw" with Raw.
 func (a ALS) Name() string {
 	if a.Raw {
 		return "als_raw"
@@ -25,37 +26,10 @@ func (a ALS) Name() string {
 	return "als"
 }
 
+// Estimate completes the matrix and reads the block's entries back from it.
 func (a ALS) Estimate(d *Data) (*Result, error) {
 	W, n := len(d.Workers), len(d.Jobs)
-	m := mat.NewDense(n, W*n, nil)
-	cells := make([][]completion.Cell, n)
-	for i := 0; i < n; i++ {
-		cells[i] = make([]completion.Cell, W*n)
-		for w := 0; w < W; w++ {
-			for k := 0; k < n; k++ {
-				c := w*n + k
-				switch d.State[w][i][k] {
-				case table.Measured:
-					v := d.Norm[w][i][k]
-					if a.Raw {
-						v *= d.Iso[w][i]
-					}
-					m.Set(i, c, v)
-					cells[i][c] = completion.Known
-				case table.Infeasible:
-					cells[i][c] = completion.Infeasible
-				}
-			}
-		}
-	}
-	mask := mat.NewDense(n, W*n, nil)
-	for i := range cells {
-		for c, s := range cells[i] {
-			if s == completion.Known {
-				mask.Set(i, c, 1)
-			}
-		}
-	}
+	m, cells, mask := a.layout(d)
 	s, _, err := completion.CrossValidate(m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},
 		[]int{1, 2, 3, 5, 8}, []float64{0.01, 0.1, 1}, 5)
 	if err != nil {
@@ -98,4 +72,40 @@ func (a ALS) Estimate(d *Data) (*Result, error) {
 	}
 	r.keepMeasured(d)
 	return r, nil
+}
+
+// layout returns Gavel's job × (worker type, partner) matrix of d's measured rates, each cell's
+// class, and the mask of Known cells.
+func (a ALS) layout(d *Data) (*mat.Dense, [][]completion.Cell, *mat.Dense) {
+	W, n := len(d.Workers), len(d.Jobs)
+	m := mat.NewDense(n, W*n, nil)
+	cells := make([][]completion.Cell, n)
+	for i := 0; i < n; i++ {
+		cells[i] = make([]completion.Cell, W*n)
+		for w := 0; w < W; w++ {
+			for k := 0; k < n; k++ {
+				c := w*n + k
+				switch d.State[w][i][k] {
+				case table.Measured:
+					v := d.Norm[w][i][k]
+					if a.Raw {
+						v *= d.Iso[w][i]
+					}
+					m.Set(i, c, v)
+					cells[i][c] = completion.Known
+				case table.Infeasible:
+					cells[i][c] = completion.Infeasible
+				}
+			}
+		}
+	}
+	mask := mat.NewDense(n, W*n, nil)
+	for i := range cells {
+		for c, s := range cells[i] {
+			if s == completion.Known {
+				mask.Set(i, c, 1)
+			}
+		}
+	}
+	return m, cells, mask
 }

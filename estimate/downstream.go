@@ -69,34 +69,7 @@ func Downstream(ctx context.Context, policyName string, gpusPerWorker int) func(
 		if err != nil {
 			return 0, fmt.Errorf("estimated table: %w", err)
 		}
-		id := map[string]int{}
-		for i := range jobs {
-			id[jobs[i].ID] = i
-		}
-		widx := map[string]int{}
-		for w, name := range truth.Workers {
-			widx[name] = w
-		}
-		eff := make([]float64, len(jobs))
-		for c, fr := range est.Fractions {
-			a := id[c.A]
-			for wname, x := range fr {
-				w, ok := widx[wname]
-				if !ok || x <= 0 {
-					continue
-				}
-				if !c.IsPair() {
-					eff[a] += x * truth.Iso[w][a]
-					continue
-				}
-				b := id[c.B]
-				if truth.State[w][a][b] != table.Measured {
-					continue // truly infeasible: the pair makes no progress
-				}
-				eff[a] += x * truth.Norm[w][a][b] * truth.Iso[w][a]
-				eff[b] += x * truth.Norm[w][b][a] * truth.Iso[w][b]
-			}
-		}
+		eff := trueEffective(truth, jobs, est)
 		// Normalized throughput divides by a job's equal-share rate, which depends only on the
 		// (exact) isolated rates, so both allocations share it.
 		objTrue, objEst := math.Inf(1), math.Inf(1)
@@ -112,4 +85,38 @@ func Downstream(ctx context.Context, policyName string, gpusPerWorker int) func(
 		}
 		return objEst / objTrue, nil
 	}
+}
+
+// trueEffective returns each job's effective rate under alloc with truth's rates (jobs[i] is of
+// job type i); a pair that is truly infeasible gives its jobs nothing.
+func trueEffective(truth *Data, jobs []policy.Job, alloc *policy.Allocation) []float64 {
+	id := map[string]int{}
+	for i := range jobs {
+		id[jobs[i].ID] = i
+	}
+	widx := map[string]int{}
+	for w, name := range truth.Workers {
+		widx[name] = w
+	}
+	eff := make([]float64, len(jobs))
+	for c, fr := range alloc.Fractions {
+		a := id[c.A]
+		for wname, x := range fr {
+			w, ok := widx[wname]
+			if !ok || x <= 0 {
+				continue
+			}
+			if !c.IsPair() {
+				eff[a] += x * truth.Iso[w][a]
+				continue
+			}
+			b := id[c.B]
+			if truth.State[w][a][b] != table.Measured {
+				continue
+			}
+			eff[a] += x * truth.Norm[w][a][b] * truth.Iso[w][a]
+			eff[b] += x * truth.Norm[w][b][a] * truth.Iso[w][b]
+		}
+	}
+	return eff
 }

@@ -27,6 +27,7 @@ type Result struct {
 	InfeasibleScore [][][]float64
 }
 
+// newResult returns an all-zero, all-feasible estimate of d's shape.
 func newResult(d *Data) *Result {
 	W, n := len(d.Workers), len(d.Jobs)
 	r := &Result{Norm: make([][][]float64, W), Infeasible: make([][][]bool, W)}
@@ -66,7 +67,8 @@ func (r *Result) keepMeasured(d *Data) {
 
 // Method estimates the missing entries of a block.
 type Method interface {
-	Name() string
+	Name() string // as in Evaluation.Methods, e.g. "ours"
+	// Estimate returns an estimate of every entry of d, keeping d's known entries.
 	Estimate(d *Data) (*Result, error)
 }
 
@@ -75,8 +77,10 @@ type Method interface {
 // on w when k has none. A pair is predicted infeasible when most of k's measured entries on w are.
 type PartnerMean struct{}
 
+// Name returns "partner_mean".
 func (PartnerMean) Name() string { return "partner_mean" }
 
+// Estimate predicts every entry from its partner's measured entries on the worker type.
 func (PartnerMean) Estimate(d *Data) (*Result, error) {
 	r := newResult(d)
 	for w := range d.Workers {
@@ -126,12 +130,14 @@ func (PartnerMean) Estimate(d *Data) (*Result, error) {
 // pmf_solve does: ‖X − X_prev‖_F/(m·n) < 1e-3, or 100 iterations.
 type Gavel struct{ Seed uint64 }
 
+// Name returns "gavel".
 func (Gavel) Name() string { return "gavel" }
 
+// Estimate matches every job that is not a reference to a reference and copies its row.
 func (g Gavel) Estimate(d *Data) (*Result, error) {
 	refs := d.References()
 	if len(refs) == 0 {
-		return nil, fmt.Errorf("no fully measured reference job type")
+		return nil, ErrNoReference
 	}
 	W, r := len(d.Workers), len(refs)
 	isRef := make([]int, len(d.Jobs))
@@ -154,41 +160,9 @@ func (g Gavel) Estimate(d *Data) (*Result, error) {
 			match[i] = i
 			continue
 		}
-		a := mat.NewDense(r+1, W*r, nil)
-		mask := mat.NewDense(r+1, W*r, nil)
-		a.Slice(0, r, 0, W*r).(*mat.Dense).Copy(refMat)
-		missing := false
-		for x := 0; x < r; x++ {
-			for c := 0; c < W*r; c++ {
-				mask.Set(x, c, 1)
-			}
-		}
-		for w := 0; w < W; w++ {
-			for b, k := range refs {
-				if s := d.State[w][i][k]; s != table.Missing {
-					a.Set(r, w*r+b, d.Norm[w][i][k])
-					mask.Set(r, w*r+b, 1)
-				} else {
-					missing = true
-				}
-			}
-		}
-		row := make([]float64, W*r)
-		if missing {
-			m, err := completion.Fit(a, mask, completion.Settings{Rank: 10, Lambda: 1e-2, NoBias: true,
-				Seed: g.Seed + uint64(i), InitScale: 1, MaxIter: 100, ChangeTol: 1e-3})
-			if err != nil {
-				return nil, err
-			}
-			for c := range row {
-				if mask.At(r, c) != 0 {
-					row[c] = a.At(r, c)
-				} else {
-					row[c] = math.Min(1, math.Max(0, m.At(r, c)))
-				}
-			}
-		} else {
-			mat.Row(row, r, a)
+		row, err := g.completeRow(d, refs, refMat, i)
+		if err != nil {
+			return nil, err
 		}
 		best, ok := fingerprint.NearestCosine(row, refMat)
 		if !ok {
@@ -208,4 +182,48 @@ func (g Gavel) Estimate(d *Data) (*Result, error) {
 	}
 	res.keepMeasured(d)
 	return res, nil
+}
+
+// completeRow returns job i's row of rates next to the references (one column per worker type
+// and reference), its missing entries completed, clamped to [0, 1], from the reference rows
+// refMat stacked above it.
+func (g Gavel) completeRow(d *Data, refs []int, refMat *mat.Dense, i int) ([]float64, error) {
+	W, r := len(d.Workers), len(refs)
+	a := mat.NewDense(r+1, W*r, nil)
+	mask := mat.NewDense(r+1, W*r, nil)
+	a.Slice(0, r, 0, W*r).(*mat.Dense).Copy(refMat)
+	missing := false
+	for x := 0; x < r; x++ {
+		for c := 0; c < W*r; c++ {
+			mask.Set(x, c, 1)
+		}
+	}
+	for w := 0; w < W; w++ {
+		for b, k := range refs {
+			if s := d.State[w][i][k]; s != table.Missing {
+				a.Set(r, w*r+b, d.Norm[w][i][k])
+				mask.Set(r, w*r+b, 1)
+			} else {
+				missing = true
+			}
+		}
+	}
+	row := make([]float64, W*r)
+	if !missing {
+		mat.Row(row, r, a)
+		return row, nil
+	}
+	m, err := completion.Fit(a, mask, completion.Settings{Rank: 10, Lambda: 1e-2, NoBias: true,
+		Seed: g.Seed + uint64(i), InitScale: 1, MaxIter: 100, ChangeTol: 1e-3})
+	if err != nil {
+		return nil, err
+	}
+	for c := range row {
+		if mask.At(r, c) != 0 {
+			row[c] = a.At(r, c)
+		} else {
+			row[c] = math.Min(1, math.Max(0, m.At(r, c)))
+		}
+	}
+	return row, nil
 }

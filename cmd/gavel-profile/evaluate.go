@@ -69,6 +69,7 @@ repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 
 	return cmd
 }
 
+// parseSeeds parses --seeds, a comma-separated list of non-negative integers.
 func parseSeeds(s string) ([]uint64, error) {
 	var out []uint64
 	for _, p := range strings.Split(s, ",") {
@@ -92,36 +93,12 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if !(o.fraction > 0 && o.fraction <= 1) {
 		return cli.UsageError("evaluate: --fraction %v: must be in (0, 1]", o.fraction)
 	}
-	t, err := cli.LoadTable(o.table)
-	if err != nil {
-		return err
-	}
-	name := o.table
-	if name == "" {
-		name = "embedded Gavel table"
-	}
-	blocks, _, err := estimate.Blocks(t, estimate.ParseWorkers(o.workers), true)
-	if err != nil {
-		return cli.UsageError("table %s: %v", name, err)
-	}
-	var truth *estimate.Data
-	for _, b := range blocks {
-		if b.Jobs[0].ScaleFactor == o.scaleFactor {
-			truth = b
-		}
-	}
-	if truth == nil {
-		return cli.UsageError("table %s: no job types of scale factor %d with isolated rates on the worker types", name, o.scaleFactor)
-	}
-	if m := truth.Missing(); m > 0 {
-		return cli.UsageError("table %s: scale factor %d has %d missing pairs; evaluate needs a complete table", name, o.scaleFactor, m)
-	}
-	if o.references < 1 || o.references >= len(truth.Jobs) {
-		return cli.UsageError("evaluate: --references %d: must be between 1 and %d (the %d job types less one to estimate)",
-			o.references, len(truth.Jobs)-1, len(truth.Jobs))
-	}
 	if o.gpus < 1 {
 		return cli.UsageError("evaluate: --gpus %d: must be at least 1", o.gpus)
+	}
+	truth, err := o.truth()
+	if err != nil {
+		return err
 	}
 	opts := estimate.EvalOptions{References: o.references, Fraction: o.fraction, Seeds: seeds, Active: o.active}
 	if o.policy != "none" {
@@ -135,11 +112,50 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if o.json {
 		return cli.WriteJSON(io.Out, ev)
 	}
+	return printEvaluation(io, ev, opts.Downstream != nil)
+}
+
+// truth loads the complete block to evaluate on: --scale-factor's job types of --table, which
+// must have every pair and more job types than --references.
+func (o evaluateOptions) truth() (*estimate.Data, error) {
+	t, err := cli.LoadTable(o.table)
+	if err != nil {
+		return nil, err
+	}
+	name := o.table
+	if name == "" {
+		name = "embedded Gavel table"
+	}
+	blocks, _, err := estimate.Blocks(t, estimate.ParseWorkers(o.workers), true)
+	if err != nil {
+		return nil, cli.UsageError("table %s: %v", name, err)
+	}
+	var truth *estimate.Data
+	for _, b := range blocks {
+		if b.Jobs[0].ScaleFactor == o.scaleFactor {
+			truth = b
+		}
+	}
+	if truth == nil {
+		return nil, cli.UsageError("table %s: no job types of scale factor %d with isolated rates on the worker types", name, o.scaleFactor)
+	}
+	if m := truth.Missing(); m > 0 {
+		return nil, cli.UsageError("table %s: scale factor %d has %d missing pairs; evaluate needs a complete table", name, o.scaleFactor, m)
+	}
+	if o.references < 1 || o.references >= len(truth.Jobs) {
+		return nil, cli.UsageError("evaluate: --references %d: must be between 1 and %d (the %d job types less one to estimate)",
+			o.references, len(truth.Jobs)-1, len(truth.Jobs))
+	}
+	return truth, nil
+}
+
+// printEvaluation prints one row per method: means ± standard deviations over seeds.
+func printEvaluation(io *cli.IO, ev *estimate.Evaluation, downstream bool) error {
 	tw := cli.NewTableWriter(io.Out, "method", "mae", "mape", "raw_mape", "packing_agreement", "infeasible_precision", "infeasible_recall", "downstream_ratio", "mape / agreement (estimated only)")
 	for _, n := range ev.Order {
 		m := ev.Methods[n]
 		ds := "-"
-		if opts.Downstream != nil {
+		if downstream {
 			ds = fmt.Sprintf("%.3f ± %.3f", m.DownstreamRatio, m.Std.DownstreamRatio)
 		}
 		_ = tw.Append([]string{n, fmt.Sprintf("%.4f ± %.4f", m.MAE, m.Std.MAE), fmt.Sprintf("%.2f%% ± %.2f", 100*m.MAPE, 100*m.Std.MAPE),
