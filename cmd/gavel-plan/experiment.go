@@ -90,6 +90,44 @@ func parseFloats(flag, s string) ([]float64, error) {
 	return out, nil
 }
 
+// continuousRun is the parsed form of continuousOptions' list flags.
+type continuousRun struct {
+	rates      []float64
+	seeds      []uint64
+	start, end int
+	names      []string
+}
+
+func (o *continuousOptions) parse() (*continuousRun, error) {
+	var r continuousRun
+	var err error
+	if r.rates, err = parseFloats("rates", o.rates); err != nil {
+		return nil, err
+	}
+	for _, p := range strings.Split(o.seeds, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 64)
+		if err != nil {
+			return nil, cli.UsageError("--seeds: %q is not a non-negative integer", p)
+		}
+		r.seeds = append(r.seeds, v)
+	}
+	a, b, ok := strings.Cut(o.window, ":")
+	start, err1 := strconv.Atoi(strings.TrimSpace(a))
+	end, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || start < 0 || end <= start {
+		return nil, cli.UsageError("--window %q: want start:end with 0 <= start < end", o.window)
+	}
+	r.start, r.end = start, end
+	r.names = strings.Split(o.policies, ",")
+	for i, n := range r.names {
+		r.names[i] = strings.TrimSpace(n)
+		if _, err := policy.New(r.names[i]); err != nil {
+			return nil, cli.UsageError("--policies: %v", err)
+		}
+	}
+	return &r, nil
+}
+
 func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -101,50 +139,35 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	if err != nil {
 		return err
 	}
-	rates, err := parseFloats("rates", o.rates)
+	r, err := o.parse()
 	if err != nil {
 		return err
 	}
-	var seeds []uint64
-	for _, p := range strings.Split(o.seeds, ",") {
-		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 64)
-		if err != nil {
-			return cli.UsageError("--seeds: %q is not a non-negative integer", p)
-		}
-		seeds = append(seeds, v)
-	}
-	a, b, ok := strings.Cut(o.window, ":")
-	start, err1 := strconv.Atoi(strings.TrimSpace(a))
-	end, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || start < 0 || end <= start {
-		return cli.UsageError("--window %q: want start:end with 0 <= start < end", o.window)
-	}
-	names := strings.Split(o.policies, ",")
-	for i, n := range names {
-		names[i] = strings.TrimSpace(n)
-		if _, err := policy.New(names[i]); err != nil {
-			return cli.UsageError("--policies: %v", err)
-		}
-	}
 	began := time.Now()
 	pts, err := rounds.Continuous(ctx, rounds.ContinuousConfig{Table: tbl, Cluster: cluster, GPUsPerServer: perServer,
-		Policies: names, Rates: rates, Seeds: seeds, WindowStart: start, WindowEnd: end, MultiGPU: o.multiGPU,
+		Policies: r.names, Rates: r.rates, Seeds: r.seeds, WindowStart: r.start, WindowEnd: r.end, MultiGPU: o.multiGPU,
 		RoundSeconds: o.roundSeconds, PolicyOptions: []policy.Option{policy.WithMaxPartners(o.maxPartners)}, Timeout: o.timeout,
-		Progress: func(p string, rate float64, seed uint64, r *rounds.Result) {
-			if r == nil {
+		Progress: func(p string, rate float64, seed uint64, res *rounds.Result) {
+			if res == nil {
 				fmt.Fprintf(io.Err, "%-28s rate %5.2f/h seed %d: timed out after %v\n", p, rate, seed, o.timeout)
 				return
 			}
 			fmt.Fprintf(io.Err, "%-28s rate %5.2f/h seed %d: avg JCT %8.2f h, %d rounds, %d solves (%.1f s), %.0f s elapsed\n",
-				p, rate, seed, r.AvgJCT/3600, r.Rounds, r.Allocations, r.SolveSeconds, time.Since(began).Seconds())
+				p, rate, seed, res.AvgJCT/3600, res.Rounds, res.Allocations, res.SolveSeconds, time.Since(began).Seconds())
 		}})
 	if err != nil {
 		return err
 	}
 	if o.json {
-		return cli.WriteJSON(io.Out, map[string]any{"cluster": cluster.String(), "window": []int{start, end},
-			"seeds": seeds, "policies": names, "points": pts})
+		return cli.WriteJSON(io.Out, map[string]any{"cluster": cluster.String(), "window": []int{r.start, r.end},
+			"seeds": r.seeds, "policies": r.names, "points": pts})
 	}
+	return printContinuous(io, r.names, pts)
+}
+
+// printContinuous prints one row per rate; pts holds, per rate, one point per
+// policy in names' order.
+func printContinuous(io *cli.IO, names []string, pts []rounds.ContinuousPoint) error {
 	header := []string{"rate (jobs/h)"}
 	for _, n := range names {
 		header = append(header, n+" JCT (h)")

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -216,9 +218,15 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.json {
+		return cli.WriteJSON(io.Out, newRoundsJSON(o, alloc, res))
+	}
+	return printRounds(io, s, res, jf.Jobs)
+}
+
+func newRoundsJSON(o *roundsOptions, alloc *policy.Allocation, res *rounds.RoundsResult) roundsJSON {
 	out := roundsJSON{Policy: o.policy, RoundSeconds: o.roundSeconds, Fidelity: res.Fidelity, MaxDeviation: res.MaxDeviation,
-		MaxDeviationAllocated: res.MaxDeviationAllocated,
-		Allocation:            map[string]map[string]float64{}}
+		MaxDeviationAllocated: res.MaxDeviationAllocated, Allocation: map[string]map[string]float64{}}
 	for c, x := range alloc.Fractions {
 		out.Allocation[c.Key()] = x
 	}
@@ -236,10 +244,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 		sort.Slice(r.Assignments, func(i, j int) bool { return r.Assignments[i].GPU < r.Assignments[j].GPU })
 		out.Rounds = append(out.Rounds, r)
 	}
-	if o.json {
-		return cli.WriteJSON(io.Out, out)
-	}
-	return printRounds(io, s, res, jf.Jobs)
+	return out
 }
 
 func printRounds(io *cli.IO, s *setup, res *rounds.RoundsResult, jobs []policy.Job) error {
@@ -257,15 +262,16 @@ func printRounds(io *cli.IO, s *setup, res *rounds.RoundsResult, jobs []policy.J
 		return err
 	}
 	fmt.Fprintln(io.Out)
+	return printFidelity(io, res, jobs)
+}
+
+// printFidelity prints the fidelity report in job order, leaving out worker
+// types where a job neither had a target nor ran.
+func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) error {
 	ft := cli.NewTableWriter(io.Out, "job", "worker type", "target", "received", "backfill", "deviation", "allocated")
 	for _, j := range jobs {
 		f := res.Fidelity[j.ID]
-		ws := make([]string, 0, len(f))
-		for w := range f {
-			ws = append(ws, w)
-		}
-		sort.Strings(ws)
-		for _, w := range ws {
+		for _, w := range slices.Sorted(maps.Keys(f)) {
 			e := f[w]
 			if e.Target == 0 && e.Received == 0 {
 				continue
