@@ -152,41 +152,12 @@ func Hierarchical(ctx context.Context, cfg HierarchicalConfig) (*HierarchicalRes
 	if cfg.Table == nil {
 		return nil, fmt.Errorf("hierarchical: table is required")
 	}
-	if len(cfg.EntityWeights) == 0 {
-		cfg.EntityWeights = []float64{1, 2, 3}
-	}
-	if cfg.JobsPerEntity == 0 {
-		cfg.JobsPerEntity = 6
-	}
-	if cfg.StepsPerJob == 0 {
-		cfg.StepsPerJob = 4
-	}
-	if cfg.Timesteps == 0 {
-		cfg.Timesteps = 72
-	}
-	if cfg.AwarePolicy == "" {
-		cfg.AwarePolicy = "max_min_fairness_water_filling_perf"
-	}
-	if cfg.AgnosticPolicy == "" {
-		cfg.AgnosticPolicy = "max_min_fairness_water_filling"
-	}
 	if len(cfg.Cluster) == 0 {
 		return nil, fmt.Errorf("hierarchical: cluster is required")
 	}
+	cfg.setDefaults()
 	types := cfg.Cluster.WorkerTypes()
-	// Job types that run on every worker type, so the equal-time reference
-	// rate is defined.
-	var pool []table.JobType
-	for _, jt := range cfg.Table.JobTypesWithScaleFactor(1) {
-		ok := true
-		for _, w := range types {
-			r, _ := cfg.Table.Isolated(w, jt)
-			ok = ok && r > 0
-		}
-		if ok {
-			pool = append(pool, jt)
-		}
-	}
+	pool := everywhereJobTypes(cfg.Table, types)
 	if len(pool) == 0 {
 		return nil, fmt.Errorf("hierarchical: no single-GPU job type runs on every worker type of the cluster")
 	}
@@ -210,35 +181,84 @@ func Hierarchical(ctx context.Context, cfg HierarchicalConfig) (*HierarchicalRes
 		}
 	}
 	for _, name := range []string{cfg.AwarePolicy, cfg.AgnosticPolicy} {
-		total := 0.0
-		for t := 0; t < cfg.Timesteps; t++ {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			present := min(n, t/cfg.StepsPerJob+1)
-			p, err := policy.New(name)
-			if err != nil {
-				return nil, err
-			}
-			alloc, err := p.Allocate(ctx, &policy.Problem{Table: cfg.Table, Cluster: cfg.Cluster,
-				Jobs: res.Jobs[:present], Entities: res.Entities})
-			if err != nil {
-				return nil, fmt.Errorf("timestep %d: %w", t, err)
-			}
-			for j := 0; j < present; j++ {
-				job := res.Jobs[j]
-				eff := 0.0
-				for _, w := range types {
-					r, _ := cfg.Table.Isolated(w, job.Type)
-					eff += r * alloc.Fractions[policy.Single(job.ID)][w]
-				}
-				row := HierarchicalRow{Timestep: t, Policy: name, Job: job.ID, Entity: job.Entity, Model: job.Type.Model,
-					Effective: eff, Normalized: eff / ref[j]}
-				total += row.Normalized
-				res.Rows = append(res.Rows, row)
-			}
+		if err := cfg.solveTimesteps(ctx, name, ref, res); err != nil {
+			return nil, err
 		}
-		res.MeanTotal[name] = total / float64(cfg.Timesteps)
 	}
 	return res, nil
+}
+
+func (cfg *HierarchicalConfig) setDefaults() {
+	if len(cfg.EntityWeights) == 0 {
+		cfg.EntityWeights = []float64{1, 2, 3}
+	}
+	if cfg.JobsPerEntity == 0 {
+		cfg.JobsPerEntity = 6
+	}
+	if cfg.StepsPerJob == 0 {
+		cfg.StepsPerJob = 4
+	}
+	if cfg.Timesteps == 0 {
+		cfg.Timesteps = 72
+	}
+	if cfg.AwarePolicy == "" {
+		cfg.AwarePolicy = "max_min_fairness_water_filling_perf"
+	}
+	if cfg.AgnosticPolicy == "" {
+		cfg.AgnosticPolicy = "max_min_fairness_water_filling"
+	}
+}
+
+// everywhereJobTypes returns the single-GPU job types with a positive rate on
+// every one of types, the only ones whose equal-time reference rate is
+// defined.
+func everywhereJobTypes(t *table.Table, types []string) []table.JobType {
+	var pool []table.JobType
+	for _, jt := range t.JobTypesWithScaleFactor(1) {
+		ok := true
+		for _, w := range types {
+			r, _ := t.Isolated(w, jt)
+			ok = ok && r > 0
+		}
+		if ok {
+			pool = append(pool, jt)
+		}
+	}
+	return pool
+}
+
+// solveTimesteps allocates with policy name at every timestep (one more job
+// present every StepsPerJob timesteps), appends a row per present job to res
+// and sets res.MeanTotal[name]; ref holds each job's reference rate.
+func (cfg *HierarchicalConfig) solveTimesteps(ctx context.Context, name string, ref []float64, res *HierarchicalResult) error {
+	types := cfg.Cluster.WorkerTypes()
+	total := 0.0
+	for t := 0; t < cfg.Timesteps; t++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		present := min(len(res.Jobs), t/cfg.StepsPerJob+1)
+		p, err := policy.New(name)
+		if err != nil {
+			return err
+		}
+		alloc, err := p.Allocate(ctx, &policy.Problem{Table: cfg.Table, Cluster: cfg.Cluster,
+			Jobs: res.Jobs[:present], Entities: res.Entities})
+		if err != nil {
+			return fmt.Errorf("timestep %d: %w", t, err)
+		}
+		for j, job := range res.Jobs[:present] {
+			eff := 0.0
+			for _, w := range types {
+				r, _ := cfg.Table.Isolated(w, job.Type)
+				eff += r * alloc.Fractions[policy.Single(job.ID)][w]
+			}
+			row := HierarchicalRow{Timestep: t, Policy: name, Job: job.ID, Entity: job.Entity, Model: job.Type.Model,
+				Effective: eff, Normalized: eff / ref[j]}
+			total += row.Normalized
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	res.MeanTotal[name] = total / float64(cfg.Timesteps)
+	return nil
 }
