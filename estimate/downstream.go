@@ -94,15 +94,14 @@ func trueEffective(truth *Data, jobs []policy.Job, alloc *policy.Allocation) []f
 	for i := range jobs {
 		id[jobs[i].ID] = i
 	}
-	widx := map[string]int{}
-	for w, name := range truth.Workers {
-		widx[name] = w
-	}
+	// Summed in a fixed order (combinations sorted, then worker types in truth's order), so the
+	// ratio is the same to the bit on every run; map order would change its last digits.
 	eff := make([]float64, len(jobs))
-	for c, fr := range alloc.Fractions {
+	for _, c := range alloc.Combinations() {
+		fr := alloc.Fractions[c]
 		a := id[c.A]
-		for wname, x := range fr {
-			w, ok := widx[wname]
+		for w, wname := range truth.Workers {
+			x, ok := fr[wname]
 			if !ok || x <= 0 {
 				continue
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,5 +237,44 @@ func TestEstimateCmdSummaryAndList(t *testing.T) {
 	}
 	if got := strings.Count(list, "ResNet-50 (batch size 128)"); got == 0 {
 		t.Errorf("--list names no entry of ResNet-50 bs128:\n%s", list)
+	}
+}
+
+// The estimator's fits run concurrently; the same seed must still give the same bytes, both the
+// JSON report and the written table, and a different seed a different estimate.
+func TestEstimateSuggestDeterministic(t *testing.T) {
+	in, _ := partialTable(t)
+	dir := t.TempDir()
+	estimateRun := func(name, seed string) (string, string) {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		stdout, _, err := execCmd(newEstimateCmd, "--table", in, "--out", out, "--seed", seed, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		written, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stdout, string(written)
+	}
+	j1, t1 := estimateRun("a.json", "7")
+	j2, t2 := estimateRun("b.json", "7")
+	if j1 != j2 || t1 != t2 {
+		t.Errorf("estimate --seed 7 twice: JSON equal %v, tables equal %v", j1 == j2, t1 == t2)
+	}
+	if j3, _ := estimateRun("c.json", "8"); j3 == j1 {
+		t.Error("estimate --seed 8 printed the same JSON as --seed 7: the seed is not used")
+	}
+	suggestRun := func() string {
+		t.Helper()
+		stdout, _, err := execCmd(newSuggestCmd, "--table", in, "--budget", "9", "--seed", "7", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stdout
+	}
+	if s1, s2 := suggestRun(), suggestRun(); s1 != s2 {
+		t.Errorf("suggest --seed 7 twice printed different JSON:\n%s\n%s", s1, s2)
 	}
 }
