@@ -64,24 +64,7 @@ func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, e
 		for _, name := range cfg.Policies {
 			pt := ContinuousPoint{Policy: name, Rate: rate}
 			for _, seed := range cfg.Seeds {
-				p, err := policy.New(name, append([]policy.Option{policy.WithSeed(int64(seed))}, cfg.PolicyOptions...)...)
-				if err != nil {
-					return nil, err
-				}
-				gen, err := NewGenerator(GeneratorConfig{Table: cfg.Table, Cluster: cfg.Cluster, RatePerHour: rate,
-					MultiGPU: cfg.MultiGPU, Seed: seed})
-				if err != nil {
-					return nil, err
-				}
-				runCtx, cancel := ctx, context.CancelFunc(func() {})
-				if cfg.Timeout > 0 {
-					runCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
-				}
-				res, err := SimulateSource(runCtx, Config{Table: cfg.Table, Cluster: cfg.Cluster, GPUsPerServer: cfg.GPUsPerServer,
-					Policy: p, RoundSeconds: cfg.RoundSeconds, WindowStart: cfg.WindowStart, WindowEnd: cfg.WindowEnd}, gen)
-				// The solver may report the deadline in its own words.
-				timedOut := err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || runCtx.Err() != nil)
-				cancel()
+				res, timedOut, err := cfg.simulateOne(ctx, name, rate, seed)
 				if timedOut {
 					pt.TimedOut = true
 					if cfg.Progress != nil {
@@ -110,6 +93,32 @@ func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, e
 		}
 	}
 	return out, nil
+}
+
+// simulateOne simulates policy name on the jobs that seed draws at rate,
+// within cfg.Timeout; timedOut says it ran past it.
+func (cfg *ContinuousConfig) simulateOne(ctx context.Context, name string, rate float64, seed uint64) (res *Result, timedOut bool, err error) {
+	p, err := policy.New(name, append([]policy.Option{policy.WithSeed(int64(seed))}, cfg.PolicyOptions...)...)
+	if err != nil {
+		return nil, false, err
+	}
+	gen, err := NewGenerator(GeneratorConfig{Table: cfg.Table, Cluster: cfg.Cluster, RatePerHour: rate,
+		MultiGPU: cfg.MultiGPU, Seed: seed})
+	if err != nil {
+		return nil, false, err
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+	}
+	defer cancel()
+	res, err = SimulateSource(runCtx, Config{Table: cfg.Table, Cluster: cfg.Cluster, GPUsPerServer: cfg.GPUsPerServer,
+		Policy: p, RoundSeconds: cfg.RoundSeconds, WindowStart: cfg.WindowStart, WindowEnd: cfg.WindowEnd}, gen)
+	// The solver may report the deadline in its own words.
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || runCtx.Err() != nil) {
+		return nil, true, nil
+	}
+	return res, false, err
 }
 
 // HierarchicalConfig is the multi-level fairness experiment (gavel-reference
