@@ -28,6 +28,7 @@ type Settings struct {
 	InitScale float64
 }
 
+// withDefaults replaces zero (and negative, where documented) fields by their values.
 func (s Settings) withDefaults() Settings {
 	if s.Rank == 0 {
 		s.Rank = 3
@@ -52,11 +53,13 @@ func (s Settings) withDefaults() Settings {
 // Status tells how a fit ended.
 type Status int
 
+// How a fit ended.
 const (
 	Converged    Status = iota // the objective stopped changing (relative change below Tol)
 	IterationCap               // MaxIter iterations ran first
 )
 
+// String returns "converged" or "iteration cap reached".
 func (s Status) String() string {
 	switch s {
 	case Converged:
@@ -110,26 +113,9 @@ func Fit(a, mask mat.Matrix, s Settings) (*Model, error) {
 		panic(fmt.Sprintf("completion: mask is %d×%d, matrix is %d×%d", mr, mc, r, c))
 	}
 	s = s.withDefaults()
-	rows := make([][]int, r) // observed columns per row
-	cols := make([][]int, c) // observed rows per column
-	n := 0
-	sum := 0.0
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			if mask.At(i, j) != 0 {
-				v := a.At(i, j)
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return nil, fmt.Errorf("completion: entry (%d, %d) is %v", i, j, v)
-				}
-				rows[i] = append(rows[i], j)
-				cols[j] = append(cols[j], i)
-				sum += v
-				n++
-			}
-		}
-	}
-	if n == 0 {
-		return nil, ErrNoObservations
+	rows, cols, sum, n, err := observed(a, mask)
+	if err != nil {
+		return nil, err
 	}
 	m := &Model{RowBias: make([]float64, r), ColBias: make([]float64, c)}
 	if !s.NoBias {
@@ -172,6 +158,34 @@ func Fit(a, mask mat.Matrix, s Settings) (*Model, error) {
 	return m, nil
 }
 
+// observed lists the observed columns of each row and rows of each column of a (mask nonzero),
+// and their sum and count; an observed NaN or infinity is an error, nothing observed
+// ErrNoObservations.
+func observed(a, mask mat.Matrix) (rows, cols [][]int, sum float64, n int, err error) {
+	r, c := a.Dims()
+	rows = make([][]int, r)
+	cols = make([][]int, c)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			if mask.At(i, j) != 0 {
+				v := a.At(i, j)
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, nil, 0, 0, fmt.Errorf("completion: entry (%d, %d) is %v", i, j, v)
+				}
+				rows[i] = append(rows[i], j)
+				cols[j] = append(cols[j], i)
+				sum += v
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return nil, nil, 0, 0, ErrNoObservations
+	}
+	return rows, cols, sum, n, nil
+}
+
+// randomDense returns an r×c matrix of normal entries with standard deviation scale.
 func randomDense(rng *rand.Rand, r, c int, scale float64) *mat.Dense {
 	d := make([]float64, r*c)
 	for i := range d {
@@ -244,6 +258,7 @@ func solveSide(a mat.Matrix, transposed bool, obs [][]int, self, other *mat.Dens
 	}
 }
 
+// objective is the regularized squared error that Fit's iterations decrease.
 func objective(a mat.Matrix, rows [][]int, m *Model, lambda float64) float64 {
 	obj := 0.0
 	for i, js := range rows {

@@ -9,6 +9,7 @@ import (
 // Cell is the state of one matrix entry in [Complete].
 type Cell uint8
 
+// The states of a cell.
 const (
 	Unknown    Cell = iota // not observed: to be predicted
 	Known                  // observed value
@@ -28,7 +29,7 @@ type Completion struct {
 	InfeasibleScore *mat.Dense
 	// PredictedInfeasible lists the Unknown cells predicted infeasible, row-major.
 	PredictedInfeasible [][2]int
-	Model               *Model
+	Model               *Model // the value model, fitted to the Known cells
 }
 
 // Complete fills the Unknown cells of a. The value model is fitted to Known cells only, so an

@@ -77,6 +77,8 @@ func CrossValidate(a, mask mat.Matrix, base Settings, ranks []int, lambdas []flo
 	return base, scores, nil
 }
 
+// better reports whether x beats y: lower RMSE (beyond rounding), then smaller rank, then
+// larger lambda.
 func better(x, y CVScore) bool {
 	const eps = 1e-12
 	switch {

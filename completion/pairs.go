@@ -23,11 +23,12 @@ type PairSettings struct {
 	LambdaShare  float64 // L2 pulling a job's biases on each worker type towards its own mean over types; 0 means 1, negative none
 	LambdaEmbed  float64 // L2 on embeddings; 0 means 1
 	LambdaGlobal float64 // L2 on per-worker feature and interaction weights; 0 means 0.1
-	Seed         uint64
+	Seed         uint64  // seed for the random initial embeddings
 	Tol          float64 // relative objective change to stop at; 0 means 1e-7
 	MaxIter      int     // 0 means 300
 }
 
+// withDefaults replaces zero (and negative, where documented) fields by their values.
 func (s PairSettings) withDefaults() PairSettings {
 	if s.Dim == 0 {
 		s.Dim = 2
@@ -102,50 +103,18 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 		return nil, ErrNoObservations
 	}
 	s = s.withDefaults()
-	nf := 0
-	if features != nil {
-		r, c := features.Dims()
-		if r != jobs {
-			panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
-		}
-		nf = c
+	idx, err := indexPairObs(obs, workers, jobs)
+	if err != nil {
+		return nil, err
 	}
-	m := &PairModel{Workers: workers, Jobs: jobs, Dim: s.Dim,
-		Mean: make([]float64, workers), Beta: grid(workers, nf), Gamma: grid(workers, nf),
-		G: grid(workers, s.Dim*s.Dim), vf: grid(workers, jobs), af: grid(workers, jobs), AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers), Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
-	for i := 0; i < jobs; i++ {
-		for f := 0; f < nf; f++ {
-			m.X[i][f] = features.At(i, f)
-		}
-	}
-	asVictim := make([][]int, jobs)
-	asAggressor := make([][]int, jobs)
-	byWorker := make([][]int, workers)
-	for x, o := range obs {
-		if o.W < 0 || o.W >= workers || o.I < 0 || o.I >= jobs || o.K < 0 || o.K >= jobs {
-			panic(fmt.Sprintf("completion: observation %d (%d, %d, %d) out of range", x, o.W, o.I, o.K))
-		}
-		if math.IsNaN(o.Y) || math.IsInf(o.Y, 0) {
-			return nil, fmt.Errorf("completion: observation %d (%d, %d, %d) is %v", x, o.W, o.I, o.K, o.Y)
-		}
-		asVictim[o.I] = append(asVictim[o.I], x)
-		if o.K != o.I {
-			asAggressor[o.K] = append(asAggressor[o.K], x)
-		}
-		byWorker[o.W] = append(byWorker[o.W], x)
-	}
+	m := newPairModel(workers, jobs, features, s)
 	rng := rand.New(rand.NewPCG(s.Seed, 0x2545f4914f6cdd1d))
 	for i := range m.Z {
-		if len(asVictim[i])+len(asAggressor[i]) == 0 {
+		if len(idx.asVictim[i])+len(idx.asAggressor[i]) == 0 {
 			continue
 		}
 		for d := range m.Z[i] {
 			m.Z[i][d] = 0.3 * rng.NormFloat64()
-		}
-	}
-	for w := range m.G {
-		for d := 0; d < s.Dim; d++ {
-			m.G[w][d*s.Dim+d] = 1
 		}
 	}
 	prev := math.Inf(1)
@@ -153,11 +122,11 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 	for it := 1; it <= s.MaxIter; it++ {
 		m.Iterations = it
 		for w := 0; w < workers; w++ {
-			m.fitWorker(w, obs, byWorker[w], s)
+			m.fitWorker(w, obs, idx.byWorker[w], s)
 			m.cacheFeatures(w)
 		}
 		for j := 0; j < jobs; j++ {
-			m.fitJob(j, obs, asVictim[j], asAggressor[j], s)
+			m.fitJob(j, obs, idx.asVictim[j], idx.asAggressor[j], s)
 		}
 		obj := m.objective(obs, s)
 		m.Objective = obj
@@ -170,6 +139,63 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 	return m, nil
 }
 
+// pairIndex lists, by position in obs, the observations each job takes part in as the job that
+// suffers (asVictim) and as the partner (asAggressor; self pairs count once, as victim), and the
+// observations on each worker type.
+type pairIndex struct {
+	asVictim, asAggressor, byWorker [][]int
+}
+
+// indexPairObs checks obs (indices in range: panic; values finite: error) and indexes it.
+func indexPairObs(obs []PairObs, workers, jobs int) (pairIndex, error) {
+	idx := pairIndex{asVictim: make([][]int, jobs), asAggressor: make([][]int, jobs), byWorker: make([][]int, workers)}
+	for x, o := range obs {
+		if o.W < 0 || o.W >= workers || o.I < 0 || o.I >= jobs || o.K < 0 || o.K >= jobs {
+			panic(fmt.Sprintf("completion: observation %d (%d, %d, %d) out of range", x, o.W, o.I, o.K))
+		}
+		if math.IsNaN(o.Y) || math.IsInf(o.Y, 0) {
+			return idx, fmt.Errorf("completion: observation %d (%d, %d, %d) is %v", x, o.W, o.I, o.K, o.Y)
+		}
+		idx.asVictim[o.I] = append(idx.asVictim[o.I], x)
+		if o.K != o.I {
+			idx.asAggressor[o.K] = append(idx.asAggressor[o.K], x)
+		}
+		idx.byWorker[o.W] = append(idx.byWorker[o.W], x)
+	}
+	return idx, nil
+}
+
+// newPairModel returns the starting model: everything zero but the features and each worker
+// type's interaction matrix G[w], the identity. It panics if features has a row count other
+// than jobs.
+func newPairModel(workers, jobs int, features *mat.Dense, s PairSettings) *PairModel {
+	nf := 0
+	if features != nil {
+		r, c := features.Dims()
+		if r != jobs {
+			panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
+		}
+		nf = c
+	}
+	m := &PairModel{Workers: workers, Jobs: jobs, Dim: s.Dim,
+		Mean: make([]float64, workers), Beta: grid(workers, nf), Gamma: grid(workers, nf),
+		G: grid(workers, s.Dim*s.Dim), vf: grid(workers, jobs), af: grid(workers, jobs),
+		AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers),
+		Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
+	for i := 0; i < jobs; i++ {
+		for f := 0; f < nf; f++ {
+			m.X[i][f] = features.At(i, f)
+		}
+	}
+	for w := range m.G {
+		for d := 0; d < s.Dim; d++ {
+			m.G[w][d*s.Dim+d] = 1
+		}
+	}
+	return m
+}
+
+// grid returns an r×c matrix as rows sharing one backing array.
 func grid(r, c int) [][]float64 {
 	out := make([][]float64, r)
 	flat := make([]float64, r*c)
@@ -322,8 +348,8 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 	}
 }
 
-// base is the prediction without job j's own A, C and interaction terms, for an observation in
-// which j plays the given roles.
+// featurePart is the part of o's prediction that no job's A, C or Z enters: the worker type's
+// mean and the feature terms of both jobs (from the cache cacheFeatures fills).
 func (m *PairModel) featurePart(o PairObs) float64 {
 	return m.Mean[o.W] + m.vf[o.W][o.I] + m.af[o.W][o.K]
 }
@@ -418,8 +444,27 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		r.add(idx, val, t)
 	}
 	ma, mc := 2*W+D, 2*W+D+1
-	// With sharing, a job's bias on worker type w is its own mean plus a deviation:
-	// λ_bias·mean² + λ_share·Σ_w (bias_w − mean)². Without it, λ_bias·Σ_w bias_w².
+	m.regularizeJob(r, s)
+	sol, ok := r.solve()
+	if !ok {
+		return
+	}
+	for w := 0; w < W; w++ {
+		m.A[j][w] = sol[w]
+		m.C[j][w] = sol[W+w]
+	}
+	for d := 0; d < D; d++ {
+		m.Z[j][d] = sol[2*W+d]
+	}
+	m.AM[j], m.CM[j] = sol[ma], sol[mc]
+}
+
+// regularizeJob adds fitJob's penalties to r. With sharing, a job's bias on worker type w is
+// its own mean plus a deviation: λ_bias·mean² + λ_share·Σ_w (bias_w − mean)². Without it,
+// λ_bias·Σ_w bias_w² (and a unit penalty keeps the unused means at zero).
+func (m *PairModel) regularizeJob(r *ridge, s PairSettings) {
+	W, D := m.Workers, m.Dim
+	ma, mc := 2*W+D, 2*W+D+1
 	if s.LambdaShare > 0 {
 		for w := 0; w < W; w++ {
 			r.couple(w, ma, s.LambdaShare)
@@ -438,20 +483,9 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 	for d := 0; d < D; d++ {
 		r.penalize(2*W+d, s.LambdaEmbed)
 	}
-	sol, ok := r.solve()
-	if !ok {
-		return
-	}
-	for w := 0; w < W; w++ {
-		m.A[j][w] = sol[w]
-		m.C[j][w] = sol[W+w]
-	}
-	for d := 0; d < D; d++ {
-		m.Z[j][d] = sol[2*W+d]
-	}
-	m.AM[j], m.CM[j] = sol[ma], sol[mc]
 }
 
+// objective is the regularized squared error that FitPairs' iterations decrease.
 func (m *PairModel) objective(obs []PairObs, s PairSettings) float64 {
 	// zg[w][i] = Z[i]·G[w], so each residual costs Dim operations instead of Dim².
 	D := m.Dim

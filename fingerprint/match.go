@@ -9,12 +9,14 @@ import (
 // Distance compares two fingerprints on the entries both have (NaN marks a missing entry).
 type Distance int
 
+// The distances.
 const (
 	Cosine     Distance = iota // 1 − cosine similarity, as Gavel
 	MeanAbs                    // mean absolute difference
 	MeanAbsLog                 // mean |log a − log b|: relative differences, scale-free
 )
 
+// String returns the distance's name: "cosine", "mean-abs" or "mean-abs-log".
 func (d Distance) String() string {
 	switch d {
 	case Cosine:
