@@ -1,6 +1,7 @@
 package rounds
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -371,13 +372,7 @@ func (s *simulator) runDefault(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for {
-			j, ok := s.src.Peek()
-			if !ok || j.Arrival > now {
-				break
-			}
-			s.src.Next()
-			s.admit(j)
+		if s.admitArrived(now) {
 			dirty = true
 		}
 		if s.windowDone() {
@@ -411,52 +406,77 @@ func (s *simulator) runDefault(ctx context.Context) error {
 			continue
 		}
 		s.res.Rounds++
-		var busy []Busy
-		longest := 0.0
-		type completion struct {
-			id string
-			at float64
-		}
-		var done []completion
-		for _, a := range plan.Assignments {
-			occupied := 0.0
-			ms := members(a.Combination)
-			for _, m := range ms {
-				act := s.active[m]
-				r := s.rate(a.Combination, a.WorkerType, m)
-				left := act.job.StepsRemaining() - act.done
-				t := s.round
-				if r*s.round >= left {
-					t = left / r
-					done = append(done, completion{m, now + t})
-					act.done = act.job.StepsRemaining()
-				} else {
-					act.done += r * s.round
-				}
-				occupied = math.Max(occupied, t)
-			}
-			if p, ok := s.cfg.Prices[a.WorkerType]; ok {
-				// A pair's members share its GPUs' cost.
-				share := p * occupied / 3600 * float64(len(a.GPUs)) / float64(len(ms))
-				for _, m := range ms {
-					s.active[m].cost += share
-					s.res.Cost += share
-				}
-			}
-			busy = append(busy, Busy{a.Combination, a.WorkerType, occupied})
-			s.busyGPU += occupied * float64(len(a.GPUs))
-			longest = math.Max(longest, occupied)
-		}
-		ledger.Record(alloc, isActive, longest, busy)
-		for _, d := range done {
-			s.finish(d.id, d.at)
-			ledger.Forget(d.id)
-			dirty = true
-		}
+		longest, finished := s.runRound(plan, now, ledger, alloc, isActive)
+		dirty = dirty || finished
 		now += longest
 		s.end = now
 	}
 	return nil
+}
+
+// admitArrived admits every job that has arrived by now and reports whether
+// there was any.
+func (s *simulator) admitArrived(now float64) bool {
+	arrived := false
+	for {
+		j, ok := s.src.Peek()
+		if !ok || j.Arrival > now {
+			return arrived
+		}
+		s.src.Next()
+		s.admit(j)
+		arrived = true
+	}
+}
+
+// runRound runs plan's assignments from now for at most a round: jobs advance
+// at their rates and finish mid-round, GPU time and cost are charged for as
+// long as a combination occupies its GPUs, and the ledger records it. It
+// returns how long the round lasted (until its longest combination stopped)
+// and whether any job finished.
+func (s *simulator) runRound(plan *RoundPlan, now float64, ledger *Ledger, alloc *policy.Allocation, isActive func(string) bool) (float64, bool) {
+	var busy []Busy
+	longest := 0.0
+	type completion struct {
+		id string
+		at float64
+	}
+	var done []completion
+	for _, a := range plan.Assignments {
+		occupied := 0.0
+		ms := members(a.Combination)
+		for _, m := range ms {
+			act := s.active[m]
+			r := s.rate(a.Combination, a.WorkerType, m)
+			left := act.job.StepsRemaining() - act.done
+			t := s.round
+			if r*s.round >= left {
+				t = left / r
+				done = append(done, completion{m, now + t})
+				act.done = act.job.StepsRemaining()
+			} else {
+				act.done += r * s.round
+			}
+			occupied = math.Max(occupied, t)
+		}
+		if p, ok := s.cfg.Prices[a.WorkerType]; ok {
+			// A pair's members share its GPUs' cost.
+			share := p * occupied / 3600 * float64(len(a.GPUs)) / float64(len(ms))
+			for _, m := range ms {
+				s.active[m].cost += share
+				s.res.Cost += share
+			}
+		}
+		busy = append(busy, Busy{a.Combination, a.WorkerType, occupied})
+		s.busyGPU += occupied * float64(len(a.GPUs))
+		longest = math.Max(longest, occupied)
+	}
+	ledger.Record(alloc, isActive, longest, busy)
+	for _, d := range done {
+		s.finish(d.id, d.at)
+		ledger.Forget(d.id)
+	}
+	return longest, len(done) > 0
 }
 
 type task struct {
@@ -510,35 +530,12 @@ func (s *simulator) runCompat(ctx context.Context) error {
 			now = next.Arrival
 		}
 		// Gavel pops its heap latest finish first.
-		slices.SortStableFunc(running, func(a, b task) int {
-			switch {
-			case a.finish > b.finish:
-				return -1
-			case a.finish < b.finish:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(running, func(a, b task) int { return cmp.Compare(b.finish, a.finish) })
 		for _, t := range running {
 			s.completeCompat(t, now, roundStart, hist, &need)
 		}
 		running = running[:0]
-		for {
-			j, ok := s.src.Peek()
-			if !ok || j.Arrival > now {
-				break
-			}
-			s.src.Next()
-			var partners []string
-			if s.packing {
-				for _, id := range s.activeIDs() {
-					if s.active[id].job.Type.ScaleFactor == j.Type.ScaleFactor {
-						partners = append(partners, id)
-					}
-				}
-			}
-			s.admit(j)
-			hist.addJob(j.ID, partners)
+		if s.admitArrivedCompat(now, hist) {
 			need = true
 		}
 		if _, more := s.src.Peek(); s.windowDone() || (!more && len(s.active) == 0) {
@@ -562,17 +559,7 @@ func (s *simulator) runCompat(ctx context.Context) error {
 		state.Previous = s.prev
 		plan := Plan(state, alloc, now)
 		s.countLeases(plan)
-		for _, a := range plan.Assignments {
-			t := task{c: a.Combination, w: a.WorkerType, gpus: a.GPUs, finish: now}
-			for _, m := range members(a.Combination) {
-				r := s.rate(a.Combination, a.WorkerType, m)
-				left := s.active[m].job.StepsRemaining() - s.active[m].done
-				steps := math.Min(math.Trunc(r*s.round), left)
-				t.steps = append(t.steps, steps)
-				t.finish = math.Max(t.finish, now+steps/r)
-			}
-			running = append(running, t)
-		}
+		running = append(running, s.startTasks(plan, now)...)
 		if len(running) > 0 {
 			s.res.Rounds++
 			stuck = 0
@@ -584,6 +571,50 @@ func (s *simulator) runCompat(ctx context.Context) error {
 		s.end = now
 	}
 	return nil
+}
+
+// admitArrivedCompat admits every job that has arrived by now, as Gavel
+// does: a packing policy's history learns the job's partners (active jobs of
+// its scale factor). It reports whether there was any.
+func (s *simulator) admitArrivedCompat(now float64, hist *gavelHistory) bool {
+	arrived := false
+	for {
+		j, ok := s.src.Peek()
+		if !ok || j.Arrival > now {
+			return arrived
+		}
+		s.src.Next()
+		var partners []string
+		if s.packing {
+			for _, id := range s.activeIDs() {
+				if s.active[id].job.Type.ScaleFactor == j.Type.ScaleFactor {
+					partners = append(partners, id)
+				}
+			}
+		}
+		s.admit(j)
+		hist.addJob(j.ID, partners)
+		arrived = true
+	}
+}
+
+// startTasks turns plan into Gavel's micro-tasks: whole steps for a round at
+// each member's rate (at most what is left), finishing when the slowest
+// member is done.
+func (s *simulator) startTasks(plan *RoundPlan, now float64) []task {
+	tasks := make([]task, 0, len(plan.Assignments))
+	for _, a := range plan.Assignments {
+		t := task{c: a.Combination, w: a.WorkerType, gpus: a.GPUs, finish: now}
+		for _, m := range members(a.Combination) {
+			r := s.rate(a.Combination, a.WorkerType, m)
+			left := s.active[m].job.StepsRemaining() - s.active[m].done
+			steps := math.Min(math.Trunc(r*s.round), left)
+			t.steps = append(t.steps, steps)
+			t.finish = math.Max(t.finish, now+steps/r)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks
 }
 
 // GavelTypeOrder returns the order in which Gavel's mechanism walks worker
