@@ -208,59 +208,34 @@ func (s *State) typeOrder() []string {
 	return out
 }
 
+// entries lists every (combination, worker type) the round could run: each
+// job on every type it has a rate on and fits, and each pair in the
+// allocation on every type where both members have a co-located rate.
 func (s *State) entries(alloc *policy.Allocation) []entry {
 	types := s.typeOrder()
-	rank := make(map[string]int, len(types))
-	for i, w := range types {
-		rank[w] = i
-	}
 	var fr map[policy.Combination]map[string]float64
 	if alloc != nil {
 		fr = alloc.Fractions
 	}
-	jobs := s.jobUrgencies(fr)
-	eu, hasDue := s.History.(EntryUrgency)
-	hasDue = hasDue && !s.GavelCompat
-	// The input order does not matter: the sort's keys are total.
-	out := make([]entry, 0, len(s.Jobs)*len(types))
-	add := func(c policy.Combination, x map[string]float64, inAlloc bool, w string, sf int, key orderKey) {
-		target := x[w]
-		r := s.History.Rank(c, w, target, inAlloc)
-		ja := jobs[c.A]
-		jk, jd := 0.0, math.Inf(1)
-		if ja != nil {
-			jk, jd = ja.key, ja.due
-		}
-		if jb := jobs[c.B]; c.IsPair() && jb != nil {
-			jk, jd = max(jk, jb.key), min(jd, jb.due)
-		}
-		due := math.Inf(1)
-		if hasDue && target > 0 {
-			due = eu.Due(c, w, target)
-		}
-		bbit, group, exact := 1.0, 0.0, jk
-		if !c.IsPair() && target > 0 && ja != nil && ja.entries == 1 {
-			bbit, group, exact = r.BBit, r.Group, r.Key
-		} else if jd < math.Inf(1) {
-			exact = -jd
-			if jt, ok := s.History.(JobTieBreaks); ok && !c.IsPair() {
-				bbit, group = jt.JobPD2(c.A, ja.total)
-			}
-		}
-		out = append(out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due, bbit: bbit, group: group, exact: exact, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key, typeRank: rank[w],
-			fill: target <= 0 || (!s.GavelCompat && r.Class < 2)})
+	eb := &entryBuilder{s: s, jobs: s.jobUrgencies(fr), rank: make(map[string]int, len(types)),
+		out: make([]entry, 0, len(s.Jobs)*len(types))}
+	for i, w := range types {
+		eb.rank[w] = i
 	}
+	eb.eu, eb.hasDue = s.History.(EntryUrgency)
+	eb.hasDue = eb.hasDue && !s.GavelCompat
+	// The input order does not matter: the sort's keys are total.
 	for _, j := range s.Jobs {
 		c := policy.Single(j.ID)
 		x, inAlloc := fr[c]
 		for _, w := range types {
 			if j.Rates[w] > 0 && j.ScaleFactor <= s.Topology.Count(w) {
-				add(c, x, inAlloc, w, j.ScaleFactor, orderKey{j.Order, 0, 0})
+				eb.add(c, x, inAlloc, w, j.ScaleFactor, orderKey{j.Order, 0, 0})
 			}
 		}
 	}
 	if s.PairRates == nil {
-		return out
+		return eb.out
 	}
 	for c := range fr {
 		if !c.IsPair() {
@@ -278,11 +253,54 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 		for _, w := range types {
 			ra, rb := s.PairRates(w, a, b)
 			if ra > 0 && rb > 0 && a.ScaleFactor <= s.Topology.Count(w) {
-				add(c, x, true, w, a.ScaleFactor, orderKey{hi, 1, lo})
+				eb.add(c, x, true, w, a.ScaleFactor, orderKey{hi, 1, lo})
 			}
 		}
 	}
-	return out
+	return eb.out
+}
+
+// entryBuilder ranks entries for one Plan call.
+type entryBuilder struct {
+	s      *State
+	jobs   map[string]*jobUrgency
+	rank   map[string]int // worker type → position in the type order
+	eu     EntryUrgency
+	hasDue bool
+	out    []entry
+}
+
+// add ranks c on w (target x[w]) and appends the entry.
+func (b *entryBuilder) add(c policy.Combination, x map[string]float64, inAlloc bool, w string, sf int, key orderKey) {
+	s := b.s
+	target := x[w]
+	r := s.History.Rank(c, w, target, inAlloc)
+	ja := b.jobs[c.A]
+	jk, jd := 0.0, math.Inf(1)
+	if ja != nil {
+		jk, jd = ja.key, ja.due
+	}
+	if jb := b.jobs[c.B]; c.IsPair() && jb != nil {
+		jk, jd = max(jk, jb.key), min(jd, jb.due)
+	}
+	due := math.Inf(1)
+	if b.hasDue && target > 0 {
+		due = b.eu.Due(c, w, target)
+	}
+	// A job whose only target is this entry uses the entry's own PD²
+	// tie-breaks; a job split over several entries competes as a whole.
+	bbit, group, exact := 1.0, 0.0, jk
+	if !c.IsPair() && target > 0 && ja != nil && ja.entries == 1 {
+		bbit, group, exact = r.BBit, r.Group, r.Key
+	} else if jd < math.Inf(1) {
+		exact = -jd
+		if jt, ok := s.History.(JobTieBreaks); ok && !c.IsPair() {
+			bbit, group = jt.JobPD2(c.A, ja.total)
+		}
+	}
+	b.out = append(b.out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due,
+		bbit: bbit, group: group, exact: exact, key: r.Key, tie: r.Tie, target: target, inAlloc: inAlloc, order: key,
+		typeRank: b.rank[w], fill: target <= 0 || (!s.GavelCompat && r.Class < 2)})
 }
 
 // jobUrgency is what the queue needs to know about a job as a whole.
