@@ -107,6 +107,26 @@ func TestEstimateCompleteTableUnchanged(t *testing.T) {
 	}
 }
 
+func TestSuggestCompleteTableSuggestsNothing(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "full.json")
+	if err := table.Default().Select(nil, []string{"v100"}).Save(in); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := execCmd(newSuggestCmd, "--table", in, "--budget", "5", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Measurements []any `json:"measurements"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Measurements == nil || len(got.Measurements) != 0 {
+		t.Errorf("complete table: stdout %q (err %v), want an empty measurements list", stdout, err)
+	}
+	if !strings.Contains(stderr, "no missing pairs") {
+		t.Errorf("complete table: stderr %q lacks the note", stderr)
+	}
+}
+
 func TestSuggestCmdJSON(t *testing.T) {
 	in, _ := partialTable(t)
 	stdout, _, err := execCmd(newSuggestCmd, "--table", in, "--budget", "7", "--json")
@@ -190,6 +210,10 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"evaluate P above 1", newEvaluateCmd, []string{"--fraction", "1.5"}, "fraction"},
 		{"evaluate bad seeds", newEvaluateCmd, []string{"--seeds", "0,x"}, "seeds"},
 		{"evaluate partial table", newEvaluateCmd, []string{"--table", in}, "complete"},
+		{"evaluate P negative", newEvaluateCmd, []string{"--fraction", "-0.2"}, "fraction"},
+		{"evaluate no GPUs", newEvaluateCmd, []string{"--gpus", "0"}, "gpus"},
+		{"evaluate no such scale factor", newEvaluateCmd, []string{"--scale-factor", "3"}, "scale factor 3"},
+		{"suggest without --table", newSuggestCmd, []string{"--budget", "3"}, "--table"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
