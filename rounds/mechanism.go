@@ -408,38 +408,11 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 	if len(sel) == 0 {
 		return
 	}
-	servers := s.Topology.Servers(w)
-	base := servers[0].GPUs[0]
-	n := s.Topology.Count(w)
-	free := make([]bool, n)
-	reserved := make([]bool, n)
-	nfree := make([]int, len(servers))
-	nres := make([]int, len(servers))
-	for si, srv := range servers {
-		nfree[si] = len(srv.GPUs)
-	}
-	for i := range free {
-		free[i] = true
-	}
 	prev := make([][]int, len(sel))
 	for i, e := range sel {
 		prev[i] = s.previousOn(e.c, w, e.sf)
-		for _, g := range prev[i] {
-			if !reserved[g-base] {
-				reserved[g-base] = true
-				nres[s.Topology.Server(g)]++
-			}
-		}
 	}
-	take := func(g int) {
-		si := s.Topology.Server(g)
-		free[g-base] = false
-		nfree[si]--
-		if reserved[g-base] {
-			reserved[g-base] = false
-			nres[si]--
-		}
-	}
+	pool := s.newGPUPool(w, prev)
 	idx := make([]int, len(sel))
 	for i := range idx {
 		idx[i] = i
@@ -448,44 +421,96 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 		return cmp.Or(cmp.Compare(sel[b].sf, sel[a].sf), compareOrder(sel[a].order, sel[b].order))
 	})
 	done := make([]bool, len(sel))
-	for start := 0; start < len(idx); {
-		end := start
-		for end < len(idx) && sel[idx[end]].sf == sel[idx[start]].sf {
-			end++
-		}
-		group := idx[start:end]
-		for _, i := range group {
-			if prev[i] == nil {
-				continue
-			}
-			ok := true
-			for _, g := range prev[i] {
-				ok = ok && free[g-base]
-			}
-			if ok {
-				for _, g := range prev[i] {
-					take(g)
-				}
+	// Within a scale factor, lease holders go first so that a newcomer does
+	// not take the GPUs a combination could have kept.
+	forEachGroup(len(idx), func(i, j int) bool { return sel[idx[i]].sf == sel[idx[j]].sf }, func(start, end int) {
+		for _, i := range idx[start:end] {
+			if prev[i] != nil && pool.allFree(prev[i]) {
+				pool.take(prev[i])
 				p.Assignments = append(p.Assignments, assignment(sel[i], prev[i], true))
 				done[i] = true
 			}
 		}
-		for _, i := range group {
-			if done[i] {
-				continue
+		for _, i := range idx[start:end] {
+			if !done[i] {
+				gpus := pool.pick(sel[i].sf)
+				pool.take(gpus)
+				p.Assignments = append(p.Assignments, assignment(sel[i], gpus, false))
 			}
-			gpus := s.pick(servers, base, sel[i].sf, free, reserved, nfree, nres)
-			for _, g := range gpus {
-				take(g)
-			}
-			p.Assignments = append(p.Assignments, assignment(sel[i], gpus, false))
 		}
+	})
+}
+
+// forEachGroup calls fn(start, end) for each maximal run [start, end) of
+// 0..n-1 in which same(start, k) holds for every k.
+func forEachGroup(n int, same func(i, j int) bool, fn func(start, end int)) {
+	for start := 0; start < n; {
+		end := start
+		for end < n && same(start, end) {
+			end++
+		}
+		fn(start, end)
 		start = end
 	}
 }
 
-// pick chooses sf free GPUs of one worker type (see placeConsolidated).
-func (s *State) pick(servers []Server, base, sf int, free, reserved []bool, nfree, nres []int) []int {
+// gpuPool is the free GPUs of one worker type while a round is placed, with
+// the GPUs that lease holders want back marked reserved.
+type gpuPool struct {
+	topo        *Topology
+	servers     []Server
+	base        int    // the type's first GPU id
+	free, resv  []bool // by GPU id − base
+	nfree, nres []int  // by server index
+}
+
+// newGPUPool returns w's GPUs all free, those in prev reserved.
+func (s *State) newGPUPool(w string, prev [][]int) *gpuPool {
+	servers := s.Topology.Servers(w)
+	n := s.Topology.Count(w)
+	g := &gpuPool{topo: s.Topology, servers: servers, base: servers[0].GPUs[0], free: make([]bool, n),
+		resv: make([]bool, n), nfree: make([]int, len(servers)), nres: make([]int, len(servers))}
+	for si, srv := range servers {
+		g.nfree[si] = len(srv.GPUs)
+	}
+	for i := range g.free {
+		g.free[i] = true
+	}
+	for _, gpus := range prev {
+		for _, id := range gpus {
+			if !g.resv[id-g.base] {
+				g.resv[id-g.base] = true
+				g.nres[s.Topology.Server(id)]++
+			}
+		}
+	}
+	return g
+}
+
+func (g *gpuPool) allFree(gpus []int) bool {
+	for _, id := range gpus {
+		if !g.free[id-g.base] {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *gpuPool) take(gpus []int) {
+	for _, id := range gpus {
+		si := g.topo.Server(id)
+		g.free[id-g.base] = false
+		g.nfree[si]--
+		if g.resv[id-g.base] {
+			g.resv[id-g.base] = false
+			g.nres[si]--
+		}
+	}
+}
+
+// pick chooses sf free GPUs (see placeConsolidated).
+func (g *gpuPool) pick(sf int) []int {
+	servers, base, free, reserved, nfree, nres := g.servers, g.base, g.free, g.resv, g.nfree, g.nres
 	best := -1
 	for si := range servers {
 		if nfree[si] < sf {
@@ -518,12 +543,12 @@ func (s *State) pick(servers []Server, base, sf int, free, reserved []bool, nfre
 	for _, si := range order {
 		// Unreserved GPUs first, then reserved ones, lowest id first.
 		for pass := 0; pass < 2 && len(gpus) < sf; pass++ {
-			for _, g := range servers[si].GPUs {
+			for _, id := range servers[si].GPUs {
 				if len(gpus) == sf {
 					break
 				}
-				if free[g-base] && reserved[g-base] == (pass == 1) && !slices.Contains(gpus, g) {
-					gpus = append(gpus, g)
+				if free[id-base] && reserved[id-base] == (pass == 1) && !slices.Contains(gpus, id) {
+					gpus = append(gpus, id)
 				}
 			}
 		}
@@ -542,75 +567,90 @@ func (s *State) placeCompat(p *RoundPlan, w string, sel []entry) {
 	if len(sel) == 0 {
 		return
 	}
-	srvs := s.Topology.Servers(w)
-	lists := make([][]int, len(srvs))
-	for i, srv := range srvs {
-		lists[i] = append([]int(nil), srv.GPUs...)
-	}
-	ptr := 0
-	assigned := map[int]bool{}
+	ptr := newGavelPointer(s.Topology.Servers(w))
 	order := append([]entry(nil), sel...)
 	slices.SortStableFunc(order, func(a, b entry) int { return cmp.Compare(b.sf, a.sf) })
 	placed := map[policy.Combination]bool{}
-	for start := 0; start < len(order); {
-		end := start
-		for end < len(order) && order[end].sf == order[start].sf {
-			end++
-		}
-		group := order[start:end]
-		for _, e := range group {
-			prev := s.previousOn(e.c, w, e.sf)
-			if prev == nil {
-				continue
-			}
-			ok := true
-			for _, g := range prev {
-				ok = ok && !assigned[g]
-			}
-			if ok {
-				for _, g := range prev {
-					assigned[g] = true
-				}
+	forEachGroup(len(order), func(i, j int) bool { return order[i].sf == order[j].sf }, func(start, end int) {
+		for _, e := range order[start:end] {
+			if prev := s.previousOn(e.c, w, e.sf); prev != nil && ptr.allFree(prev) {
+				ptr.take(prev)
 				p.Assignments = append(p.Assignments, assignment(e, prev, true))
 				placed[e.c] = true
 			}
 		}
-		for _, e := range group {
-			if placed[e.c] {
-				continue
-			}
-			if !e.inAlloc {
+		for _, e := range order[start:end] {
+			switch {
+			case placed[e.c]:
+			case !e.inAlloc:
 				p.Unplaced = append(p.Unplaced, e.c)
-				continue
+			default:
+				p.Assignments = append(p.Assignments, assignment(e, ptr.next(e.sf), false))
+				placed[e.c] = true
 			}
-			var gpus []int
-			for len(gpus) < e.sf && ptr < len(lists) {
-				if len(lists[ptr]) == 0 {
-					ptr++
-					continue
-				}
-				g := lists[ptr][0]
-				if !assigned[g] {
-					gpus = append(gpus, g)
-					assigned[g] = true
-				}
-				lists[ptr] = lists[ptr][1:]
-			}
-			if len(gpus) < e.sf {
-				// Gavel raises here; take any free GPUs instead (the
-				// selection guarantees there are enough).
-				for _, srv := range srvs {
-					for _, g := range srv.GPUs {
-						if len(gpus) < e.sf && !assigned[g] {
-							gpus = append(gpus, g)
-							assigned[g] = true
-						}
-					}
-				}
-			}
-			p.Assignments = append(p.Assignments, assignment(e, gpus, false))
-			placed[e.c] = true
 		}
-		start = end
+	})
+}
+
+// gavelPointer is Gavel's GPU assignment for new combinations: a pointer
+// that walks the servers in order, handing out each server's GPUs in turn
+// and skipping those a lease holder kept.
+type gavelPointer struct {
+	srvs     []Server
+	lists    [][]int // per server, the GPUs the pointer has not passed yet
+	ptr      int
+	assigned map[int]bool
+}
+
+func newGavelPointer(srvs []Server) *gavelPointer {
+	lists := make([][]int, len(srvs))
+	for i, srv := range srvs {
+		lists[i] = append([]int(nil), srv.GPUs...)
 	}
+	return &gavelPointer{srvs: srvs, lists: lists, assigned: map[int]bool{}}
+}
+
+func (g *gavelPointer) allFree(gpus []int) bool {
+	for _, id := range gpus {
+		if g.assigned[id] {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *gavelPointer) take(gpus []int) {
+	for _, id := range gpus {
+		g.assigned[id] = true
+	}
+}
+
+// next hands out sf GPUs from the pointer on.
+func (g *gavelPointer) next(sf int) []int {
+	var gpus []int
+	for len(gpus) < sf && g.ptr < len(g.lists) {
+		if len(g.lists[g.ptr]) == 0 {
+			g.ptr++
+			continue
+		}
+		id := g.lists[g.ptr][0]
+		if !g.assigned[id] {
+			gpus = append(gpus, id)
+			g.assigned[id] = true
+		}
+		g.lists[g.ptr] = g.lists[g.ptr][1:]
+	}
+	if len(gpus) < sf {
+		// Gavel raises here; take any free GPUs instead (the selection
+		// guarantees there are enough).
+		for _, srv := range g.srvs {
+			for _, id := range srv.GPUs {
+				if len(gpus) < sf && !g.assigned[id] {
+					gpus = append(gpus, id)
+					g.assigned[id] = true
+				}
+			}
+		}
+	}
+	return gpus
 }
