@@ -68,10 +68,7 @@ func (nb Neighbors) Estimate(d *Data) (*Result, error) {
 // reference is its own single neighbour; any other job is matched by its fingerprint, or by
 // its isolated rates when it has no measurement against a reference.
 func (nb Neighbors) match(d *Data, refs []int) ([][]fingerprint.Neighbor, error) {
-	k := nb.K
-	if k == 0 {
-		k = 3
-	}
+	fs := fingerprint.Settings{K: nb.K, Distance: nb.Distance}
 	W, n, R := len(d.Workers), len(d.Jobs), len(refs)
 	isRef := make([]int, n)
 	for i := range isRef {
@@ -95,13 +92,13 @@ func (nb Neighbors) match(d *Data, refs []int) ([][]fingerprint.Neighbor, error)
 			weights[i] = []fingerprint.Neighbor{{Index: a, Weight: 1}}
 			continue
 		}
-		res, err := fingerprint.Match(fingerprintRow(d, refs, i), refRows, k, nb.Distance)
+		res, err := fingerprint.Match(fingerprintRow(d, refs, i), refRows, fs)
 		if err != nil {
 			iso := make([]float64, W)
 			for w := 0; w < W; w++ {
 				iso[w] = d.Iso[w][i]
 			}
-			if res, err = fingerprint.ColdStart(iso, refIso, k); err != nil {
+			if res, err = fingerprint.ColdStart(iso, refIso, fs); err != nil {
 				return nil, err
 			}
 		}

@@ -1,10 +1,16 @@
 // Package fingerprint matches a partially profiled job type to the reference job types it
 // behaves most like, from the entries measured so far (its "fingerprint").
 //
+// Vocabulary: a reference is a job type measured next to every other reference; a fingerprint
+// is a vector of a job's measured entries (normalized co-located rates, say) in a fixed order,
+// with NaN where an entry has not been measured yet. Matching finds the references whose
+// fingerprints are closest, so an unmeasured entry of the job can be read off theirs.
+//
 // [NearestCosine] is Gavel's rule: the reference row with the smallest cosine distance to a
 // (completed) row. [Match] compares only the entries that were actually observed, under a
-// chosen [Distance] (cosine, mean absolute difference, or mean absolute log ratio), and returns
-// the k nearest references with inverse-distance weights and a confidence; [ColdStart] matches
+// chosen [Distance] (cosine, mean absolute difference, or mean absolute log ratio; see
+// [Settings], whose zero value means Gavel's cosine and k = 3), and returns the k nearest
+// references with inverse-distance weights and a confidence; [ColdStart] matches
 // from isolated rates alone, before any co-location has been measured.
 //
 // Which measure: on Gavel's table (26 job types, 16 references, each pair with a reference

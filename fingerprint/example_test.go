@@ -13,7 +13,7 @@ func ExampleMatch() {
 		{0.4, 0.5, 0.3, 0.4},
 	}
 	partial := []float64{0.42, math.NaN(), 0.31, math.NaN()} // two entries measured so far
-	res, err := fingerprint.Match(partial, refs, 1, fingerprint.MeanAbsLog)
+	res, err := fingerprint.Match(partial, refs, fingerprint.Settings{K: 1, Distance: fingerprint.MeanAbsLog})
 	if err != nil {
 		panic(err)
 	}

@@ -94,13 +94,34 @@ func (r Result) Predict(refs [][]float64, j int) float64 {
 	return s / w
 }
 
-// Match finds the k nearest references (rows of refs) to the partial fingerprint row, using
-// only entries observed (not NaN) in both. Weights are proportional to 1/(distance + eps) with
-// eps = 1e-3. It returns an error when no reference shares an observed entry with row.
-func Match(row []float64, refs [][]float64, k int, d Distance) (Result, error) {
-	if k < 1 {
-		return Result{}, fmt.Errorf("fingerprint: k = %d, want at least 1", k)
+// Settings configures [Match] and [ColdStart]. The zero value of every field selects its default.
+type Settings struct {
+	K int // neighbours returned; 0 means 3
+	// Distance compares fingerprints in Match; the zero value is Cosine, Gavel's choice.
+	// ColdStart has a distance of its own and ignores it.
+	Distance Distance
+}
+
+func (s Settings) k() (int, error) {
+	switch {
+	case s.K == 0:
+		return 3, nil
+	case s.K < 0:
+		return 0, fmt.Errorf("fingerprint: K = %d, want at least 1 (or 0 for the default)", s.K)
 	}
+	return s.K, nil
+}
+
+// Match finds the s.K nearest references (rows of refs) to the partial fingerprint row under
+// s.Distance, using only entries observed (not NaN) in both. Weights are proportional to
+// 1/(distance + eps) with eps = 1e-3. It returns an error when no reference shares an observed
+// entry with row.
+func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
+	k, err := s.k()
+	if err != nil {
+		return Result{}, err
+	}
+	d := s.Distance
 	var ns []Neighbor
 	compared := map[int]int{}
 	for i, ref := range refs {
@@ -143,10 +164,11 @@ func Match(row []float64, refs [][]float64, k int, d Distance) (Result, error) {
 }
 
 // ColdStart matches a job that has no co-location measurement yet from its isolated rates
-// alone (one per worker type, same order as each reference's): the distance is the mean
-// absolute difference of log rates after removing each vector's mean, so it compares how a
-// job's speed varies across worker types rather than its absolute speed.
-func ColdStart(isolated []float64, refIsolated [][]float64, k int) (Result, error) {
+// alone (one per worker type, same order as each reference's) to its s.K nearest references:
+// the distance is the mean absolute difference of log rates after removing each vector's mean
+// (s.Distance is not used), so it compares how a job's speed varies across worker types rather
+// than its absolute speed.
+func ColdStart(isolated []float64, refIsolated [][]float64, s Settings) (Result, error) {
 	center := func(x []float64) []float64 {
 		out := make([]float64, len(x))
 		m, n := 0.0, 0
@@ -169,5 +191,5 @@ func ColdStart(isolated []float64, refIsolated [][]float64, k int) (Result, erro
 	for i, r := range refIsolated {
 		refs[i] = center(r)
 	}
-	return Match(row, refs, k, MeanAbs)
+	return Match(row, refs, Settings{K: s.K, Distance: MeanAbs})
 }

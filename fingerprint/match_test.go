@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -33,7 +34,7 @@ func TestMatchRecoversPlantedNearest(t *testing.T) {
 	for _, d := range []Distance{Cosine, MeanAbs, MeanAbsLog} {
 		for target := 0; target < 10; target++ {
 			refs, row := plantedRefs(10, 60, target, 0.03, 0.7, uint64(target))
-			res, err := Match(row, refs, 3, d)
+			res, err := Match(row, refs, Settings{K: 3, Distance: d})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,15 +58,15 @@ func TestMatchRecoversPlantedNearest(t *testing.T) {
 func TestConfidenceFallsWithNoise(t *testing.T) {
 	refs, clean := plantedRefs(8, 40, 2, 0.0, 0.5, 1)
 	_, noisy := plantedRefs(8, 40, 2, 0.5, 0.5, 1)
-	a, _ := Match(clean, refs, 1, MeanAbs)
-	b, _ := Match(noisy, refs, 1, MeanAbs)
+	a, _ := Match(clean, refs, Settings{K: 1, Distance: MeanAbs})
+	b, _ := Match(noisy, refs, Settings{K: 1, Distance: MeanAbs})
 	if !(a.Confidence > b.Confidence) || a.Confidence < 0.8 {
 		t.Errorf("confidence clean %.3f, noisy %.3f: want clean > noisy and clean ≥ 0.8", a.Confidence, b.Confidence)
 	}
 }
 
 func TestMatchNoOverlap(t *testing.T) {
-	if _, err := Match([]float64{math.NaN()}, [][]float64{{1}}, 1, Cosine); err == nil {
+	if _, err := Match([]float64{math.NaN()}, [][]float64{{1}}, Settings{K: 1}); err == nil {
 		t.Error("no shared entry: want an error")
 	}
 }
@@ -83,11 +84,25 @@ func TestNearestCosineLikeGavel(t *testing.T) {
 func TestColdStartFromIsolatedRates(t *testing.T) {
 	refs := [][]float64{{10, 20, 40}, {30, 15, 10}, {5, 5, 5}}
 	// Twice as fast as reference 1 everywhere: same shape across worker types.
-	res, err := ColdStart([]float64{60, 30, 20}, refs, 2)
+	res, err := ColdStart([]float64{60, 30, 20}, refs, Settings{K: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Neighbors[0].Index != 1 || res.Neighbors[0].Distance > 1e-12 {
 		t.Errorf("cold start nearest = %+v, want reference 1 at distance 0", res.Neighbors[0])
+	}
+}
+
+func TestMatchSettingsDefaults(t *testing.T) {
+	refs := [][]float64{{1, 0}, {0, 1}, {1, 1}, {2, 1}, {1, 2}}
+	res, err := Match([]float64{1, 0.1}, refs, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Neighbors) != 3 {
+		t.Errorf("zero Settings: %d neighbours, want the default 3", len(res.Neighbors))
+	}
+	if _, err := Match([]float64{1, 0.1}, refs, Settings{K: -1}); err == nil || !strings.Contains(err.Error(), "K = -1") {
+		t.Errorf("K = -1: err %v, want one naming K", err)
 	}
 }
