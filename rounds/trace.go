@@ -74,6 +74,13 @@ func parseTraceLine(text string) (TraceJob, error) {
 		}
 		return v, nil
 	}
+	positive := func(i int, field string) (float64, error) {
+		v, err := num(i, field)
+		if err == nil && v <= 0 {
+			err = fmt.Errorf("%w: field %d (%s): %v must be positive", ErrTrace, i+1, field, v)
+		}
+		return v, err
+	}
 	var j TraceJob
 	j.Type.Model = strings.TrimSpace(f[0])
 	if j.Type.Model == "" {
@@ -82,23 +89,17 @@ func parseTraceLine(text string) (TraceJob, error) {
 	if s := strings.TrimSpace(f[4]); s != "0" && s != "1" {
 		return j, fmt.Errorf("%w: field 5 (needs_data_dir): %q is not 0 or 1", ErrTrace, f[4])
 	}
-	steps, err := num(5, "total_steps")
+	steps, err := positive(5, "total_steps")
 	if err != nil {
 		return j, err
-	}
-	if steps <= 0 {
-		return j, fmt.Errorf("%w: field 6 (total_steps): %v must be positive", ErrTrace, steps)
 	}
 	sf, err := strconv.Atoi(strings.TrimSpace(f[6]))
 	if err != nil || sf < 1 {
 		return j, fmt.Errorf("%w: field 7 (scale_factor): %q is not a positive integer", ErrTrace, f[6])
 	}
-	weight, err := num(7, "priority_weight")
+	weight, err := positive(7, "priority_weight")
 	if err != nil {
 		return j, err
-	}
-	if weight <= 0 {
-		return j, fmt.Errorf("%w: field 8 (priority_weight): %v must be positive", ErrTrace, weight)
 	}
 	slo, err := num(8, "SLO")
 	if err != nil {
@@ -164,6 +165,7 @@ type UnrunnableError struct {
 	Reason string
 }
 
+// Error names the job, its type and why it cannot run.
 func (e *UnrunnableError) Error() string {
 	return fmt.Sprintf("job %q (%s): %s", e.Job, e.Type, e.Reason)
 }
@@ -197,19 +199,9 @@ func Prepare(t *table.Table, c policy.Cluster, in []TraceJob) ([]policy.Job, err
 		if !t.HasJobType(j.Type) {
 			return nil, fmt.Errorf("%sjob %q: job type %s is not in the throughput table", where(), j.ID, j.Type)
 		}
-		best, fits := 0.0, false
-		for _, w := range c.WorkerTypes() {
-			r, _ := t.Isolated(w, j.Type)
-			if r > 0 {
-				best = math.Max(best, r)
-				fits = fits || j.Type.ScaleFactor <= c[w]
-			}
-		}
-		switch {
-		case best == 0:
-			return nil, fmt.Errorf("%s%w", where(), &UnrunnableError{j.ID, j.Type, "rate is zero or missing on every worker type of the cluster"})
-		case !fits:
-			return nil, fmt.Errorf("%s%w", where(), &UnrunnableError{j.ID, j.Type, fmt.Sprintf("scale factor %d exceeds the GPU count of every worker type it can run on", j.Type.ScaleFactor)})
+		best, err := bestRate(t, c, j)
+		if err != nil {
+			return nil, fmt.Errorf("%s%w", where(), err)
 		}
 		if j.SLO == 0 && tj.SLOFactor > 0 {
 			j.SLO = tj.SLOFactor * j.TotalSteps / best
@@ -220,4 +212,21 @@ func Prepare(t *table.Table, c policy.Cluster, in []TraceJob) ([]policy.Job, err
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// bestRate returns j's best isolated rate on c, or an UnrunnableError when
+// no worker type of c both runs j's type and has its scale factor of GPUs.
+func bestRate(t *table.Table, c policy.Cluster, j policy.Job) (float64, error) {
+	best := 0.0
+	for _, w := range c.WorkerTypes() {
+		r, _ := t.Isolated(w, j.Type)
+		best = math.Max(best, r)
+	}
+	switch {
+	case best == 0:
+		return 0, &UnrunnableError{j.ID, j.Type, "rate is zero or missing on every worker type of the cluster"}
+	case !runnable(t, c, j.Type):
+		return 0, &UnrunnableError{j.ID, j.Type, fmt.Sprintf("scale factor %d exceeds the GPU count of every worker type it can run on", j.Type.ScaleFactor)}
+	}
+	return best, nil
 }
