@@ -2,6 +2,15 @@
 // in the co-location pairs a throughput table is missing, says which pairs are most worth
 // measuring next, and scores estimators with Gavel's hold-out protocol.
 //
+// Vocabulary. A job type's normalized rate next to a partner on a worker type is its co-located
+// rate divided by its isolated rate (1: the partner costs it nothing). An entry (w, i, k) is
+// job i's normalized rate next to k on worker type w; a pair {i, k} on w is two entries,
+// measured together. A reference is a job type measured next to every other reference (and
+// itself) on every worker type; the estimators place every other job relative to them. A pair
+// is worth packing when it is feasible and its two normalized rates sum to more than 1: the
+// packing agreement the evaluation reports is how often an estimate makes the same call as the
+// truth.
+//
 // A table is split into blocks ([Blocks]): the job types of one scale factor (only they can
 // share a GPU) on the worker types that have an isolated rate for all of them, laid out as
 // dense [w][i][k] arrays of normalized rates (co-located rate / isolated rate) with a

@@ -10,6 +10,8 @@ import (
 	"github.com/gavelkit/gavel/table"
 )
 
+// newRand returns the package's seeded generator (a fixed second PCG word, so a seed alone
+// names a stream).
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xda3e39cb94b95bdb)) }
 
 // Holdout is one draw of Gavel's hold-out protocol on a complete block.
@@ -69,7 +71,7 @@ type Metrics struct {
 }
 
 // Score measures r against truth on every entry (w, i, k) except those where both jobs are
-// references, following the protocol:
+// references, as Gavel's hold-out protocol scores an estimator:
 //   - MAE and MAPE on the normalized rate of job i, over entries feasible in the truth (MAPE only
 //     where the true normalized rate is above 0.05); infeasible entries count only in infeasible
 //     precision and recall;
@@ -87,6 +89,7 @@ func ScoreMissing(truth, partial *Data, r *Result, refs []int) Metrics {
 	return score(truth, partial, r, refs)
 }
 
+// score is Score over every entry (partial nil) or ScoreMissing over those partial lacks.
 func score(truth, partial *Data, r *Result, refs []int) Metrics {
 	n := len(truth.Jobs)
 	isRef := make([]bool, n)
@@ -144,7 +147,14 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 	m.MAPE = ratio(apeSum, nApe)
 	m.RawMAPE = ratio(rawSum, nApe)
 	m.PackingAgreement = ratio(float64(agree), m.Pairs)
-	// No predicted infeasible pair means no false alarm; none to find means none missed.
+	m.setInfeasible(tp, fp, fn)
+	return m
+}
+
+// setInfeasible sets infeasible precision and recall from the true positive, false positive and
+// false negative counts of infeasible predictions. No predicted infeasible pair means no false
+// alarm (precision 1); none to find means none missed (recall 1).
+func (m *Metrics) setInfeasible(tp, fp, fn int) {
 	m.InfeasiblePrecision, m.InfeasibleRecall = 1, 1
 	if tp+fp > 0 {
 		m.InfeasiblePrecision = float64(tp) / float64(tp+fp)
@@ -152,7 +162,6 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 	if tp+fn > 0 {
 		m.InfeasibleRecall = float64(tp) / float64(tp+fn)
 	}
-	return m
 }
 
 // ratio is x/n, and 0 when there is nothing to average (Entries and Pairs tell that case apart;
@@ -274,6 +283,8 @@ func onlyReferences(d *Data, refs []int) *Data {
 	return out
 }
 
+// meanStd returns the mean and (population) standard deviation of each rate of xs; Entries and
+// Pairs, the same for every seed, are copied.
 func meanStd(xs []Metrics) (mean, std Metrics) {
 	get := func(m *Metrics) []*float64 {
 		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall, &m.DownstreamRatio}
