@@ -1,8 +1,10 @@
 package estimate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -13,7 +15,7 @@ var ErrNoReference = errors.New("no fully measured reference job type (a job mea
 // Options configures [Table] and [SuggestTable].
 type Options struct {
 	Workers []string // worker types to use; nil means every type with all job types of a block
-	Seed    uint64
+	Seed    uint64   // seed of the estimator's random starts; the same seed gives the same result
 	// Method nil means Pairwise{Seed: Seed}; SuggestTable then adds bootstrap fits and a
 	// cross-validated sum error, as the active protocol does.
 	Method Method
@@ -145,13 +147,13 @@ func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string
 			continue
 		}
 		anyRef = true
-		m := o.method()
-		if o.Method == nil {
-			m = Pairwise{Seed: o.Seed, Bootstrap: activeBootstrap, Calibrate: activeFolds}
+		method := o.Method
+		if method == nil {
+			method = Pairwise{Seed: o.Seed, Bootstrap: activeBootstrap, Calibrate: activeFolds}
 		}
-		r, err := m.Estimate(d)
+		r, err := method.Estimate(d)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("scale factor %d: %w", d.Jobs[0].ScaleFactor, err)
 		}
 		ms, err := Suggest(d, r, budget)
 		if err != nil {
@@ -165,7 +167,7 @@ func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string
 	if !anyRef && budget > 0 {
 		for _, d := range blocks {
 			if d.Missing() > 0 {
-				return nil, nil, ErrNoReference
+				return nil, nil, fmt.Errorf("scale factor %d: %w", d.Jobs[0].ScaleFactor, ErrNoReference)
 			}
 		}
 	}
@@ -173,17 +175,9 @@ func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string
 		notes = append(notes, "the table has no missing pairs; nothing to suggest")
 	}
 	// Best first across blocks; stable, so each block's order is kept on ties.
-	sortSuggestions(all)
+	slices.SortStableFunc(all, func(a, b Suggestion) int { return cmp.Compare(b.Score, a.Score) })
 	if len(all) > budget {
 		all = all[:budget]
 	}
 	return all, notes, nil
-}
-
-func sortSuggestions(s []Suggestion) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j].Score > s[j-1].Score; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }

@@ -175,9 +175,9 @@ func ratio(x float64, n int) float64 {
 
 // EvalOptions configures [Evaluate].
 type EvalOptions struct {
-	References int
-	Fraction   float64
-	Seeds      []uint64
+	References int      // fully measured job types; at least 1, fewer than the block's job types
+	Fraction   float64  // probability of revealing each pair with a reference, in (0, 1]
+	Seeds      []uint64 // one hold-out draw (and estimator seed) each; at least one
 	// Active spends the same number of measurements as the random draw, chosen by [Active]
 	// instead of at random: coverage first, then Suggest on our estimate in Batches rounds
 	// (0 means batches of about 12 measurements, re-estimating between them).
