@@ -2,7 +2,6 @@ package rounds
 
 import (
 	"context"
-	"errors"
 	"math"
 	"os"
 	"testing"
@@ -22,32 +21,28 @@ func loadWorkedExample(t *testing.T) []policy.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := Prepare(table.Default(), workedCluster, tj)
+	jobs, err := Prepare(table.Default(), workedCluster(), tj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return jobs
 }
 
-var workedCluster = policy.Cluster{"v100": 2, "p100": 2, "k80": 2}
+// workedCluster is the cluster of gavel-reference §5.12: 2 GPUs of each type.
+func workedCluster() policy.Cluster { return policy.Cluster{"v100": 2, "p100": 2, "k80": 2} }
 
 // TestGavelCompatWorkedExample reproduces gavel-reference §5.12, the output
 // of Gavel's own simulator on a 5-job trace with fifo_perf.
 func TestGavelCompatWorkedExample(t *testing.T) {
-	policies := map[string]policy.Policy{"reference-fifo-perf": refFIFOPerf{}}
-	if p, err := policy.New("fifo_perf"); err == nil {
-		policies["policy.fifo_perf"] = p
-	} else {
-		var unknown *policy.UnknownPolicyError
-		if !errors.As(err, &unknown) {
-			t.Fatal(err)
-		}
-		t.Log("policy fifo_perf not registered yet; checking against the reference FIFO only")
+	fifo, err := policy.New("fifo_perf")
+	if err != nil {
+		t.Fatal(err)
 	}
+	policies := map[string]policy.Policy{"reference-fifo-perf": refFIFOPerf{}, "policy.fifo_perf": fifo}
 	wantJCT := map[string]float64{"0": 3599.988, "1": 1883.209, "2": 1840.183, "3": 6664.014, "4": 2736.213}
 	for name, p := range policies {
 		t.Run(name, func(t *testing.T) {
-			cfg := Config{Table: table.Default(), Cluster: workedCluster, Policy: p, GavelCompat: true}
+			cfg := Config{Table: table.Default(), Cluster: workedCluster(), Policy: p, GavelCompat: true}
 			res, err := Simulate(context.Background(), cfg, loadWorkedExample(t))
 			if err != nil {
 				t.Fatal(err)

@@ -32,7 +32,7 @@ func TestSimulateEveryPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: workedCluster, Policy: p, GavelCompat: compat,
+			res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: workedCluster(), Policy: p, GavelCompat: compat,
 				Prices: prices}, jobs)
 			if err != nil {
 				t.Errorf("%s compat=%v: %v", name, compat, err)
@@ -44,7 +44,7 @@ func TestSimulateEveryPolicy(t *testing.T) {
 			}
 			for i, j := range res.Jobs {
 				best := 0.0
-				for _, w := range workedCluster.WorkerTypes() {
+				for _, w := range workedCluster().WorkerTypes() {
 					r, _ := tbl.Isolated(w, jobs[i].Type)
 					best = math.Max(best, r)
 				}
