@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/policy/lp"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -114,8 +115,10 @@ func (cfg *ContinuousConfig) simulateOne(ctx context.Context, name string, rate 
 	defer cancel()
 	res, err = SimulateSource(runCtx, Config{Table: cfg.Table, Cluster: cfg.Cluster, GPUsPerServer: cfg.GPUsPerServer,
 		Policy: p, RoundSeconds: cfg.RoundSeconds, WindowStart: cfg.WindowStart, WindowEnd: cfg.WindowEnd}, gen)
-	// The solver may report the deadline in its own words.
-	if err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || runCtx.Err() != nil) {
+	// The solver may report the deadline in its own words, and its clock may
+	// stop it (time limit: the deadline's remainder) just before runCtx's does.
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || runCtx.Err() != nil ||
+		(cfg.Timeout > 0 && errors.Is(err, lp.ErrTimeLimit))) {
 		return nil, true, nil
 	}
 	return res, false, err
