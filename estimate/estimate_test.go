@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -433,5 +434,15 @@ func TestSuggestCalibratedRanksByFlip(t *testing.T) {
 	ms, _ = Suggest(d, r, 1)
 	if m := ms[0]; m.I != 1 && m.K != 1 || m.Reason != ReasonCoverage {
 		t.Errorf("first pick %+v, want a pair with the unmeasured job b (coverage)", m)
+	}
+}
+
+func TestEvaluateStopsWhenCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Evaluate(ctx, gavelBlock(t), EvalOptions{References: 16, Fraction: 0.2, Seeds: []uint64{0},
+		Methods: []Method{PartnerMean{}}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled context: err %v, want context.Canceled", err)
 	}
 }

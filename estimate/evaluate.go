@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -214,12 +215,16 @@ func DefaultMethods(seed uint64) []Method {
 }
 
 // Evaluate runs Gavel's hold-out protocol (see [Protocol]) once per seed and scores every method.
-func Evaluate(truth *Data, o EvalOptions) (*Evaluation, error) {
+// It stops with ctx's error, between one method's fit and the next, once ctx is done.
+func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, error) {
 	if len(o.Seeds) == 0 {
 		return nil, fmt.Errorf("no seeds")
 	}
 	ev := &Evaluation{Methods: map[string]*MethodReport{}}
 	for _, seed := range o.Seeds {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		h, err := Protocol(truth, o.References, o.Fraction, seed)
 		if err != nil {
 			return nil, err
@@ -242,6 +247,9 @@ func Evaluate(truth *Data, o EvalOptions) (*Evaluation, error) {
 		}
 		ev.Measurements = append(ev.Measurements, h.Revealed)
 		for _, m := range methods {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			r, err := m.Estimate(partial)
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: %s: %w", seed, m.Name(), err)

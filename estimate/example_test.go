@@ -1,6 +1,7 @@
 package estimate_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gavelkit/gavel/estimate"
@@ -32,7 +33,7 @@ func ExampleEvaluate() {
 	if err != nil {
 		panic(err)
 	}
-	ev, err := estimate.Evaluate(blocks[0], estimate.EvalOptions{
+	ev, err := estimate.Evaluate(context.Background(), blocks[0], estimate.EvalOptions{
 		References: 20, Fraction: 0.5, Seeds: []uint64{0},
 		Methods: []estimate.Method{estimate.PartnerMean{}},
 	})

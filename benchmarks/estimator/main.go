@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -64,7 +65,7 @@ func run(fracs, seedList string, refs, large, workers int) error {
 	for _, p := range ps {
 		for _, active := range []bool{false, true} {
 			t0 := time.Now()
-			ev, err := estimate.Evaluate(truth, estimate.EvalOptions{References: refs, Fraction: p, Seeds: seeds, Active: active})
+			ev, err := estimate.Evaluate(context.Background(), truth, estimate.EvalOptions{References: refs, Fraction: p, Seeds: seeds, Active: active})
 			if err != nil {
 				return err
 			}

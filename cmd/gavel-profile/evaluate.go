@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -53,7 +56,16 @@ repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 
 		Example: `  gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2
   gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2 --active --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runEvaluate(cmd.Context(), o, io) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			// Evaluating several seeds takes minutes: an interrupt stops it between fits.
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runEvaluate(ctx, o, io)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.table, "table", "", "complete throughput table (default: the embedded Gavel table)")
@@ -83,9 +95,6 @@ func parseSeeds(s string) ([]uint64, error) {
 }
 
 func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	seeds, err := parseSeeds(o.seeds)
 	if err != nil {
 		return cli.UsageError("evaluate: %v", err)
@@ -104,7 +113,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if o.policy != "none" {
 		opts.Downstream = estimate.Downstream(ctx, o.policy, o.gpus)
 	}
-	ev, err := estimate.Evaluate(truth, opts)
+	ev, err := estimate.Evaluate(ctx, truth, opts)
 	if err != nil {
 		return err
 	}
