@@ -479,6 +479,31 @@ func (s *simulator) runRound(plan *RoundPlan, now float64, ledger *Ledger, alloc
 	return longest, len(done) > 0
 }
 
+// compatClock is Gavel's simulated time: a round ends when its slowest task
+// does, and the next starts where the last one ended.
+type compatClock struct {
+	now, roundStart, roundEnd float64
+	haveEnd                   bool
+}
+
+// advance moves the clock to the end of the round running makes up or, when
+// nothing runs, to the next arrival (if any).
+func (c *compatClock) advance(running []task, next policy.Job, hasNext bool) {
+	maxTs := 0.0
+	for _, t := range running {
+		maxTs = math.Max(maxTs, t.finish)
+	}
+	if len(running) > 0 && maxTs > 0 {
+		if c.haveEnd {
+			c.roundStart = c.roundEnd
+		}
+		c.roundEnd, c.haveEnd = maxTs, true
+		c.now = maxTs
+	} else if hasNext {
+		c.now = next.Arrival
+	}
+}
+
 type task struct {
 	c      policy.Combination
 	w      string
@@ -494,13 +519,12 @@ func (s *simulator) runCompat(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	now := j.Arrival
+	clock := compatClock{now: j.Arrival}
 	hist := newGavelHistory(s.round, s.types)
 	state := &State{Topology: s.topo, PairRates: s.pairRates, History: hist,
 		Options: Options{GavelCompat: true, TypeOrder: GavelTypeOrder(), NoBackFill: s.fifo}}
 	var alloc *policy.Allocation
 	need := false
-	roundStart, roundEnd, haveEnd := 0.0, 0.0, false
 	var running []task
 	stuck := 0
 	for {
@@ -516,23 +540,12 @@ func (s *simulator) runCompat(ctx context.Context) error {
 			// Gavel forces a reset when nothing runs and nothing will arrive.
 			hist.lastReset = 0
 		}
-		maxTs := 0.0
-		for _, t := range running {
-			maxTs = math.Max(maxTs, t.finish)
-		}
-		if len(running) > 0 && maxTs > 0 {
-			if haveEnd {
-				roundStart = roundEnd
-			}
-			roundEnd, haveEnd = maxTs, true
-			now = maxTs
-		} else if hasNext {
-			now = next.Arrival
-		}
+		clock.advance(running, next, hasNext)
+		now := clock.now
 		// Gavel pops its heap latest finish first.
 		slices.SortStableFunc(running, func(a, b task) int { return cmp.Compare(b.finish, a.finish) })
 		for _, t := range running {
-			s.completeCompat(t, now, roundStart, hist, &need)
+			s.completeCompat(t, now, clock.roundStart, hist, &need)
 		}
 		running = running[:0]
 		if s.admitArrivedCompat(now, hist) {
