@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gavelkit/gavel/table"
@@ -444,5 +445,27 @@ func TestEvaluateStopsWhenCanceled(t *testing.T) {
 		Methods: []Method{PartnerMean{}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: err %v, want context.Canceled", err)
+	}
+}
+
+func TestEvaluateAndSuggestRejectBadInput(t *testing.T) {
+	truth := gavelBlock(t)
+	n := len(truth.Jobs)
+	for _, tt := range []struct {
+		r    int
+		p    float64
+		want string
+	}{
+		{0, 0.2, "references 0"}, {n, 0.2, fmt.Sprintf("references %d", n)}, {n + 1, 0.2, fmt.Sprintf("references %d", n+1)},
+		{16, 0, "fraction 0"}, {16, -0.1, "fraction -0.1"}, {16, 1.5, "fraction 1.5"},
+	} {
+		_, err := Evaluate(context.Background(), truth, EvalOptions{References: tt.r, Fraction: tt.p, Seeds: []uint64{0},
+			Methods: []Method{PartnerMean{}}})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("R=%d, P=%v: err %v, want one naming %q", tt.r, tt.p, err, tt.want)
+		}
+	}
+	if _, _, err := SuggestTable(table.Default(), -1, Options{}); err == nil || !strings.Contains(err.Error(), "budget -1") {
+		t.Errorf("budget -1: err %v, want one naming the budget", err)
 	}
 }
