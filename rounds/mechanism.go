@@ -360,7 +360,10 @@ func (s *State) jobUrgencies(fr map[policy.Combination]map[string]float64) map[s
 
 func (s *State) sortEntries(es []*entry) {
 	byValue := func(a, b *entry) int {
-		// Descending class, job urgency, key, tie, target.
+		// All descending: eligible before ahead before back-fill (class), so
+		// GPUs serve lagging targets first; then the job that is due soonest
+		// as a whole, so a split job is not starved by its own entries; then
+		// PD²'s tie-breaks, the entry's own due, and the larger target.
 		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.jobKey, a.jobKey),
 			cmp.Compare(b.bbit, a.bbit), cmp.Compare(b.group, a.group), cmp.Compare(b.exact, a.exact),
 			cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
@@ -541,7 +544,8 @@ func (g *gpuPool) pick(sf int) []int {
 	}
 	gpus := make([]int, 0, sf)
 	for _, si := range order {
-		// Unreserved GPUs first, then reserved ones, lowest id first.
+		// Unreserved GPUs first, so that a lease holder placed later still
+		// finds the GPUs it had; lowest id first for determinism.
 		for pass := 0; pass < 2 && len(gpus) < sf; pass++ {
 			for _, id := range servers[si].GPUs {
 				if len(gpus) == sf {
