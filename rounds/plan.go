@@ -141,11 +141,22 @@ func fidelity(cfg RoundsConfig, types []string, ledger *Ledger, plans []*RoundPl
 			add(c, w, func(e *Fidelity) { e.Received += v / total })
 		}
 	}
+	// Seconds first, divided once, as the ledger's received time is: a job
+	// that only ran as back-fill then shows backfill == received exactly.
+	fill := map[policy.Combination]map[string]float64{}
 	for _, p := range plans {
 		for _, a := range p.Assignments {
 			if a.BackFill {
-				add(a.Combination, a.WorkerType, func(e *Fidelity) { e.BackFill += cfg.RoundSeconds / total })
+				if fill[a.Combination] == nil {
+					fill[a.Combination] = map[string]float64{}
+				}
+				fill[a.Combination][a.WorkerType] += cfg.RoundSeconds
 			}
+		}
+	}
+	for c, x := range fill {
+		for w, v := range x {
+			add(c, w, func(e *Fidelity) { e.BackFill += v / total })
 		}
 	}
 	return out
