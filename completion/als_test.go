@@ -3,6 +3,7 @@ package completion
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -101,7 +102,7 @@ func TestFitErrors(t *testing.T) {
 
 func TestCrossValidatePicksPlantedRank(t *testing.T) {
 	a, mask := planted(50, 40, 2, 0.6, 11)
-	s, scores, err := CrossValidate(a, mask, Settings{Seed: 1, MaxIter: 300}, []int{1, 2, 4}, []float64{1e-3, 1}, 4)
+	s, scores, err := CrossValidate(a, mask, Settings{Seed: 1, MaxIter: 300}, CVGrid{Ranks: []int{1, 2, 4}, Lambdas: []float64{1e-3, 1}, Folds: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +111,20 @@ func TestCrossValidatePicksPlantedRank(t *testing.T) {
 	}
 	if s.Rank < 2 {
 		t.Errorf("chose rank %d, want at least the planted 2 (scores %+v)", s.Rank, scores)
+	}
+}
+
+func TestCrossValidateDefaultGrid(t *testing.T) {
+	a, mask := planted(12, 10, 1, 0.7, 3)
+	_, scores, err := CrossValidate(a, mask, Settings{MaxIter: 20}, CVGrid{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scores) != 5*3 || scores[0].Rank != 1 || scores[len(scores)-1].Rank != 8 || scores[len(scores)-1].Lambda != 1 {
+		t.Errorf("zero CVGrid: %d scores from rank %d to %d, want ranks 1..8 × 3 lambdas", len(scores), scores[0].Rank, scores[len(scores)-1].Rank)
+	}
+	if _, _, err := CrossValidate(a, mask, Settings{}, CVGrid{Folds: 1}); err == nil || !strings.Contains(err.Error(), "folds") {
+		t.Errorf("1 fold: err %v, want one naming the folds", err)
 	}
 }
 

@@ -15,14 +15,33 @@ type CVScore struct {
 	RMSE   float64 // root mean squared error on held-out observed entries
 }
 
-// CrossValidate chooses Rank and Lambda from the grid by K-fold cross-validation over the
-// observed entries of a (folds ≥ 2; 0 means 5). Entries are assigned to folds by a shuffle seeded
-// with base.Seed. It returns base with the best Rank and Lambda, and every grid point's score.
-// Ties go to the smaller rank, then the larger lambda (the simpler model).
-func CrossValidate(a, mask mat.Matrix, base Settings, ranks []int, lambdas []float64, folds int) (Settings, []CVScore, error) {
-	if folds == 0 {
-		folds = 5
+// CVGrid is the grid [CrossValidate] searches. The zero value of every field selects its default.
+type CVGrid struct {
+	Ranks   []int     // ranks tried; nil means 1, 2, 3, 5, 8
+	Lambdas []float64 // regularizations tried; nil means 0.01, 0.1, 1
+	Folds   int       // cross-validation folds; 0 means 5, otherwise at least 2
+}
+
+func (g CVGrid) withDefaults() CVGrid {
+	if g.Ranks == nil {
+		g.Ranks = []int{1, 2, 3, 5, 8}
 	}
+	if g.Lambdas == nil {
+		g.Lambdas = []float64{0.01, 0.1, 1}
+	}
+	if g.Folds == 0 {
+		g.Folds = 5
+	}
+	return g
+}
+
+// CrossValidate chooses Rank and Lambda from the grid by K-fold cross-validation over the
+// observed entries of a. Entries are assigned to folds by a shuffle seeded with base.Seed. It
+// returns base with the best Rank and Lambda, and every grid point's score. Ties go to the
+// smaller rank, then the larger lambda (the simpler model).
+func CrossValidate(a, mask mat.Matrix, base Settings, g CVGrid) (Settings, []CVScore, error) {
+	g = g.withDefaults()
+	folds, ranks, lambdas := g.Folds, g.Ranks, g.Lambdas
 	if folds < 2 {
 		return base, nil, fmt.Errorf("completion: cross-validation needs at least 2 folds, got %d", folds)
 	}

@@ -31,7 +31,7 @@ func (a ALS) Estimate(d *Data) (*Result, error) {
 	W, n := len(d.Workers), len(d.Jobs)
 	m, cells, mask := a.layout(d)
 	s, _, err := completion.CrossValidate(m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},
-		[]int{1, 2, 3, 5, 8}, []float64{0.01, 0.1, 1}, 5)
+		completion.CVGrid{Ranks: []int{1, 2, 3, 5, 8}, Lambdas: []float64{0.01, 0.1, 1}, Folds: 5})
 	if err != nil {
 		return nil, err
 	}
