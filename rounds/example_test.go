@@ -59,3 +59,27 @@ func ExampleSimulate() {
 	// Output:
 	// average JCT 3344.721 s, end 8164.014 s, utilization 0.3795
 }
+
+// One job allocated a quarter of a GPU that nothing else wants: it runs in
+// round 0 towards its target and in rounds 1-3 only because the GPU would
+// idle, so the fidelity report counts those three rounds as back-fill.
+func ExampleRunRounds() {
+	tbl := table.New()
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	tbl.SetIsolated("gpu", jt, 1)
+	topo, _ := rounds.NewTopology(policy.Cluster{"gpu": 1}, nil)
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+		policy.Single("a"): {"gpu": 0.25}}}
+	res, err := rounds.RunRounds(rounds.RoundsConfig{Topology: topo, Table: tbl,
+		Jobs: []policy.Job{{ID: "a", Type: jt}}, Allocation: alloc, Rounds: 4})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	f := res.Fidelity["a"]["gpu"]
+	fmt.Printf("target %.2f received %.2f backfill %.2f\n", f.Target, f.Received, f.BackFill)
+	fmt.Printf("max deviation %.2f, allocated %.2f\n", res.MaxDeviation, res.MaxDeviationAllocated)
+	// Output:
+	// target 0.25 received 1.00 backfill 0.75
+	// max deviation 0.75, allocated 0.00
+}
