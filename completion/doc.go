@@ -13,6 +13,13 @@
 //     job that suffers and the job that slows its partner), so what is learned about a job from
 //     its own slowdowns transfers to the slowdowns it causes.
 //
+// Vocabulary: an observed entry is one whose value is known (mask nonzero, or listed as a
+// [PairObs]); rank and Dim are the length of the latent factors or embeddings; Lambda is the
+// weight of an L2 penalty. In a pair entry (w, i, k), i is the victim (the job whose rate it is)
+// and k the aggressor (the partner slowing it). Settings structs ([Settings], [PairSettings],
+// [CVGrid]) select a default for every zero field, and each fit reports how it ended as a
+// [Status].
+//
 // Shape mistakes (mask and matrix of different sizes) panic; data problems (nothing observed)
 // are returned as errors. Nothing here keeps package-level state; the same inputs and seed give
 // the same result.
