@@ -340,6 +340,25 @@ func (s *simulator) finish(id string, at float64) {
 	delete(s.active, id)
 }
 
+// shuffledTypeOrder is Gavel's type order for a heterogeneity-agnostic
+// policy: shuffled every round, since such a policy cannot tell the types
+// apart and Gavel spreads its jobs over them at random.
+func (s *simulator) shuffledTypeOrder() []string {
+	order := GavelTypeOrder()
+	s.rng.Shuffle(len(order), func(i, k int) { order[i], order[k] = order[k], order[i] })
+	return order
+}
+
+// plan plans the round at now for the active jobs and counts its lease
+// extensions.
+func (s *simulator) plan(state *State, alloc *policy.Allocation, now float64) *RoundPlan {
+	state.Jobs = s.mechJobs()
+	state.Previous = s.prev
+	p := Plan(state, alloc, now)
+	s.countLeases(p)
+	return p
+}
+
 func (s *simulator) countLeases(p *RoundPlan) {
 	for c := range s.prev {
 		if s.active[c.A] != nil || (c.IsPair() && s.active[c.B] != nil) {
@@ -393,10 +412,7 @@ func (s *simulator) runDefault(ctx context.Context) error {
 			}
 			dirty = false
 		}
-		state.Jobs = s.mechJobs()
-		state.Previous = s.prev
-		plan := Plan(state, alloc, now)
-		s.countLeases(plan)
+		plan := s.plan(state, alloc, now)
 		if len(plan.Assignments) == 0 {
 			j, ok := s.src.Peek()
 			if !ok {
@@ -564,14 +580,9 @@ func (s *simulator) runCompat(ctx context.Context) error {
 			need = false
 		}
 		if s.shuffle {
-			order := GavelTypeOrder()
-			s.rng.Shuffle(len(order), func(i, k int) { order[i], order[k] = order[k], order[i] })
-			state.TypeOrder = order
+			state.TypeOrder = s.shuffledTypeOrder()
 		}
-		state.Jobs = s.mechJobs()
-		state.Previous = s.prev
-		plan := Plan(state, alloc, now)
-		s.countLeases(plan)
+		plan := s.plan(state, alloc, now)
 		running = append(running, s.startTasks(plan, now)...)
 		if len(running) > 0 {
 			s.res.Rounds++
