@@ -27,6 +27,29 @@ func ExampleTable() {
 	// Output: estimated: 50 now: measured
 }
 
+// Forget the V100 pairs of one job type, then ask which three measurements to make first: all
+// pair the forgotten job with a partner on the V100, best first.
+func ExampleSuggestTable() {
+	t := table.Default().Select(nil, []string{"k80", "p100", "v100"})
+	jobs := t.JobTypesWithScaleFactor(1)
+	j := jobs[len(jobs)-1]
+	for _, k := range jobs {
+		t.DeletePair("v100", j, k)
+	}
+	ms, _, err := estimate.SuggestTable(t, 3, estimate.Options{Seed: 1})
+	if err != nil {
+		panic(err)
+	}
+	for x, m := range ms {
+		involves := m.WorkerType == "v100" && (m.Job == j.Model || m.Partner == j.Model)
+		fmt.Println(involves, x == 0 || m.Score <= ms[x-1].Score)
+	}
+	// Output:
+	// true true
+	// true true
+	// true true
+}
+
 // Score Gavel's estimator on the embedded table with 20 references, half the pairs revealed.
 func ExampleEvaluate() {
 	blocks, _, err := estimate.Blocks(table.Default(), nil, true)
