@@ -391,7 +391,7 @@ func (s *simulator) runDefault(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if s.admitArrived(now) {
+		if s.admitArrived(now, nil) {
 			dirty = true
 		}
 		if s.windowDone() {
@@ -430,9 +430,12 @@ func (s *simulator) runDefault(ctx context.Context) error {
 	return nil
 }
 
-// admitArrived admits every job that has arrived by now and reports whether
-// there was any.
-func (s *simulator) admitArrived(now float64) bool {
+// admitArrived admits every job that has arrived by now (through admit when
+// given, else s.admit) and reports whether there was any.
+func (s *simulator) admitArrived(now float64, admit func(policy.Job)) bool {
+	if admit == nil {
+		admit = s.admit
+	}
 	arrived := false
 	for {
 		j, ok := s.src.Peek()
@@ -440,7 +443,7 @@ func (s *simulator) admitArrived(now float64) bool {
 			return arrived
 		}
 		s.src.Next()
-		s.admit(j)
+		admit(j)
 		arrived = true
 	}
 }
@@ -564,7 +567,7 @@ func (s *simulator) runCompat(ctx context.Context) error {
 			s.completeCompat(t, now, clock.roundStart, hist, &need)
 		}
 		running = running[:0]
-		if s.admitArrivedCompat(now, hist) {
+		if s.admitArrived(now, func(j policy.Job) { s.admitCompat(j, hist) }) {
 			need = true
 		}
 		if _, more := s.src.Peek(); s.windowDone() || (!more && len(s.active) == 0) {
@@ -597,29 +600,19 @@ func (s *simulator) runCompat(ctx context.Context) error {
 	return nil
 }
 
-// admitArrivedCompat admits every job that has arrived by now, as Gavel
-// does: a packing policy's history learns the job's partners (active jobs of
-// its scale factor). It reports whether there was any.
-func (s *simulator) admitArrivedCompat(now float64, hist *gavelHistory) bool {
-	arrived := false
-	for {
-		j, ok := s.src.Peek()
-		if !ok || j.Arrival > now {
-			return arrived
-		}
-		s.src.Next()
-		var partners []string
-		if s.packing {
-			for _, id := range s.activeIDs() {
-				if s.active[id].job.Type.ScaleFactor == j.Type.ScaleFactor {
-					partners = append(partners, id)
-				}
+// admitCompat admits j as Gavel does: a packing policy's history learns the
+// job's partners (the active jobs of its scale factor) as it arrives.
+func (s *simulator) admitCompat(j policy.Job, hist *gavelHistory) {
+	var partners []string
+	if s.packing {
+		for _, id := range s.activeIDs() {
+			if s.active[id].job.Type.ScaleFactor == j.Type.ScaleFactor {
+				partners = append(partners, id)
 			}
 		}
-		s.admit(j)
-		hist.addJob(j.ID, partners)
-		arrived = true
 	}
+	s.admit(j)
+	hist.addJob(j.ID, partners)
 }
 
 // startTasks turns plan into Gavel's micro-tasks: whole steps for a round at
