@@ -432,7 +432,12 @@ func describe(rec profile.Record) string {
 		if rec.Partner != "" {
 			s += fmt.Sprintf(", partner %.4g steps/s ±%.1f%%", rec.RawPartnerRate, 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
 		}
-		return s + fmt.Sprintf(" (%.0f s)", rec.TotalSeconds)
+		s += fmt.Sprintf(" (%.0f s)", rec.TotalSeconds)
+		if !rec.PrecisionReached {
+			// The rate is usable but noisier than asked; without this the log reads like a pass.
+			s += "; stopped at --max-window short of --precision"
+		}
+		return s
 	default:
 		return fmt.Sprintf("%s: %s: %s", what, rec.Status, rec.Reason)
 	}
@@ -459,6 +464,7 @@ type measurementJSON struct {
 	CIHalfWidth        float64  `json:"ci_half_width"`
 	PartnerCIHalfWidth *float64 `json:"partner_ci_half_width,omitempty"`
 	Samples            int      `json:"samples"`
+	PrecisionReached   bool     `json:"precision_reached"`
 	Seconds            float64  `json:"seconds"`
 	TotalSeconds       float64  `json:"total_seconds"`
 	PeakMemoryBytes    uint64   `json:"peak_memory_bytes,omitempty"`
@@ -474,7 +480,7 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 		for _, rec := range recs {
 			m := measurementJSON{WorkerType: rec.WorkerType, Job: rec.Job, ScaleFactor: rec.ScaleFactor, Partner: rec.Partner,
 				Kind: string(rec.Kind), Rate: rec.Rate, RawRate: rec.RawRate, CIHalfWidth: rec.CIHalfWidth, Samples: rec.Samples,
-				Seconds: rec.Seconds, TotalSeconds: rec.TotalSeconds, PeakMemoryBytes: rec.PeakMemoryBytes,
+				PrecisionReached: rec.PrecisionReached, Seconds: rec.Seconds, TotalSeconds: rec.TotalSeconds, PeakMemoryBytes: rec.PeakMemoryBytes,
 				Sharing: string(rec.Sharing), GPUs: rec.GPUs, Status: string(rec.Status), Reason: rec.Reason}
 			if rec.Partner != "" {
 				m.PartnerRate, m.RawPartnerRate, m.PartnerCIHalfWidth = &rec.PartnerRate, &rec.RawPartnerRate, &rec.PartnerCIHalfWidth
@@ -501,6 +507,9 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 			if rec.Partner != "" {
 				prate = strconv.FormatFloat(rec.PartnerRate, 'g', 5, 64)
 				ci += fmt.Sprintf(" / %.1f%%", 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
+			}
+			if !rec.PrecisionReached {
+				ci += " (over --precision)"
 			}
 		} else if rec.Status == profile.StatusInfeasible {
 			rate = "0"

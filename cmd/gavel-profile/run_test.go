@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/profile"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -210,5 +211,67 @@ func TestRunPairsFromSuggestOnStdin(t *testing.T) {
 	}
 	if _, _, err := runCLIWithInput(`{"measurements": []}`, append(args, "--", bin)...); cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "stdin") {
 		t.Errorf("empty suggestions on stdin: %v (exit %d), want exit 2 naming stdin", err, cli.ExitCode(err))
+	}
+}
+
+// A measurement that ran out of --max-window before its CI reached --precision must say so:
+// on the H200 five of six measurements did, and the log line read like a pass.
+func TestDescribeMarksMissedPrecision(t *testing.T) {
+	ok := profile.Record{WorkerType: "h200", Job: "a", Kind: profile.KindIsolated, Status: profile.StatusOK,
+		RawRate: 100, CIHalfWidth: 4, TotalSeconds: 30, PrecisionReached: true}
+	missed := ok
+	missed.PrecisionReached = false
+	pair := missed
+	pair.Kind, pair.Partner, pair.RawPartnerRate, pair.PartnerCIHalfWidth = profile.KindPair, "b", 50, 1
+	failed := missed
+	failed.Status, failed.Reason = profile.StatusFailed, "exited with status 3"
+	const mark = "short of --precision"
+	tests := []struct {
+		name string
+		rec  profile.Record
+		want string
+		mark bool
+	}{
+		{"reached", ok, "h200: a: 100 steps/s ±4.0% (30 s)", false},
+		{"missed", missed, "h200: a: 100 steps/s ±4.0% (30 s)", true},
+		{"pair missed", pair, "h200: a + b: 100 steps/s ±4.0%, partner 50 steps/s ±2.0% (30 s)", true},
+		{"failed", failed, "h200: a: failed: exited with status 3", false},
+	}
+	for _, tt := range tests {
+		got := describe(tt.rec)
+		if !strings.HasPrefix(got, tt.want) || strings.Contains(got, mark) != tt.mark {
+			t.Errorf("%s: describe = %q, want prefix %q and marked %v", tt.name, got, tt.want, tt.mark)
+		}
+	}
+}
+
+func TestRunJSONReportsPrecisionReached(t *testing.T) {
+	bin := buildWorkload(t)
+	out := filepath.Join(t.TempDir(), "out.json")
+	// Step times jitter by ±50%, so a 0.01% half-width cannot be reached within 1 s.
+	args := []string{"--cpu", "--name", "noisy", "--table", out, "--json", "--no-pairs", "--window", "100ms",
+		"--max-window", "1s", "--max-warmup", "300ms", "--precision", "0.0001", "--startup-timeout", "3s",
+		"--stall-timeout", "1s", "--kill-grace", "300ms", "--", bin, "-rate", "500", "-noise", "0.5"}
+	stdout, stderr, err := runCLI(args...)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Measurements []struct {
+			Status           string `json:"status"`
+			PrecisionReached *bool  `json:"precision_reached"`
+		} `json:"measurements"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(got.Measurements) != 1 || got.Measurements[0].Status != "ok" {
+		t.Fatalf("measurements = %s", stdout)
+	}
+	if r := got.Measurements[0].PrecisionReached; r == nil || *r {
+		t.Errorf("precision_reached = %v, want false:\n%s", r, stdout)
+	}
+	if !strings.Contains(stderr, "short of --precision") {
+		t.Errorf("log does not say the precision was missed:\n%s", stderr)
 	}
 }
