@@ -7,7 +7,9 @@
 #   OUT=/tmp/h200 GAVEL_PROFILE=bin/gavel-profile sh examples/pytorch/profile-h200.sh
 #
 # Needs python3 with torch (CUDA build) on the GPU machine.
+# examples/pytorch/h200/ holds what it wrote on an H200, and how the binary got there.
 set -eu
+START=$(date +%s)
 OUT=${OUT:-/tmp/gavel-h200}
 BIN=${GAVEL_PROFILE:-bin/gavel-profile}
 GPU=${GPU:-0}
@@ -27,7 +29,9 @@ timeout 480 "$BIN" run --name "MLP-tiny (batch size 256)" --gpu "$GPU" \
     --startup-timeout 90s --stall-timeout 60s --kill-grace 5s \
     -- python3 examples/pytorch/mlp_tiny.py --batch-size 256 \
     > "$OUT/run.json" 2> "$OUT/run.log"
-echo "run exit status $?" | tee "$OUT/status.txt"
+rc=$?
+echo "run exit status $rc after $(( $(date +%s) - START )) s" | tee "$OUT/status.txt"
 set -e
 "$BIN" table show --table "$OUT/h200.json" > "$OUT/table.txt" 2>&1 || true
+"$BIN" table show --table "$OUT/h200.json" --pairs "MLP-tiny (batch size 256)" >> "$OUT/table.txt" 2>&1 || true
 cat "$OUT/table.txt" "$OUT/status.txt"
