@@ -20,9 +20,10 @@ const floorNorm = 0.02
 // features, so a job with few measurements borrows from jobs with similar isolated behaviour.
 // Each job outside the references has its embedding pulled towards those of its nearest
 // references (see Prior). Measurements at the isolated rate are censored observations (see
-// observations). Infeasibility is its own class: a second pairwise model of the same form, without embeddings,
-// fitted to the 0/1 indicator of infeasible measurements (an additive "footprint" per job and
-// worker type), and a missing pair is predicted infeasible when its score reaches 0.5.
+// observations). Infeasibility is its own class: a second pairwise model of the same form,
+// without embeddings, fitted to the 0/1 indicator of infeasible measurements (an additive
+// "footprint" per job and worker type), and a missing pair is predicted infeasible when its
+// score reaches 0.5.
 // The estimate is the mean (in log space) of an ensemble of fits from different random starts,
 // and Spread is their standard deviation.
 type Pairwise struct {
@@ -88,10 +89,10 @@ func features(d *Data) *mat.Dense {
 // isolated rate (Gavel's V100 data has 80 entries at exactly 1, jobs that show no slowdown
 // there), so an entry at 1 bounds the rate from below rather than pinning it: the fit may go
 // above it (the estimate is clamped at 1 anyway) where that lets it fit the job's other
-// entries better. The gain is small: on hold-out seeds 10-15, MAPE 8.47%
-// and agreement 87.8% against 8.50% and 87.7% with plain squared error (8.59% / 87.35% against
-// 8.62% / 87.32% on seeds 10-39); with plain fingerprint matching for the prior it was larger,
-// 8.71% / 87.8% against 8.83% / 87.2%.
+// entries better. The gain is small: on hold-out seeds 10-15, MAPE 8.47% and agreement 87.8%
+// against 8.50% and 87.7% with plain squared error (8.59% / 87.35% against 8.62% / 87.32% on
+// seeds 10-39); with plain fingerprint matching for the prior it was larger, 8.71% / 87.8%
+// against 8.83% / 87.2%.
 func observations(d *Data) (vals, ind []completion.PairObs) {
 	for w := range d.State {
 		for i := range d.State[w] {
