@@ -43,3 +43,33 @@ func ExampleFitPairs() {
 	fmt.Printf("%.2f %v\n", m.Predict(0, 3, 3), m.Status)
 	// Output: -1.00 converged
 }
+
+// Job 5 interferes like job 0 (both slow heavy partners: y = −0.1 − 0.5·z_i·z_k with z = 1
+// for jobs 0, 1 and 5, 0.5 for job 4 and 0 for jobs 2 and 3), but it was only measured next
+// to jobs 2 and 3, which tell nothing about that. Alone, the fit predicts job 5 next to job 1
+// as an average pair; told that job 5 probably resembles job 0, it carries job 0's pattern over.
+func ExampleFitPairsWithPrior() {
+	z := []float64{1, 1, 0, 0, 0.5, 1}
+	var obs []completion.PairObs
+	for i := 0; i < 6; i++ {
+		for k := 0; k < 6; k++ {
+			if (i == 5 || k == 5) && i+k != 7 && i+k != 8 {
+				continue // job 5 only next to jobs 2 and 3
+			}
+			obs = append(obs, completion.PairObs{W: 0, I: i, K: k, Y: -0.1 - 0.5*z[i]*z[k]})
+		}
+	}
+	s := completion.PairSettings{Dim: 1, LambdaBias: 0.01, LambdaEmbed: 0.01, LambdaGlobal: 0.01, Seed: 1, MaxIter: 500}
+	alone, err := completion.FitPairs(obs, 1, 6, nil, s)
+	if err != nil {
+		panic(err)
+	}
+	mix := make([][]completion.JobWeight, 6)
+	mix[5] = []completion.JobWeight{{Job: 0, Weight: 1}}
+	pulled, err := completion.FitPairsWithPrior(obs, 1, 6, nil, &completion.PairPrior{Mix: mix, Lambda: 1}, s)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("alone %.2f, with the prior %.2f, truth %.2f\n", alone.Predict(0, 5, 1), pulled.Predict(0, 5, 1), -0.1-0.5*z[5]*z[1])
+	// Output: alone -0.33, with the prior -0.59, truth -0.60
+}

@@ -11,9 +11,14 @@ import (
 // PairObs is one observed entry of a co-location tensor: Y is the value for job I when it
 // shares worker type W with job K (for example log(I's normalized rate)). Measuring a pair
 // usually yields two observations, (W, I, K) and (W, K, I).
+//
+// A censored observation only bounds the value from below: the measurement saturated at Y and
+// the true value is Y or more (a co-located rate clipped at the isolated rate, say), so a
+// prediction above Y costs nothing and one below it the usual squared error.
 type PairObs struct {
-	W, I, K int
-	Y       float64
+	W, I, K  int
+	Y        float64
+	Censored bool
 }
 
 // PairSettings configures [FitPairs]. Zero fields select defaults.
@@ -74,6 +79,7 @@ type PairModel struct {
 	vf, af             [][]float64 // cached Beta[w]·x_i and Gamma[w]·x_k, [w][job]
 	X                  [][]float64 // features [job][feature], may have zero columns
 	Iterations         int
+	prior              *PairPrior
 	Status             Status
 	Objective          float64
 }
@@ -99,6 +105,35 @@ func (m *PairModel) Predict(w, i, k int) float64 {
 // observations keeps zero biases and embedding, so its predictions come from its features alone
 // (a cold start).
 func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSettings) (*PairModel, error) {
+	return FitPairsWithPrior(obs, workers, jobs, features, nil, s)
+}
+
+// JobWeight is one term of a [PairPrior] mix.
+type JobWeight struct {
+	Job    int
+	Weight float64
+}
+
+// PairPrior says, for some jobs, which other jobs they probably resemble. A job measured next to
+// few partners has an embedding that its own observations barely determine, and the L2 penalty
+// alone shrinks it to zero, the embedding of a job that interferes like nobody in particular;
+// pulling it instead towards the embeddings of jobs known to behave alike (for example its
+// nearest references by fingerprint) carries over their interference pattern with partners the
+// job was never measured with, while its own observations still correct it.
+type PairPrior struct {
+	// Mix lists, per job, the jobs (with weights summing to 1) whose mean embedding the job's
+	// embedding is pulled towards; nil or empty for none. A job with a mix gets that pull even
+	// without observations.
+	Mix [][]JobWeight
+	// Lambda weighs the pull, Lambda·|Z_j − Σ weight·Z_mix|², on top of LambdaEmbed·|Z_j|².
+	Lambda float64
+}
+
+// FitPairsWithPrior is [FitPairs] with embeddings pulled towards prior's mixes (nil: none).
+// The pull is one-way: the jobs in a mix are fitted as if nobody were pulled towards them, so the
+// Objective (which counts the pull) need not fall at every iteration as it does without a prior.
+// It panics if prior's Mix has a length other than jobs or names a job out of range.
+func FitPairsWithPrior(obs []PairObs, workers, jobs int, features *mat.Dense, prior *PairPrior, s PairSettings) (*PairModel, error) {
 	if len(obs) == 0 {
 		return nil, ErrNoObservations
 	}
@@ -107,7 +142,9 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 	if err != nil {
 		return nil, err
 	}
+	checkPrior(prior, jobs)
 	m := newPairModel(workers, jobs, features, s)
+	m.prior = prior
 	rng := rand.New(rand.NewPCG(s.Seed, 0x2545f4914f6cdd1d))
 	for i := range m.Z {
 		if len(idx.asVictim[i])+len(idx.asAggressor[i]) == 0 {
@@ -117,18 +154,33 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 			m.Z[i][d] = 0.3 * rng.NormFloat64()
 		}
 	}
+	// Censored observations are fitted by majorization: each iteration fits the plain squared
+	// error to the targets max(Y, current prediction), an upper bound on the one-sided loss that
+	// touches it at the current model, so what lowers the bound lowers the loss.
+	fit := obs
+	var pred []float64
+	if anyCensored(obs) {
+		fit = append([]PairObs(nil), obs...)
+		pred = m.predictions(obs, nil)
+	}
 	prev := math.Inf(1)
 	m.Status = IterationCap
 	for it := 1; it <= s.MaxIter; it++ {
 		m.Iterations = it
+		for x, o := range obs {
+			if o.Censored {
+				fit[x].Y = math.Max(o.Y, pred[x])
+			}
+		}
 		for w := 0; w < workers; w++ {
-			m.fitWorker(w, obs, idx.byWorker[w], s)
+			m.fitWorker(w, fit, idx.byWorker[w], s)
 			m.cacheFeatures(w)
 		}
 		for j := 0; j < jobs; j++ {
-			m.fitJob(j, obs, idx.asVictim[j], idx.asAggressor[j], s)
+			m.fitJob(j, fit, idx.asVictim[j], idx.asAggressor[j], s)
 		}
-		obj := m.objective(obs, s)
+		var obj float64
+		obj, pred = m.objective(obs, s, pred)
 		m.Objective = obj
 		if math.Abs(prev-obj) <= s.Tol*math.Max(obj, 1e-12) {
 			m.Status = Converged
@@ -137,6 +189,32 @@ func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSetti
 		prev = obj
 	}
 	return m, nil
+}
+
+// checkPrior panics if prior (when given) does not fit jobs jobs.
+func checkPrior(prior *PairPrior, jobs int) {
+	if prior == nil {
+		return
+	}
+	if len(prior.Mix) != jobs {
+		panic(fmt.Sprintf("completion: prior mixes for %d jobs, want %d", len(prior.Mix), jobs))
+	}
+	for j, mix := range prior.Mix {
+		for _, t := range mix {
+			if t.Job < 0 || t.Job >= jobs {
+				panic(fmt.Sprintf("completion: prior mix of job %d names job %d, out of range", j, t.Job))
+			}
+		}
+	}
+}
+
+func anyCensored(obs []PairObs) bool {
+	for _, o := range obs {
+		if o.Censored {
+			return true
+		}
+	}
+	return false
 }
 
 // pairIndex lists, by position in obs, the observations each job takes part in as the job that
@@ -400,7 +478,7 @@ func (m *PairModel) Grid() [][][]float64 {
 // out as A (W), C (W), then Z (Dim), then the two per-job means that the sharing penalty pulls
 // each worker type's bias towards.
 func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s PairSettings) {
-	if len(victim)+len(aggressor) == 0 {
+	if len(victim)+len(aggressor) == 0 && len(m.mix(j)) == 0 {
 		return
 	}
 	W, D := m.Workers, m.Dim
@@ -445,6 +523,7 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 	}
 	ma, mc := 2*W+D, 2*W+D+1
 	m.regularizeJob(r, s)
+	m.pullJob(j, r)
 	sol, ok := r.solve()
 	if !ok {
 		return
@@ -457,6 +536,37 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		m.Z[j][d] = sol[2*W+d]
 	}
 	m.AM[j], m.CM[j] = sol[ma], sol[mc]
+}
+
+// mix returns job j's prior mix (nil without a prior).
+func (m *PairModel) mix(j int) []JobWeight {
+	if m.prior == nil {
+		return nil
+	}
+	return m.prior.Mix[j]
+}
+
+// mixTarget returns the weighted mean embedding of job j's mix.
+func (m *PairModel) mixTarget(j int) []float64 {
+	t := make([]float64, m.Dim)
+	for _, jw := range m.mix(j) {
+		for d := range t {
+			t[d] += jw.Weight * m.Z[jw.Job][d]
+		}
+	}
+	return t
+}
+
+// pullJob adds the prior's pull of job j's embedding towards its mix's (held fixed) to r.
+func (m *PairModel) pullJob(j int, r *ridge) {
+	if len(m.mix(j)) == 0 || m.prior.Lambda <= 0 {
+		return
+	}
+	z := 2 * m.Workers
+	for d, t := range m.mixTarget(j) {
+		r.penalize(z+d, m.prior.Lambda)
+		r.atb[z+d] += m.prior.Lambda * t
+	}
 }
 
 // regularizeJob adds fitJob's penalties to r. With sharing, a job's bias on worker type w is
@@ -485,9 +595,13 @@ func (m *PairModel) regularizeJob(r *ridge, s PairSettings) {
 	}
 }
 
-// objective is the regularized squared error that FitPairs' iterations decrease.
-func (m *PairModel) objective(obs []PairObs, s PairSettings) float64 {
-	// zg[w][i] = Z[i]·G[w], so each residual costs Dim operations instead of Dim².
+// predictions returns the model's value for every observation, written into out (allocated
+// when nil).
+func (m *PairModel) predictions(obs []PairObs, out []float64) []float64 {
+	if out == nil {
+		out = make([]float64, len(obs))
+	}
+	// zg[w][i] = Z[i]·G[w], so each prediction costs Dim operations instead of Dim².
 	D := m.Dim
 	zg := make([][][]float64, m.Workers)
 	for w := range zg {
@@ -500,13 +614,27 @@ func (m *PairModel) objective(obs []PairObs, s PairSettings) float64 {
 			}
 		}
 	}
-	obj := 0.0
-	for _, o := range obs {
+	for x, o := range obs {
 		y := m.featurePart(o) + m.A[o.I][o.W] + m.C[o.K][o.W]
 		for e := 0; e < D; e++ {
 			y += zg[o.W][o.I][e] * m.Z[o.K][e]
 		}
-		e := o.Y - y
+		out[x] = y
+	}
+	return out
+}
+
+// objective returns the regularized squared error (one-sided for censored observations) that
+// FitPairs' iterations decrease, and every observation's prediction, written into buf
+// (allocated when nil).
+func (m *PairModel) objective(obs []PairObs, s PairSettings, buf []float64) (float64, []float64) {
+	pred := m.predictions(obs, buf)
+	obj := 0.0
+	for x, o := range obs {
+		e := o.Y - pred[x]
+		if o.Censored && e < 0 {
+			e = 0
+		}
 		obj += e * e
 	}
 	for j := 0; j < m.Jobs; j++ {
@@ -524,6 +652,11 @@ func (m *PairModel) objective(obs []PairObs, s PairSettings) float64 {
 		for d := 0; d < m.Dim; d++ {
 			obj += s.LambdaEmbed * m.Z[j][d] * m.Z[j][d]
 		}
+		if len(m.mix(j)) > 0 {
+			for d, t := range m.mixTarget(j) {
+				obj += m.prior.Lambda * (m.Z[j][d] - t) * (m.Z[j][d] - t)
+			}
+		}
 	}
-	return obj
+	return obj, pred
 }

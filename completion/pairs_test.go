@@ -85,3 +85,149 @@ func TestFitPairsColdStartUsesFeatures(t *testing.T) {
 		t.Errorf("cold-start prediction %.3f, want %.3f", got, want)
 	}
 }
+
+// biasOnlyObs returns observations of a model without embeddings (so the fit is convex and its
+// optimum unique): Y(0, i, k) = 0.1·i − 0.05·k, every pair but (0, 0) and (1, 1).
+func biasOnlyObs(n int) []PairObs {
+	var obs []PairObs
+	for i := 0; i < n; i++ {
+		for k := 0; k < n; k++ {
+			if i == k && i < 2 {
+				continue
+			}
+			obs = append(obs, PairObs{W: 0, I: i, K: k, Y: 0.1*float64(i) - 0.05*float64(k)})
+		}
+	}
+	return obs
+}
+
+// TestFitPairsCensoredIsOneSided checks a censored observation against the plain fit: one below
+// the plain fit's prediction changes nothing, one far above it acts as a plain observation.
+func TestFitPairsCensoredIsOneSided(t *testing.T) {
+	const n = 6
+	s := PairSettings{Dim: -1, LambdaBias: 0.1, LambdaShare: -1, Tol: 1e-14, MaxIter: 5000}
+	base := biasOnlyObs(n)
+	plain, err := FitPairs(base, 1, n, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := plain.Predict(0, 0, 0)
+	same := func(a, b *PairModel, what string) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				if d := a.Predict(0, i, k) - b.Predict(0, i, k); math.Abs(d) > 1e-6 {
+					t.Fatalf("%s: predictions differ by %g at (%d, %d)", what, d, i, k)
+				}
+			}
+		}
+	}
+	below := append(append([]PairObs(nil), base...), PairObs{W: 0, I: 0, K: 0, Y: p0 - 1, Censored: true})
+	mb, err := FitPairs(below, 1, n, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(mb, plain, "censored below the fit")
+
+	above := PairObs{W: 0, I: 0, K: 0, Y: p0 + 1}
+	ref, err := FitPairs(append(append([]PairObs(nil), base...), above), 1, n, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Predict(0, 0, 0) >= above.Y {
+		t.Fatalf("the plain observation is fitted to %.3f, not below %.3f: the test needs it below", ref.Predict(0, 0, 0), above.Y)
+	}
+	above.Censored = true
+	ma, err := FitPairs(append(append([]PairObs(nil), base...), above), 1, n, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(ma, ref, "censored above the fit")
+	if ma.Predict(0, 0, 0) <= p0 {
+		t.Errorf("censored observation above the fit did not raise the prediction (%.4f, plain %.4f)", ma.Predict(0, 0, 0), p0)
+	}
+}
+
+// TestFitPairsPriorPlacesUnobservedJob: a job with no observations and a prior mix of one other
+// job gets that job's embedding shrunk by the ridge solution λ_prior/(λ_prior + λ_embed).
+func TestFitPairsPriorPlacesUnobservedJob(t *testing.T) {
+	const W, n, D = 1, 8, 2
+	rng := rand.New(rand.NewPCG(5, 5))
+	var obs []PairObs
+	for i := 0; i < n-1; i++ { // job n-1 is never observed
+		for k := 0; k < n-1; k++ {
+			obs = append(obs, PairObs{W: 0, I: i, K: k, Y: rng.NormFloat64()})
+		}
+	}
+	mix := make([][]JobWeight, n)
+	mix[n-1] = []JobWeight{{Job: 2, Weight: 1}}
+	const lp, le = 0.6, 0.2
+	m, err := FitPairsWithPrior(obs, W, n, nil, &PairPrior{Mix: mix, Lambda: lp}, PairSettings{Dim: D, LambdaEmbed: le, Seed: 1, MaxIter: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := 0; d < D; d++ {
+		want := lp / (lp + le) * m.Z[2][d]
+		if math.Abs(m.Z[n-1][d]-want) > 1e-8 || m.Z[2][d] == 0 {
+			t.Errorf("Z[%d][%d] = %.6f, want %.6f (Z[2][%d] = %.6f)", n-1, d, m.Z[n-1][d], want, d, m.Z[2][d])
+		}
+	}
+	plain, err := FitPairs(obs, W, n, nil, PairSettings{Dim: D, LambdaEmbed: le, Seed: 1, MaxIter: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := 0; d < D; d++ {
+		if plain.Z[n-1][d] != 0 {
+			t.Errorf("without a prior the unobserved job's embedding is %v, want zero", plain.Z[n-1])
+		}
+	}
+}
+
+// TestFitPairsPriorHelpsSparseJob plants a job that interferes exactly like another one and
+// observes it next to two partners only: pulled towards its twin, its held-out entries are
+// predicted better than from its two observations alone.
+func TestFitPairsPriorHelpsSparseJob(t *testing.T) {
+	const W, n, D = 1, 20, 2
+	rng := rand.New(rand.NewPCG(7, 7))
+	z := grid(n, D)
+	for i := range z {
+		for d := range z[i] {
+			z[i][d] = rng.NormFloat64()
+		}
+	}
+	const twin, sparse = 3, n - 1
+	copy(z[sparse], z[twin])
+	truth := func(i, k int) float64 { return 0.5 * (z[i][0]*z[k][0] + z[i][1]*z[k][1]) }
+	var obs []PairObs
+	for i := 0; i < n; i++ {
+		for k := 0; k < n; k++ {
+			if (i == sparse || k == sparse) && !(i == sparse && k < 2) {
+				continue
+			}
+			obs = append(obs, PairObs{W: 0, I: i, K: k, Y: truth(i, k)})
+		}
+	}
+	mix := make([][]JobWeight, n)
+	mix[sparse] = []JobWeight{{Job: twin, Weight: 1}}
+	s := PairSettings{Dim: D, LambdaBias: 0.1, LambdaEmbed: 0.01, LambdaGlobal: 0.01, Seed: 2, MaxIter: 300}
+	rmse := func(m *PairModel) float64 {
+		sse := 0.0
+		for k := 2; k < n; k++ {
+			e1 := m.Predict(0, sparse, k) - truth(sparse, k)
+			e2 := m.Predict(0, k, sparse) - truth(k, sparse)
+			sse += e1*e1 + e2*e2
+		}
+		return math.Sqrt(sse / float64(2*(n-2)))
+	}
+	plain, err := FitPairs(obs, W, n, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled, err := FitPairsWithPrior(obs, W, n, nil, &PairPrior{Mix: mix, Lambda: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := rmse(pulled), rmse(plain); !(a < 0.5*b) {
+		t.Errorf("held-out RMSE of the sparse job: %.3f with the prior, %.3f without; want under half", a, b)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gavelkit/gavel/fingerprint"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -467,5 +468,93 @@ func TestEvaluateAndSuggestRejectBadInput(t *testing.T) {
 	}
 	if _, _, err := SuggestTable(table.Default(), -1, Options{}); err == nil || !strings.Contains(err.Error(), "budget -1") {
 		t.Errorf("budget -1: err %v, want one naming the budget", err)
+	}
+}
+
+// TestPriorNeighbors checks the prior's matching against distances computed through the
+// fingerprint package: a job with measurements by fingerprint distance plus isoWeight times the
+// isolated-rate profile distance (fingerprint.ColdStart's), a job without any by the profile
+// alone; references get no mix.
+func TestPriorNeighbors(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 4)
+	d := h.Partial
+	refs := d.References()
+	isRef := map[int]bool{}
+	for _, r := range refs {
+		isRef[r] = true
+	}
+	cold := -1 // a non-reference job made unmeasured
+	for i := range d.Jobs {
+		if !isRef[i] {
+			cold = i
+			break
+		}
+	}
+	for w := range d.Workers {
+		for k := range d.Jobs {
+			d.State[w][cold][k], d.State[w][k][cold] = table.Missing, table.Missing
+		}
+	}
+	W := len(d.Workers)
+	iso := func(i int) []float64 {
+		out := make([]float64, W)
+		for w := range out {
+			out[w] = d.Iso[w][i]
+		}
+		return out
+	}
+	refIso := make([][]float64, len(refs))
+	refRows := make([][]float64, len(refs))
+	for a, r := range refs {
+		refIso[a], refRows[a] = iso(r), fingerprintRow(d, refs, r)
+	}
+	got := priorNeighbors(d, refs, 2)
+	for i := range d.Jobs {
+		if isRef[i] {
+			if got[i] != nil {
+				t.Errorf("reference %d has a mix %v", i, got[i])
+			}
+			continue
+		}
+		prof, err := fingerprint.ColdStart(iso(i), refIso, fingerprint.Settings{K: len(refs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, len(refs))
+		for _, nb := range prof.Neighbors {
+			want[nb.Index] = nb.Distance
+		}
+		row := fingerprintRow(d, refs, i)
+		anyShared := false
+		for a := range refs {
+			if fd, cnt := fingerprint.MeanAbsLog.Between(row, refRows[a]); cnt > 0 {
+				want[a] = fd + isoWeight*want[a]
+				anyShared = true
+			} else if i != cold {
+				want[a] = math.Inf(1)
+			}
+		}
+		if i == cold && anyShared {
+			t.Fatalf("job %d still shares entries", cold)
+		}
+		if len(got[i]) != 2 {
+			t.Fatalf("job %d: %d neighbours, want 2", i, len(got[i]))
+		}
+		sum := 0.0
+		for _, nb := range got[i] {
+			sum += nb.Weight
+			if math.Abs(nb.Distance-want[nb.Index]) > 1e-12 {
+				t.Errorf("job %d: reference %d at %.6f, want %.6f", i, nb.Index, nb.Distance, want[nb.Index])
+			}
+			for a, dist := range want {
+				if dist < nb.Distance-1e-12 && a != got[i][0].Index && a != got[i][1].Index {
+					t.Errorf("job %d: reference %d (%.4f) is nearer than chosen %d (%.4f)", i, a, dist, nb.Index, nb.Distance)
+				}
+			}
+		}
+		if math.Abs(sum-1) > 1e-12 {
+			t.Errorf("job %d: weights sum to %v", i, sum)
+		}
 	}
 }
