@@ -78,14 +78,17 @@ func finite(x *mat.Dense) bool {
 
 // predict fits the footprint model to the outcomes in ind and d's isolated rates (when any
 // outcome is infeasible), with x (one row per job) as features when f.Features is set and x is
-// finite, and sets r's InfeasibleScore and Infeasible for every pair.
+// finite, and sets r's InfeasibleScore and Infeasible for every pair. A job that does not fit
+// alone (isolated rate 0) is infeasible with everyone there, whatever the fit says. The score is the model's
+// probability with its odds divided by the threshold's, so that 0.5 is the decision threshold
+// as [Result] promises, and the pairs [Suggest] finds uncertain are those near the decision.
 func (f footprints) predict(d *Data, ind []completion.PairObs, x *mat.Dense, r *Result) error {
 	obs := feasObs(d, ind, f.Alone)
-	any := false
+	seen := false
 	for _, o := range obs {
-		any = any || o.Infeasible
+		seen = seen || o.Infeasible
 	}
-	if !any {
+	if !seen {
 		return nil
 	}
 	if !f.Features || x == nil || !finite(x) {
@@ -96,13 +99,17 @@ func (f footprints) predict(d *Data, ind []completion.PairObs, x *mat.Dense, r *
 	if err != nil {
 		return err
 	}
+	shift := math.Log(f.Threshold / (1 - f.Threshold))
 	r.InfeasibleScore = grid3(W, n)
 	for w := 0; w < W; w++ {
 		for i := 0; i < n; i++ {
 			for k := 0; k < n; k++ {
-				sc := m.Prob(w, i, k)
+				sc := 1 / (1 + math.Exp(shift-m.Logit(w, i, k)))
+				if d.Iso[w][i] <= 0 || d.Iso[w][k] <= 0 {
+					sc = 1 // a job that does not fit alone fits with no partner
+				}
 				r.InfeasibleScore[w][i][k] = sc
-				r.Infeasible[w][i][k] = sc >= f.Threshold
+				r.Infeasible[w][i][k] = sc >= 0.5
 			}
 		}
 	}
@@ -110,8 +117,8 @@ func (f footprints) predict(d *Data, ind []completion.PairObs, x *mat.Dense, r *
 }
 
 // predictInfeasible fits the footprint model to the infeasibility indicator ind and the
-// features x (when any measurement is infeasible) and sets r's InfeasibleScore (the probability
-// that the pair does not fit) and Infeasible for every pair.
+// features x (when any measurement is infeasible) and sets r's InfeasibleScore and Infeasible
+// for every pair.
 func (p Pairwise) predictInfeasible(d *Data, ind []completion.PairObs, x *mat.Dense, r *Result) error {
 	return defaultFootprints().predict(d, ind, x, r)
 }

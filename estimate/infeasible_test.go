@@ -163,3 +163,27 @@ func TestPairwiseNothingInfeasible(t *testing.T) {
 		}
 	}
 }
+
+// TestFootprintsInfeasibleAlone: a job whose isolated rate is 0 on a worker type (it does not fit
+// even alone) and that has no pair measured there is predicted infeasible with every job there,
+// though nothing else marks it as large, and its log isolated rate (not finite) does not spoil
+// the fit.
+func TestFootprintsInfeasibleAlone(t *testing.T) {
+	size := []float64{1, 2, 3, 4, 5, 6, 7, 13}
+	d := footprintBlock(size, []float64{30, 12.5}) // everything fits on the first
+	big := len(size) - 1
+	d.Iso[1][big] = 0
+	for k := range size {
+		d.State[1][big][k], d.State[1][k][big] = table.Missing, table.Missing
+	}
+	_, ind := observations(d)
+	r := newResult(d)
+	if err := defaultFootprints().predict(d, ind, features(d), r); err != nil {
+		t.Fatal(err)
+	}
+	for k := range size {
+		if !r.Infeasible[1][big][k] || !r.Infeasible[1][k][big] {
+			t.Errorf("%s: %s with %s: feasible (score %.2f), want infeasible", d.Workers[1], d.Jobs[big].Model, d.Jobs[k].Model, r.InfeasibleScore[1][big][k])
+		}
+	}
+}
