@@ -24,8 +24,12 @@ type FootprintSettings struct {
 	LambdaDev      float64 // L2 on a job's footprint on one worker type beyond its shared one; 0 means 1
 	LambdaFeature  float64 // L2 on the per-worker-type feature weights; 0 means 1
 	LambdaCapacity float64 // L2 on capacities, so a worker type where everything fits stays finite; 0 means 0.01
-	MaxIter        int     // Newton steps; 0 means 100
-	Tol            float64 // stop when no parameter moves more than this; 0 means 1e-8
+	// InfeasibleWeight is the weight of an infeasible outcome in the likelihood, a feasible one
+	// weighing 1: above 1 when missing an infeasible pair costs more than a false alarm, so the
+	// fit bends to explain every infeasible outcome instead of treating a few as noise; 0 means 1.
+	InfeasibleWeight float64
+	MaxIter          int     // Newton steps; 0 means 100
+	Tol              float64 // stop when no parameter moves more than this; 0 means 1e-8
 }
 
 func (s FootprintSettings) withDefaults() FootprintSettings {
@@ -40,6 +44,9 @@ func (s FootprintSettings) withDefaults() FootprintSettings {
 	def(&s.LambdaDev, 1)
 	def(&s.LambdaFeature, 1)
 	def(&s.LambdaCapacity, 0.01)
+	if s.InfeasibleWeight <= 0 {
+		s.InfeasibleWeight = 1
+	}
 	if s.MaxIter == 0 {
 		s.MaxIter = 100
 	}
@@ -95,10 +102,12 @@ func (m *FootprintModel) Prob(w, i, k int) float64 { return 1 / (1 + math.Exp(-m
 // start or seed). features may be nil; otherwise it has one row per job. A job with no
 // observations keeps zero size and deviations, so its footprint comes from its features alone.
 //
-// Why a threshold and not a score per job and worker type: running out of memory is a sum of two
-// footprints against one capacity, so a job seen not to fit with a large partner says little
-// about a small one, and a job's partners rank the same way on every worker type; the shared
-// Size carries that order from worker types where a job was measured to those where it was not.
+// Why a threshold on a sum: running out of memory is two footprints against one capacity, so a
+// job seen not to fit with a large partner says little about a small one, and a job's partners
+// rank much the same way on every worker type; the shared Size carries that order to worker types
+// where a job was not measured. Why log-odds and not least squares on the 0/1 outcome: a job
+// that fits with nobody would pull every partner's least-squares score up with it, while under
+// the logistic loss its size alone can grow to explain it.
 func FitFootprints(obs []FeasObs, workers, jobs int, features *mat.Dense, s FootprintSettings) (*FootprintModel, error) {
 	if len(obs) == 0 {
 		return nil, ErrNoObservations
@@ -194,7 +203,7 @@ func (p *footprintProblem) objective(rows *mat.Dense, theta, pen []float64) floa
 	for x, o := range p.obs {
 		z := mat.Dot(rows.RowView(x), mat.NewVecDense(len(theta), theta))
 		if o.Infeasible {
-			obj += softplus(-z)
+			obj += p.s.InfeasibleWeight * softplus(-z)
 		} else {
 			obj += softplus(z)
 		}
@@ -267,16 +276,16 @@ func (p *footprintProblem) newtonStep(rows *mat.Dense, theta, pen []float64) []f
 	for x, o := range p.obs {
 		row := rows.RawRowView(x)
 		q := 1 / (1 + math.Exp(-mat.Dot(rows.RowView(x), th)))
-		y := 0.0
+		y, wt := 0.0, 1.0
 		if o.Infeasible {
-			y = 1
+			y, wt = 1, p.s.InfeasibleWeight
 		}
 		nz := nonzero(row)
 		for _, a := range nz {
-			g[a] += (q - y) * row[a]
+			g[a] += wt * (q - y) * row[a]
 			for _, b := range nz {
 				if b >= a {
-					h.SetSym(a, b, h.At(a, b)+q*(1-q)*row[a]*row[b])
+					h.SetSym(a, b, h.At(a, b)+wt*q*(1-q)*row[a]*row[b])
 				}
 			}
 		}

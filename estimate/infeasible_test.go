@@ -101,7 +101,7 @@ func TestPairwiseRecoversPlantedFootprints(t *testing.T) {
 			}
 			lo, hi := sizeBounds(d, size, c.capacity, refs)
 			// Our estimator as it is, and a crisper classifier (small penalty, threshold 0.5).
-			crisp := footprints{Settings: completion.FootprintSettings{LambdaSize: 0.01, LambdaDev: 10}, Threshold: 0.5, Alone: true}
+			crisp := footprints{Settings: completion.FootprintSettings{LambdaSize: 0.01, LambdaDev: 10}, Threshold: 0.5}
 			for _, m := range []struct {
 				name     string
 				estimate func(*Data) (*Result, error)
