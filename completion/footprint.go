@@ -1,0 +1,330 @@
+package completion
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Alone, as the partner of a [FeasObs], says the job ran by itself.
+const Alone = -1
+
+// FeasObs is one observed feasibility outcome: job I sharing worker type W with job K (or
+// running by itself when K is [Alone]) did or did not fit.
+type FeasObs struct {
+	W, I, K    int
+	Infeasible bool
+}
+
+// FootprintSettings configures [FitFootprints]. Zero fields select defaults; negative ones
+// switch the penalty off.
+type FootprintSettings struct {
+	LambdaSize     float64 // L2 on each job's footprint shared by every worker type; 0 means 1
+	LambdaDev      float64 // L2 on a job's footprint on one worker type beyond its shared one; 0 means 1
+	LambdaFeature  float64 // L2 on the per-worker-type feature weights; 0 means 1
+	LambdaCapacity float64 // L2 on capacities, so a worker type where everything fits stays finite; 0 means 0.01
+	// InfeasibleWeight is the weight of an infeasible outcome in the likelihood, a feasible one
+	// weighing 1: above 1 when missing an infeasible pair costs more than a false alarm, so the
+	// fit bends to explain every infeasible outcome instead of treating a few as noise; 0 means 1.
+	InfeasibleWeight float64
+	MaxIter          int     // Newton steps; 0 means 100
+	Tol              float64 // stop when no parameter moves more than this; 0 means 1e-8
+}
+
+func (s FootprintSettings) withDefaults() FootprintSettings {
+	def := func(x *float64, d float64) {
+		if *x == 0 {
+			*x = d
+		} else if *x < 0 {
+			*x = 0
+		}
+	}
+	def(&s.LambdaSize, 1)
+	def(&s.LambdaDev, 1)
+	def(&s.LambdaFeature, 1)
+	def(&s.LambdaCapacity, 0.01)
+	if s.InfeasibleWeight <= 0 {
+		s.InfeasibleWeight = 1
+	}
+	if s.MaxIter == 0 {
+		s.MaxIter = 100
+	}
+	if s.Tol == 0 {
+		s.Tol = 1e-8
+	}
+	return s
+}
+
+// FootprintModel is a fitted threshold model of feasibility: jobs i and k fit together on
+// worker type w unless their footprints add up to more than its capacity,
+//
+//	logit P(infeasible) = F(w, i) + F(w, k) − Capacity[w],   F(w, i) = Size[i] + Dev[i][w] + Beta[w]·x_i
+//
+// and a job alone is infeasible with logit F(w, i) − Capacity[w]. Footprints are in logit units:
+// they are only known up to the steepness the penalties allow, so they rank jobs (and worker
+// types) but are not bytes.
+type FootprintModel struct {
+	Workers, Jobs int
+	Capacity      []float64   // [w]
+	Size          []float64   // [job]
+	Dev           [][]float64 // [job][w]
+	Beta          [][]float64 // [w][feature]
+	X             [][]float64 // features [job][feature], may have zero columns
+	Iterations    int
+	Status        Status
+}
+
+// Footprint returns job i's footprint on worker type w.
+func (m *FootprintModel) Footprint(w, i int) float64 {
+	v := m.Size[i] + m.Dev[i][w]
+	for f, b := range m.Beta[w] {
+		v += b * m.X[i][f]
+	}
+	return v
+}
+
+// Logit returns the log-odds that i and k (or i alone when k is [Alone]) do not fit on w.
+func (m *FootprintModel) Logit(w, i, k int) float64 {
+	v := m.Footprint(w, i) - m.Capacity[w]
+	if k != Alone {
+		v += m.Footprint(w, k)
+	}
+	return v
+}
+
+// Prob returns the probability that i and k (or i alone) do not fit on w; it is symmetric in
+// i and k.
+func (m *FootprintModel) Prob(w, i, k int) float64 { return 1 / (1 + math.Exp(-m.Logit(w, i, k))) }
+
+// FitFootprints fits a [FootprintModel] to obs by penalized logistic regression (Newton's
+// method with step halving; the objective is convex, so the result does not depend on a
+// start or seed). features may be nil; otherwise it has one row per job. A job with no
+// observations keeps zero size and deviations, so its footprint comes from its features alone.
+//
+// Why a threshold on a sum: running out of memory is two footprints against one capacity, so a
+// job seen not to fit with a large partner says little about a small one, and a job's partners
+// rank much the same way on every worker type; the shared Size carries that order to worker types
+// where a job was not measured. Why log-odds and not least squares on the 0/1 outcome: a job
+// that fits with nobody would pull every partner's least-squares score up with it, while under
+// the logistic loss its size alone can grow to explain it.
+func FitFootprints(obs []FeasObs, workers, jobs int, features *mat.Dense, s FootprintSettings) (*FootprintModel, error) {
+	if len(obs) == 0 {
+		return nil, ErrNoObservations
+	}
+	s = s.withDefaults()
+	nf := 0
+	if features != nil {
+		r, c := features.Dims()
+		if r != jobs {
+			panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
+		}
+		nf = c
+	}
+	for x, o := range obs {
+		if o.W < 0 || o.W >= workers || o.I < 0 || o.I >= jobs || o.K < Alone || o.K >= jobs {
+			panic(fmt.Sprintf("completion: feasibility observation %d (%d, %d, %d) out of range", x, o.W, o.I, o.K))
+		}
+	}
+	m := &FootprintModel{Workers: workers, Jobs: jobs, Capacity: make([]float64, workers), Size: make([]float64, jobs),
+		Dev: grid(jobs, workers), Beta: grid(workers, nf), X: grid(jobs, nf)}
+	for i := 0; i < jobs; i++ {
+		for f := 0; f < nf; f++ {
+			m.X[i][f] = features.At(i, f)
+			if v := m.X[i][f]; math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("completion: feature %d of job %d is %v", f, i, v)
+			}
+		}
+	}
+	fp := footprintProblem{m: m, obs: obs, s: s, nf: nf}
+	if err := fp.solve(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// footprintProblem lays out the model's parameters as one vector θ: capacities, sizes,
+// deviations ([job][w]) and feature weights ([w][feature]).
+type footprintProblem struct {
+	m   *FootprintModel
+	obs []FeasObs
+	s   FootprintSettings
+	nf  int
+}
+
+func (p *footprintProblem) size() int {
+	W, n := p.m.Workers, p.m.Jobs
+	return W + n + n*W + W*p.nf
+}
+
+// row adds coef times the design row of job i on worker type w (its footprint) to r.
+func (p *footprintProblem) addFootprint(r []float64, w, i int, coef float64) {
+	W, n := p.m.Workers, p.m.Jobs
+	r[W+i] += coef
+	r[W+n+i*W+w] += coef
+	base := W + n + n*W + w*p.nf
+	for f := 0; f < p.nf; f++ {
+		r[base+f] += coef * p.m.X[i][f]
+	}
+}
+
+// design returns the observation's row: its logit is the row times θ.
+func (p *footprintProblem) design(o FeasObs, r []float64) {
+	clear(r)
+	r[o.W] = -1
+	p.addFootprint(r, o.W, o.I, 1)
+	if o.K != Alone {
+		p.addFootprint(r, o.W, o.K, 1)
+	}
+}
+
+// penalty returns each parameter's L2 weight.
+func (p *footprintProblem) penalty() []float64 {
+	W, n := p.m.Workers, p.m.Jobs
+	pen := make([]float64, p.size())
+	for j := range pen {
+		switch {
+		case j < W:
+			pen[j] = p.s.LambdaCapacity
+		case j < W+n:
+			pen[j] = p.s.LambdaSize
+		case j < W+n+n*W:
+			pen[j] = p.s.LambdaDev
+		default:
+			pen[j] = p.s.LambdaFeature
+		}
+	}
+	return pen
+}
+
+// objective is the negative log-likelihood plus the penalty at θ.
+func (p *footprintProblem) objective(rows *mat.Dense, theta, pen []float64) float64 {
+	obj := 0.0
+	for x, o := range p.obs {
+		z := mat.Dot(rows.RowView(x), mat.NewVecDense(len(theta), theta))
+		if o.Infeasible {
+			obj += p.s.InfeasibleWeight * softplus(-z)
+		} else {
+			obj += softplus(z)
+		}
+	}
+	for j, t := range theta {
+		obj += 0.5 * pen[j] * t * t
+	}
+	return obj
+}
+
+// softplus is log(1 + e^z), without overflow.
+func softplus(z float64) float64 {
+	if z > 30 {
+		return z
+	}
+	return math.Log1p(math.Exp(z))
+}
+
+// solve runs Newton's method from θ = 0 and stores θ in the model.
+func (p *footprintProblem) solve() error {
+	P := p.size()
+	rows := mat.NewDense(len(p.obs), P, nil)
+	r := make([]float64, P)
+	for x, o := range p.obs {
+		p.design(o, r)
+		rows.SetRow(x, r)
+	}
+	pen := p.penalty()
+	theta := make([]float64, P)
+	obj := p.objective(rows, theta, pen)
+	p.m.Status = IterationCap
+	next := make([]float64, P)
+	for it := 1; it <= p.s.MaxIter; it++ {
+		p.m.Iterations = it
+		step := p.newtonStep(rows, theta, pen)
+		if step == nil {
+			return fmt.Errorf("completion: footprint fit: a parameter has neither data nor penalty")
+		}
+		// Step halving keeps every step downhill; near the optimum the full step is taken.
+		moved := 0.0
+		for t := 1.0; t >= 1.0/1024; t /= 2 {
+			for j := range theta {
+				next[j] = theta[j] - t*step[j]
+			}
+			if o := p.objective(rows, next, pen); o <= obj {
+				obj = o
+				for j := range theta {
+					moved = math.Max(moved, math.Abs(next[j]-theta[j]))
+				}
+				copy(theta, next)
+				break
+			}
+		}
+		if moved <= p.s.Tol {
+			p.m.Status = Converged
+			break
+		}
+	}
+	p.store(theta)
+	return nil
+}
+
+// newtonStep returns H⁻¹g at θ, with g and H the objective's gradient and Hessian, or nil when
+// H is not positive definite (a parameter with neither penalty nor data).
+func (p *footprintProblem) newtonStep(rows *mat.Dense, theta, pen []float64) []float64 {
+	P := len(theta)
+	g := make([]float64, P)
+	h := mat.NewSymDense(P, nil)
+	th := mat.NewVecDense(P, theta)
+	for x, o := range p.obs {
+		row := rows.RawRowView(x)
+		q := 1 / (1 + math.Exp(-mat.Dot(rows.RowView(x), th)))
+		y, wt := 0.0, 1.0
+		if o.Infeasible {
+			y, wt = 1, p.s.InfeasibleWeight
+		}
+		nz := nonzero(row)
+		for _, a := range nz {
+			g[a] += wt * (q - y) * row[a]
+			for _, b := range nz {
+				if b >= a {
+					h.SetSym(a, b, h.At(a, b)+wt*q*(1-q)*row[a]*row[b])
+				}
+			}
+		}
+	}
+	for j := range theta {
+		g[j] += pen[j] * theta[j]
+		h.SetSym(j, j, h.At(j, j)+pen[j])
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(h) {
+		return nil
+	}
+	var step mat.VecDense
+	if err := ch.SolveVecTo(&step, mat.NewVecDense(P, g)); err != nil {
+		return nil
+	}
+	return step.RawVector().Data
+}
+
+// nonzero lists the positions of row's nonzero entries.
+func nonzero(row []float64) []int {
+	var nz []int
+	for j, v := range row {
+		if v != 0 {
+			nz = append(nz, j)
+		}
+	}
+	return nz
+}
+
+// store copies θ into the model's fields.
+func (p *footprintProblem) store(theta []float64) {
+	W, n := p.m.Workers, p.m.Jobs
+	copy(p.m.Capacity, theta[:W])
+	copy(p.m.Size, theta[W:W+n])
+	for i := 0; i < n; i++ {
+		copy(p.m.Dev[i], theta[W+n+i*W:W+n+(i+1)*W])
+	}
+	for w := 0; w < W; w++ {
+		copy(p.m.Beta[w], theta[W+n+n*W+w*p.nf:W+n+n*W+(w+1)*p.nf])
+	}
+}
