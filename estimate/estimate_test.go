@@ -509,7 +509,7 @@ func TestPriorNeighbors(t *testing.T) {
 	for a, r := range refs {
 		refIso[a], refRows[a] = iso(r), fingerprintRow(d, refs, r)
 	}
-	got := priorNeighbors(d, refs, 2)
+	got := priorNeighbors(d, refs, 2, -1)
 	for i := range d.Jobs {
 		if isRef[i] {
 			if got[i] != nil {
