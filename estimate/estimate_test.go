@@ -558,3 +558,72 @@ func TestPriorNeighbors(t *testing.T) {
 		}
 	}
 }
+
+// TestPriorNeighborsOnWorkerType checks the per-worker-type matching of the prior: distances
+// from the entries on that worker type alone (fingerprintRow's slice for it, compared through
+// the fingerprint package) plus isoWeight times the profile distance; the two nearest chosen;
+// nil for a job sharing no entry with a reference on that type (made so, or infeasible there
+// next to every reference), and for references.
+func TestPriorNeighborsOnWorkerType(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 4)
+	d := h.Partial
+	refs := d.References()
+	R := len(refs)
+	isRef := map[int]bool{}
+	for _, r := range refs {
+		isRef[r] = true
+	}
+	emptied := -1 // a non-reference job left without entries on worker type 0
+	for i := range d.Jobs {
+		if !isRef[i] {
+			emptied = i
+			break
+		}
+	}
+	for k := range d.Jobs {
+		d.State[0][emptied][k], d.State[0][k][emptied] = table.Missing, table.Missing
+	}
+	for w := range d.Workers {
+		got := priorNeighbors(d, refs, 2, w)
+		for i := range d.Jobs {
+			if isRef[i] || (w == 0 && i == emptied) {
+				if got[i] != nil {
+					t.Errorf("worker type %d: job %d (reference or without entries there) has a mix %v", w, i, got[i])
+				}
+				continue
+			}
+			row := fingerprintRow(d, refs, i)[2*R*w : 2*R*(w+1)]
+			want := make([]float64, R)
+			for a, r := range refs {
+				want[a] = math.Inf(1)
+				if fd, cnt := fingerprint.MeanAbsLog.Between(row, fingerprintRow(d, refs, r)[2*R*w:2*R*(w+1)]); cnt > 0 {
+					want[a] = fd + isoWeight*profileDistance(d, i, r)
+				}
+			}
+			shared := 0
+			for _, dist := range want {
+				if !math.IsInf(dist, 1) {
+					shared++
+				}
+			}
+			if len(got[i]) != min(2, shared) {
+				t.Fatalf("worker type %d: job %d: %d neighbours, want %d", w, i, len(got[i]), min(2, shared))
+			}
+			chosen := map[int]bool{}
+			for _, nb := range got[i] {
+				chosen[nb.Index] = true
+			}
+			for _, nb := range got[i] {
+				if math.Abs(nb.Distance-want[nb.Index]) > 1e-12 {
+					t.Errorf("worker type %d: job %d: reference %d at %.6f, want %.6f", w, i, nb.Index, nb.Distance, want[nb.Index])
+				}
+				for a, dist := range want {
+					if dist < nb.Distance-1e-12 && !chosen[a] {
+						t.Errorf("worker type %d: job %d: reference %d (%.4f) is nearer than chosen %d (%.4f)", w, i, a, dist, nb.Index, nb.Distance)
+					}
+				}
+			}
+		}
+	}
+}
