@@ -627,3 +627,49 @@ func TestPriorNeighborsOnWorkerType(t *testing.T) {
 		}
 	}
 }
+
+// TestPairwiseCautionLowersBySpread: with Caution c, every estimated entry not at a clamp is the
+// uncautious estimate lowered by c ensemble standard deviations (Spread, without bootstrap
+// members) in log space; measured entries stay as measured.
+func TestPairwiseCautionLowersBySpread(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 6)
+	d := h.Partial
+	plain, err := Pairwise{Seed: 6, Neighbors: -1, Caution: -1}.Estimate(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const c = 2
+	cautious, err := Pairwise{Seed: 6, Neighbors: -1, Caution: c}.Estimate(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, lowered := 0, 0
+	for w := range d.Workers {
+		for i := range d.Jobs {
+			for k := range d.Jobs {
+				p, q := plain.Norm[w][i][k], cautious.Norm[w][i][k]
+				if d.State[w][i][k] == table.Measured {
+					if p != d.Norm[w][i][k] || q != d.Norm[w][i][k] {
+						t.Fatalf("measured entry (%d, %d, %d) changed: %v, %v, measured %v", w, i, k, p, q, d.Norm[w][i][k])
+					}
+					continue
+				}
+				if d.State[w][i][k] != table.Missing || p >= 1 || p <= floorNorm || q <= floorNorm {
+					continue
+				}
+				want := math.Log(p) - c*plain.Spread[w][i][k]
+				if math.Abs(math.Log(q)-want) > 1e-9 {
+					t.Fatalf("entry (%d, %d, %d): log %.6f, want %.6f (plain %.6f, spread %.6f)", w, i, k, math.Log(q), want, math.Log(p), plain.Spread[w][i][k])
+				}
+				checked++
+				if q < p {
+					lowered++
+				}
+			}
+		}
+	}
+	if checked == 0 || lowered == 0 {
+		t.Errorf("%d entries checked, %d lowered; want some of each", checked, lowered)
+	}
+}
