@@ -28,6 +28,10 @@ type PairSettings struct {
 	LambdaShare  float64 // L2 pulling a job's biases on each worker type towards its own mean over types; 0 means 1, negative none
 	LambdaEmbed  float64 // L2 on embeddings; 0 means 1
 	LambdaGlobal float64 // L2 on per-worker feature and interaction weights; 0 means 0.1
+	// LambdaWorker, when positive, gives each job a deviation U[w][j] of its embedding per
+	// worker type (its embedding on w is Z[j] + U[w][j]), with this L2 penalty; 0 means none:
+	// one embedding per job for every worker type.
+	LambdaWorker float64
 	Seed         uint64  // seed for the random initial embeddings
 	Tol          float64 // relative objective change to stop at; 0 means 1e-7
 	MaxIter      int     // 0 means 300
@@ -68,16 +72,22 @@ func (s PairSettings) withDefaults() PairSettings {
 // a worker type beyond what its features say, C how much it slows its partner, and Z one
 // embedding per job used in both roles, combined per worker type by the (not necessarily
 // symmetric) matrix G[w], so how i suffers next to k may differ from how k suffers next to i.
+// With PairSettings.LambdaWorker, Z[i] there is Z[i] + U[w][i] on worker type w: a job's
+// interference may differ between worker types in ways its shared embedding and per-type
+// biases do not capture (on Gavel's V100 the Recommendation jobs slow each other far more,
+// relative to other pairs, than on a K80 or P100).
 type PairModel struct {
 	Workers, Jobs, Dim int
 	Mean               []float64
-	Beta, Gamma        [][]float64 // [w][feature]
-	G                  [][]float64 // [w][d·Dim+e]: interaction weights between Z[i][d] and Z[k][e]
-	A, C               [][]float64 // [job][w]
-	Z                  [][]float64 // [job][dim]
-	AM, CM             []float64   // per-job means of A and C over worker types (with sharing)
-	vf, af             [][]float64 // cached Beta[w]·x_i and Gamma[w]·x_k, [w][job]
-	X                  [][]float64 // features [job][feature], may have zero columns
+	Beta, Gamma        [][]float64   // [w][feature]
+	G                  [][]float64   // [w][d·Dim+e]: interaction weights between Z[i][d] and Z[k][e]
+	A, C               [][]float64   // [job][w]
+	Z                  [][]float64   // [job][dim]
+	U                  [][][]float64 // [w][job][dim] per-worker deviations of Z; nil without LambdaWorker
+	e                  [][][]float64 // [w][job][dim] Z + U, the embedding on w; nil without U
+	AM, CM             []float64     // per-job means of A and C over worker types (with sharing)
+	vf, af             [][]float64   // cached Beta[w]·x_i and Gamma[w]·x_k, [w][job]
+	X                  [][]float64   // features [job][feature], may have zero columns
 	Iterations         int
 	prior              *PairPrior
 	Status             Status
@@ -91,12 +101,33 @@ func (m *PairModel) Predict(w, i, k int) float64 {
 		v += m.Beta[w][f]*m.X[i][f] + m.Gamma[w][f]*m.X[k][f]
 	}
 	D := m.Dim
+	zi, zk := m.emb(w, i), m.emb(w, k)
 	for d := 0; d < D; d++ {
 		for e := 0; e < D; e++ {
-			v += m.G[w][d*D+e] * m.Z[i][d] * m.Z[k][e]
+			v += m.G[w][d*D+e] * zi[d] * zk[e]
 		}
 	}
 	return v
+}
+
+// emb returns job i's embedding on worker type w.
+func (m *PairModel) emb(w, i int) []float64 {
+	if m.e == nil {
+		return m.Z[i]
+	}
+	return m.e[w][i]
+}
+
+// refreshEmb recomputes job j's per-worker embeddings after Z[j] or U[·][j] changed.
+func (m *PairModel) refreshEmb(j int) {
+	if m.e == nil {
+		return
+	}
+	for w := range m.e {
+		for d := range m.Z[j] {
+			m.e[w][j][d] = m.Z[j][d] + m.U[w][j][d]
+		}
+	}
 }
 
 // FitPairs fits a [PairModel] to obs by alternating ridge regressions: the per-worker weights
@@ -127,12 +158,18 @@ type PairPrior struct {
 	Mix [][]JobWeight
 	// Lambda weighs the pull, Lambda·|Z_j − Σ weight·Z_mix|², on top of LambdaEmbed·|Z_j|².
 	Lambda float64
+	// WorkerMix, [w][job], gives per worker type the jobs whose mean deviation on w
+	// (PairSettings.LambdaWorker) a job's deviation on w is pulled towards, with weight Lambda;
+	// nil means Mix on every worker type. How a job interferes on one worker type may resemble
+	// other jobs than how it does on another, and its entries on w say which.
+	WorkerMix [][][]JobWeight
 }
 
 // FitPairsWithPrior is [FitPairs] with embeddings pulled towards prior's mixes (nil: none).
 // The pull is one-way: the jobs in a mix are fitted as if nobody were pulled towards them, so the
 // Objective (which counts the pull) need not fall at every iteration as it does without a prior.
-// It panics if prior's Mix has a length other than jobs or names a job out of range.
+// It panics if prior's Mix (or a WorkerMix) has a length other than jobs or names a job out of
+// range, or WorkerMix has one other than workers.
 func FitPairsWithPrior(obs []PairObs, workers, jobs int, features *mat.Dense, prior *PairPrior, s PairSettings) (*PairModel, error) {
 	if len(obs) == 0 {
 		return nil, ErrNoObservations
@@ -142,7 +179,7 @@ func FitPairsWithPrior(obs []PairObs, workers, jobs int, features *mat.Dense, pr
 	if err != nil {
 		return nil, err
 	}
-	checkPrior(prior, jobs)
+	checkPrior(prior, workers, jobs)
 	m := newPairModel(workers, jobs, features, s)
 	m.prior = prior
 	rng := rand.New(rand.NewPCG(s.Seed, 0x2545f4914f6cdd1d))
@@ -153,6 +190,7 @@ func FitPairsWithPrior(obs []PairObs, workers, jobs int, features *mat.Dense, pr
 		for d := range m.Z[i] {
 			m.Z[i][d] = 0.3 * rng.NormFloat64()
 		}
+		m.refreshEmb(i)
 	}
 	// Censored observations are fitted by majorization: each iteration fits the plain squared
 	// error to the targets max(Y, current prediction), an upper bound on the one-sided loss that
@@ -191,18 +229,29 @@ func FitPairsWithPrior(obs []PairObs, workers, jobs int, features *mat.Dense, pr
 	return m, nil
 }
 
-// checkPrior panics if prior (when given) does not fit jobs jobs.
-func checkPrior(prior *PairPrior, jobs int) {
+// checkPrior panics if prior (when given) does not fit workers worker types and jobs jobs.
+func checkPrior(prior *PairPrior, workers, jobs int) {
 	if prior == nil {
 		return
 	}
-	if len(prior.Mix) != jobs {
-		panic(fmt.Sprintf("completion: prior mixes for %d jobs, want %d", len(prior.Mix), jobs))
+	checkMixes(prior.Mix, jobs, "")
+	if prior.WorkerMix != nil && len(prior.WorkerMix) != workers {
+		panic(fmt.Sprintf("completion: prior worker mixes for %d worker types, want %d", len(prior.WorkerMix), workers))
 	}
-	for j, mix := range prior.Mix {
+	for w, mixes := range prior.WorkerMix {
+		checkMixes(mixes, jobs, fmt.Sprintf(" on worker type %d", w))
+	}
+}
+
+// checkMixes panics if mixes (where says which) do not fit jobs jobs.
+func checkMixes(mixes [][]JobWeight, jobs int, where string) {
+	if len(mixes) != jobs {
+		panic(fmt.Sprintf("completion: prior mixes%s for %d jobs, want %d", where, len(mixes), jobs))
+	}
+	for j, mix := range mixes {
 		for _, t := range mix {
 			if t.Job < 0 || t.Job >= jobs {
-				panic(fmt.Sprintf("completion: prior mix of job %d names job %d, out of range", j, t.Job))
+				panic(fmt.Sprintf("completion: prior mix%s of job %d names job %d, out of range", where, j, t.Job))
 			}
 		}
 	}
@@ -268,6 +317,12 @@ func newPairModel(workers, jobs int, features *mat.Dense, s PairSettings) *PairM
 	for w := range m.G {
 		for d := 0; d < s.Dim; d++ {
 			m.G[w][d*s.Dim+d] = 1
+		}
+	}
+	if s.LambdaWorker > 0 && s.Dim > 0 {
+		m.U, m.e = make([][][]float64, workers), make([][][]float64, workers)
+		for w := range m.U {
+			m.U[w], m.e[w] = grid(jobs, s.Dim), grid(jobs, s.Dim)
 		}
 	}
 	return m
@@ -402,9 +457,10 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 			val[1+f] = m.X[o.I][f]
 			val[1+nf+f] = m.X[o.K][f]
 		}
+		zi, zk := m.emb(w, o.I), m.emb(w, o.K)
 		for d := 0; d < D; d++ {
 			for e := 0; e < D; e++ {
-				val[1+2*nf+d*D+e] = m.Z[o.I][d] * m.Z[o.K][e]
+				val[1+2*nf+d*D+e] = zi[d] * zk[e]
 			}
 		}
 		r.addDense(val, o.Y-m.A[o.I][w]-m.C[o.K][w])
@@ -455,17 +511,19 @@ func (m *PairModel) Grid() [][][]float64 {
 		for i := 0; i < m.Jobs; i++ {
 			row := make([]float64, m.Jobs)
 			out[w][i] = row
+			zi := m.emb(w, i)
 			for e := 0; e < D; e++ {
 				v[e] = 0
 				for d := 0; d < D; d++ {
-					v[e] += m.Z[i][d] * m.G[w][d*D+e]
+					v[e] += zi[d] * m.G[w][d*D+e]
 				}
 			}
 			base := m.Mean[w] + m.vf[w][i] + m.A[i][w]
 			for k := 0; k < m.Jobs; k++ {
 				y := base + m.af[w][k] + m.C[k][w]
+				zk := m.emb(w, k)
 				for e := 0; e < D; e++ {
-					y += v[e] * m.Z[k][e]
+					y += v[e] * zk[e]
 				}
 				row[k] = y
 			}
@@ -474,9 +532,10 @@ func (m *PairModel) Grid() [][][]float64 {
 	return out
 }
 
-// fitJob solves for job j's A[j], C[j] and Z[j] with everything else fixed. Unknowns are laid
-// out as A (W), C (W), then Z (Dim), then the two per-job means that the sharing penalty pulls
-// each worker type's bias towards.
+// fitJob solves for job j's A[j], C[j] and Z[j] with everything else fixed, then (with
+// per-worker deviations) for U[·][j] with those fixed. Unknowns are laid out as A (W), C (W),
+// then Z (Dim), then the two per-job means that the sharing penalty pulls each worker type's
+// bias towards.
 func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s PairSettings) {
 	if len(victim)+len(aggressor) == 0 && len(m.mix(j)) == 0 {
 		return
@@ -484,6 +543,10 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 	W, D := m.Workers, m.Dim
 	p := 2*W + D + 2
 	r := newRidge(p)
+	var acc *deviationSums
+	if m.U != nil {
+		acc = newDeviationSums(W, D)
+	}
 	idx := make([]int, 0, 2+D)
 	val := make([]float64, 0, 2+D)
 	for _, x := range victim {
@@ -492,34 +555,39 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		idx, val = append(idx, o.W), append(val, 1)
 		t := o.Y - m.featurePart(o)
 		other := o.K
-		if o.K == j {
+		self := o.K == j
+		if self {
 			idx, val = append(idx, W+o.W), append(val, 1)
 		} else {
 			t -= m.C[o.K][o.W]
 		}
+		zo := m.emb(o.W, other)
 		for d := 0; d < D; d++ {
 			// For the self pair the interaction is quadratic in Z[j]; linearize at the current value.
 			f := 0.0
 			for e := 0; e < D; e++ {
-				f += m.G[o.W][d*D+e] * m.Z[other][e]
+				f += m.G[o.W][d*D+e] * zo[e]
 			}
 			idx, val = append(idx, 2*W+d), append(val, f)
 		}
-		r.add(idx, val, t)
+		m.addRow(acc, j, o.W, val[len(val)-D:], t, true, self)
+		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
 	}
 	for _, x := range aggressor {
 		o := obs[x]
 		idx, val = idx[:0], val[:0]
 		idx, val = append(idx, W+o.W), append(val, 1)
 		t := o.Y - m.featurePart(o) - m.A[o.I][o.W]
+		zo := m.emb(o.W, o.I)
 		for d := 0; d < D; d++ {
 			f := 0.0
 			for e := 0; e < D; e++ {
-				f += m.G[o.W][e*D+d] * m.Z[o.I][e]
+				f += m.G[o.W][e*D+d] * zo[e]
 			}
 			idx, val = append(idx, 2*W+d), append(val, f)
 		}
-		r.add(idx, val, t)
+		m.addRow(acc, j, o.W, val[len(val)-D:], t, false, true)
+		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
 	}
 	ma, mc := 2*W+D, 2*W+D+1
 	m.regularizeJob(r, s)
@@ -536,6 +604,116 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		m.Z[j][d] = sol[2*W+d]
 	}
 	m.AM[j], m.CM[j] = sol[ma], sol[mc]
+	if acc != nil {
+		m.fitDeviations(j, acc, s)
+	}
+	m.refreshEmb(j)
+}
+
+// deviationTerm is U[w][j]·f, job j's per-worker deviation's part of an observation whose
+// coefficients on Z[j] are f (0 without deviations).
+func (m *PairModel) deviationTerm(j, w int, f []float64) float64 {
+	if m.U == nil {
+		return 0
+	}
+	v := 0.0
+	for d, x := range f {
+		v += x * m.U[w][j][d]
+	}
+	return v
+}
+
+// deviationSums accumulates, per worker type, what the regression for job j's deviation U[w][j]
+// needs from j's observations on w: Σ f·fᵀ, Σ f·t, and Σ f over the rows where A[j][w] and
+// C[j][w] enter, with f the row's coefficients on the embedding and t its target less
+// everything but j's bias and embedding. The deviation enters every row exactly as Z[j] does,
+// so these sums, gathered in fitJob's pass over the observations, spare a second pass.
+type deviationSums struct {
+	ff, ft, fa, fc [][]float64 // [w][Dim·Dim] (upper triangle), [w][Dim] ×3
+}
+
+func newDeviationSums(W, D int) *deviationSums {
+	return &deviationSums{ff: grid(W, D*D), ft: grid(W, D), fa: grid(W, D), fc: grid(W, D)}
+}
+
+// addRow adds one row (coefficients f on the embedding, target t) on worker type w to acc
+// (nil: nothing); victim says A[j][w] enters it, partner that C[j][w] does.
+func (m *PairModel) addRow(acc *deviationSums, j, w int, f []float64, t float64, victim, partner bool) {
+	if acc == nil {
+		return
+	}
+	D := len(f)
+	ff := acc.ff[w]
+	for d, x := range f {
+		acc.ft[w][d] += x * t
+		if victim {
+			acc.fa[w][d] += x
+		}
+		if partner {
+			acc.fc[w][d] += x
+		}
+		row := ff[d*D : d*D+D]
+		for e := d; e < D; e++ {
+			row[e] += x * f[e]
+		}
+	}
+}
+
+// fitDeviations solves for job j's deviations U[w][j], one small ridge regression per worker
+// type, with A[j], C[j] and Z[j] at their new values.
+func (m *PairModel) fitDeviations(j int, acc *deviationSums, s PairSettings) {
+	D := m.Dim
+	for w := 0; w < m.Workers; w++ {
+		r := newRidge(D)
+		copy(r.ata, acc.ff[w])
+		for d := 0; d < D; d++ {
+			// Σ f·(t − A − C − f·Z): the target less the new bias and shared embedding.
+			v := acc.ft[w][d] - m.A[j][w]*acc.fa[w][d] - m.C[j][w]*acc.fc[w][d]
+			for e := 0; e < D; e++ {
+				v -= acc.ff[w][min(d, e)*D+max(d, e)] * m.Z[j][e]
+			}
+			r.atb[d] = v
+			r.penalize(d, s.LambdaWorker)
+		}
+		m.pullWorker(w, j, r)
+		if sol, ok := r.solve(); ok {
+			copy(m.U[w][j], sol)
+		}
+	}
+}
+
+// workerMix returns job j's per-worker prior mix on w: the prior's WorkerMix when it has one,
+// else its Mix.
+func (m *PairModel) workerMix(w, j int) []JobWeight {
+	if m.prior == nil {
+		return nil
+	}
+	if m.prior.WorkerMix != nil {
+		return m.prior.WorkerMix[w][j]
+	}
+	return m.prior.Mix[j]
+}
+
+// workerTarget returns the weighted mean deviation on w of job j's per-worker mix.
+func (m *PairModel) workerTarget(w, j int) []float64 {
+	t := make([]float64, m.Dim)
+	for _, jw := range m.workerMix(w, j) {
+		for d := range t {
+			t[d] += jw.Weight * m.U[w][jw.Job][d]
+		}
+	}
+	return t
+}
+
+// pullWorker adds the prior's pull of U[w][j] towards its per-worker mix's (held fixed) to r.
+func (m *PairModel) pullWorker(w, j int, r *ridge) {
+	if len(m.workerMix(w, j)) == 0 || m.prior.Lambda <= 0 {
+		return
+	}
+	for d, t := range m.workerTarget(w, j) {
+		r.penalize(d, m.prior.Lambda)
+		r.atb[d] += m.prior.Lambda * t
+	}
 }
 
 // mix returns job j's prior mix (nil without a prior).
@@ -607,17 +785,19 @@ func (m *PairModel) predictions(obs []PairObs, out []float64) []float64 {
 	for w := range zg {
 		zg[w] = grid(m.Jobs, D)
 		for i := 0; i < m.Jobs; i++ {
+			zi := m.emb(w, i)
 			for d := 0; d < D; d++ {
 				for e := 0; e < D; e++ {
-					zg[w][i][e] += m.Z[i][d] * m.G[w][d*D+e]
+					zg[w][i][e] += zi[d] * m.G[w][d*D+e]
 				}
 			}
 		}
 	}
 	for x, o := range obs {
 		y := m.featurePart(o) + m.A[o.I][o.W] + m.C[o.K][o.W]
+		zk := m.emb(o.W, o.K)
 		for e := 0; e < D; e++ {
-			y += zg[o.W][o.I][e] * m.Z[o.K][e]
+			y += zg[o.W][o.I][e] * zk[e]
 		}
 		out[x] = y
 	}
@@ -655,6 +835,17 @@ func (m *PairModel) objective(obs []PairObs, s PairSettings, buf []float64) (flo
 		if len(m.mix(j)) > 0 {
 			for d, t := range m.mixTarget(j) {
 				obj += m.prior.Lambda * (m.Z[j][d] - t) * (m.Z[j][d] - t)
+			}
+		}
+		for w := range m.U {
+			for d := 0; d < m.Dim; d++ {
+				u := m.U[w][j][d]
+				obj += s.LambdaWorker * u * u
+			}
+			if len(m.workerMix(w, j)) > 0 {
+				for d, t := range m.workerTarget(w, j) {
+					obj += m.prior.Lambda * (m.U[w][j][d] - t) * (m.U[w][j][d] - t)
+				}
 			}
 		}
 	}

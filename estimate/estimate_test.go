@@ -509,7 +509,7 @@ func TestPriorNeighbors(t *testing.T) {
 	for a, r := range refs {
 		refIso[a], refRows[a] = iso(r), fingerprintRow(d, refs, r)
 	}
-	got := priorNeighbors(d, refs, 2)
+	got := priorNeighbors(d, refs, 2, -1)
 	for i := range d.Jobs {
 		if isRef[i] {
 			if got[i] != nil {
@@ -556,5 +556,120 @@ func TestPriorNeighbors(t *testing.T) {
 		if math.Abs(sum-1) > 1e-12 {
 			t.Errorf("job %d: weights sum to %v", i, sum)
 		}
+	}
+}
+
+// TestPriorNeighborsOnWorkerType checks the per-worker-type matching of the prior: distances
+// from the entries on that worker type alone (fingerprintRow's slice for it, compared through
+// the fingerprint package) plus isoWeight times the profile distance; the two nearest chosen;
+// nil for a job sharing no entry with a reference on that type (made so, or infeasible there
+// next to every reference), and for references.
+func TestPriorNeighborsOnWorkerType(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 4)
+	d := h.Partial
+	refs := d.References()
+	R := len(refs)
+	isRef := map[int]bool{}
+	for _, r := range refs {
+		isRef[r] = true
+	}
+	emptied := -1 // a non-reference job left without entries on worker type 0
+	for i := range d.Jobs {
+		if !isRef[i] {
+			emptied = i
+			break
+		}
+	}
+	for k := range d.Jobs {
+		d.State[0][emptied][k], d.State[0][k][emptied] = table.Missing, table.Missing
+	}
+	for w := range d.Workers {
+		got := priorNeighbors(d, refs, 2, w)
+		for i := range d.Jobs {
+			if isRef[i] || (w == 0 && i == emptied) {
+				if got[i] != nil {
+					t.Errorf("worker type %d: job %d (reference or without entries there) has a mix %v", w, i, got[i])
+				}
+				continue
+			}
+			row := fingerprintRow(d, refs, i)[2*R*w : 2*R*(w+1)]
+			want := make([]float64, R)
+			for a, r := range refs {
+				want[a] = math.Inf(1)
+				if fd, cnt := fingerprint.MeanAbsLog.Between(row, fingerprintRow(d, refs, r)[2*R*w:2*R*(w+1)]); cnt > 0 {
+					want[a] = fd + isoWeight*profileDistance(d, i, r)
+				}
+			}
+			shared := 0
+			for _, dist := range want {
+				if !math.IsInf(dist, 1) {
+					shared++
+				}
+			}
+			if len(got[i]) != min(2, shared) {
+				t.Fatalf("worker type %d: job %d: %d neighbours, want %d", w, i, len(got[i]), min(2, shared))
+			}
+			chosen := map[int]bool{}
+			for _, nb := range got[i] {
+				chosen[nb.Index] = true
+			}
+			for _, nb := range got[i] {
+				if math.Abs(nb.Distance-want[nb.Index]) > 1e-12 {
+					t.Errorf("worker type %d: job %d: reference %d at %.6f, want %.6f", w, i, nb.Index, nb.Distance, want[nb.Index])
+				}
+				for a, dist := range want {
+					if dist < nb.Distance-1e-12 && !chosen[a] {
+						t.Errorf("worker type %d: job %d: reference %d (%.4f) is nearer than chosen %d (%.4f)", w, i, a, dist, nb.Index, nb.Distance)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPairwiseCautionLowersBySpread: with Caution c, every estimated entry not at a clamp is the
+// uncautious estimate lowered by c ensemble standard deviations (Spread, without bootstrap
+// members) in log space; measured entries stay as measured.
+func TestPairwiseCautionLowersBySpread(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 6)
+	d := h.Partial
+	plain, err := Pairwise{Seed: 6, Neighbors: -1, Caution: -1}.Estimate(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const c = 2
+	cautious, err := Pairwise{Seed: 6, Neighbors: -1, Caution: c}.Estimate(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, lowered := 0, 0
+	for w := range d.Workers {
+		for i := range d.Jobs {
+			for k := range d.Jobs {
+				p, q := plain.Norm[w][i][k], cautious.Norm[w][i][k]
+				if d.State[w][i][k] == table.Measured {
+					if p != d.Norm[w][i][k] || q != d.Norm[w][i][k] {
+						t.Fatalf("measured entry (%d, %d, %d) changed: %v, %v, measured %v", w, i, k, p, q, d.Norm[w][i][k])
+					}
+					continue
+				}
+				if d.State[w][i][k] != table.Missing || p >= 1 || p <= floorNorm || q <= floorNorm {
+					continue
+				}
+				want := math.Log(p) - c*plain.Spread[w][i][k]
+				if math.Abs(math.Log(q)-want) > 1e-9 {
+					t.Fatalf("entry (%d, %d, %d): log %.6f, want %.6f (plain %.6f, spread %.6f)", w, i, k, math.Log(q), want, math.Log(p), plain.Spread[w][i][k])
+				}
+				checked++
+				if q < p {
+					lowered++
+				}
+			}
+		}
+	}
+	if checked == 0 || lowered == 0 {
+		t.Errorf("%d entries checked, %d lowered; want some of each", checked, lowered)
 	}
 }

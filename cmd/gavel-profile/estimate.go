@@ -57,10 +57,13 @@ rates and, ideally, a few pairs with references.
 
 The estimator is the pairwise model that 'gavel-profile evaluate' scores best: log
 normalized rates ≈ per-worker mean + job and partner effects (informed by isolated rates)
-+ one embedding per job used both as the job that suffers and as the partner that slows.
-A job measured with few partners has its embedding pulled towards those of its nearest
-reference jobs (by its measured pairs and the shape of its isolated rates), and a pair
-measured at the isolated rate counts as "no slowdown", not as an exact value.
++ one embedding per job used both as the job that suffers and as the partner that slows,
+with a small deviation per worker type. A job measured with few partners has its
+embedding pulled towards those of its nearest reference jobs (by its measured pairs and
+the shape of its isolated rates; its deviation on a worker type by its pairs there), and
+a pair measured at the isolated rate counts as "no slowdown", not as an exact value.
+Where fits from different starting points disagree, the estimate is lowered by their
+spread: a planner loses more by packing a pair that is not free than by forgoing one.
 Infeasible pairs are a class of their own and are predicted separately, never averaged
 in as zero throughput.
 
