@@ -1,7 +1,7 @@
 // Package completion fills in the missing entries of partially observed matrices and pairwise
 // tensors by alternating least squares (ALS).
 //
-// Two models live here:
+// Three models live here:
 //
 //   - [Fit] fits a biased low-rank matrix model A ≈ μ + b_i + c_j + u_i·v_j to the observed
 //     entries of A (mask nonzero), with L2 regularization, a deterministic seed, a tolerance and an
@@ -11,7 +11,14 @@
 //   - [FitPairs] fits a pairwise model for co-location tensors, where entry (w, i, k) is how job i
 //     fares next to job k on worker type w. Each job has one embedding used in both roles (as the
 //     job that suffers and the job that slows its partner), so what is learned about a job from
-//     its own slowdowns transfers to the slowdowns it causes.
+//     its own slowdowns transfers to the slowdowns it causes. [FitPairsWithPrior] adds a pull of
+//     chosen jobs' embeddings towards given targets (a job measured little borrows the pattern
+//     of the jobs it resembles), and PairSettings.LambdaWorker a penalized per-worker-type
+//     deviation of each embedding.
+//   - [FitFootprints] fits which pairs cannot share a worker type at all: a logistic model in
+//     which each job has a size and each worker type a capacity, and a pair is infeasible when
+//     the two sizes exceed the capacity. Sizes are shared across worker types (a job needs
+//     about the same memory everywhere), with a penalized per-type deviation.
 //
 // Vocabulary: an observed entry is one whose value is known (mask nonzero, or listed as a
 // [PairObs]); rank and Dim are the length of the latent factors or embeddings; Lambda is the

@@ -20,10 +20,9 @@ const floorNorm = 0.02
 // features, so a job with few measurements borrows from jobs with similar isolated behaviour.
 // Each job outside the references has its embedding pulled towards those of its nearest
 // references (see Prior). Measurements at the isolated rate are censored observations (see
-// observations). Infeasibility is its own class: a second pairwise model of the same form,
-// without embeddings, fitted to the 0/1 indicator of infeasible measurements (an additive
-// "footprint" per job and worker type), and a missing pair is predicted infeasible when its
-// score reaches 0.5.
+// observations). Infeasibility is its own class, never a rate of zero: a footprint threshold
+// model ([completion.FitFootprints], see predictInfeasible) fitted to which measured pairs
+// could not share a GPU.
 // The estimate is the mean (in log space) of an ensemble of fits from different random starts,
 // lowered by Caution times their standard deviation, and Spread is that deviation.
 type Pairwise struct {
