@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"math"
 
 	"github.com/gavelkit/gavel/completion"
@@ -27,7 +28,10 @@ func (a ALS) Name() string {
 }
 
 // Estimate completes the matrix and reads the block's entries back from it.
-func (a ALS) Estimate(d *Data) (*Result, error) {
+func (a ALS) Estimate(ctx context.Context, d *Data) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	W, n := len(d.Workers), len(d.Jobs)
 	m, cells, mask := a.layout(d)
 	s, _, err := completion.CrossValidate(m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},

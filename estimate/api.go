@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -51,7 +52,7 @@ func (o Options) method() Method {
 // model unless o.Method says otherwise), and a report of the entries it estimated (ordered
 // entries: (job, partner) and (partner, job) count separately). A table with nothing missing is
 // returned unchanged, with a note.
-func Table(t *table.Table, o Options) (*table.Table, *Report, error) {
+func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Report, error) {
 	blocks, notes, err := Blocks(t, o.Workers, false)
 	if err != nil {
 		return nil, nil, err
@@ -67,7 +68,7 @@ func Table(t *table.Table, o Options) (*table.Table, *Report, error) {
 		if len(d.References()) == 0 {
 			return nil, nil, fmt.Errorf("scale factor %d: %w", sf, ErrNoReference)
 		}
-		r, err := o.method().Estimate(d)
+		r, err := o.method().Estimate(ctx, d)
 		if err != nil {
 			return nil, nil, fmt.Errorf("scale factor %d: %w", sf, err)
 		}
@@ -127,7 +128,7 @@ type Suggestion struct {
 
 // SuggestTable names the budget co-location measurements most worth making next across all
 // blocks of t (see [Suggest]); blocks without missing pairs or references contribute nothing.
-func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string, error) {
+func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([]Suggestion, []string, error) {
 	if budget < 0 {
 		return nil, nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
@@ -151,7 +152,7 @@ func SuggestTable(t *table.Table, budget int, o Options) ([]Suggestion, []string
 		if method == nil {
 			method = Pairwise{Seed: o.Seed, Bootstrap: activeBootstrap, Calibrate: activeFolds}
 		}
-		r, err := method.Estimate(d)
+		r, err := method.Estimate(ctx, d)
 		if err != nil {
 			return nil, nil, fmt.Errorf("scale factor %d: %w", d.Jobs[0].ScaleFactor, err)
 		}

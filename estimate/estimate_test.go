@@ -120,7 +120,7 @@ func TestScoreHandComputed(t *testing.T) {
 // itself and reproduces the table (Gavel's own test).
 func TestGavelAllReferencesIsExact(t *testing.T) {
 	truth := gavelBlock(t)
-	r, err := Gavel{}.Estimate(truth)
+	r, err := Gavel{}.Estimate(context.Background(), truth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestMethodsBeatNothingOnHoldout(t *testing.T) {
 	}
 	got := map[string]Metrics{}
 	for _, m := range DefaultMethods(1) {
-		r, err := m.Estimate(h.Partial)
+		r, err := m.Estimate(context.Background(), h.Partial)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +177,7 @@ func TestTableFillsMissingAndReports(t *testing.T) {
 			}
 		}
 	}
-	out, rep, err := Table(partial, Options{Seed: 1})
+	out, rep, err := Table(context.Background(), partial, Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestTableFillsMissingAndReports(t *testing.T) {
 
 func TestTableUnchangedWhenComplete(t *testing.T) {
 	full := table.Default().Select(nil, []string{"k80", "p100", "v100"})
-	out, rep, err := Table(full, Options{})
+	out, rep, err := Table(context.Background(), full, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestTableNeedsReferences(t *testing.T) {
 	for _, a := range jobs {
 		full.DeletePair("v100", a, a) // no job is measured with itself
 	}
-	if _, _, err := Table(full, Options{}); !errors.Is(err, ErrNoReference) {
+	if _, _, err := Table(context.Background(), full, Options{}); !errors.Is(err, ErrNoReference) {
 		t.Errorf("err = %v, want ErrNoReference", err)
 	}
 }
@@ -248,7 +248,7 @@ func TestTableNeedsReferences(t *testing.T) {
 func TestSuggest(t *testing.T) {
 	truth := gavelBlock(t)
 	h, _ := Protocol(truth, 16, 0.2, 0)
-	r, err := Pairwise{Seed: 0}.Estimate(h.Partial)
+	r, err := Pairwise{Seed: 0}.Estimate(context.Background(), h.Partial)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestActiveSpendsBudget(t *testing.T) {
 	h, _ := Protocol(truth, 16, 0.2, 0)
 	base := onlyReferences(h.Partial, h.References)
 	for _, batches := range []int{2, 0} {
-		d, err := Active(truth, base, Pairwise{}, 30, batches)
+		d, err := Active(context.Background(), truth, base, Pairwise{}, 30, batches)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,7 +332,7 @@ func TestSuggestCoversUnmeasuredJob(t *testing.T) {
 			d.State[w][lone][k], d.State[w][k][lone] = table.Missing, table.Missing
 		}
 	}
-	r, err := Pairwise{}.Estimate(d)
+	r, err := Pairwise{}.Estimate(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,11 +361,11 @@ func slicesContains(s []int, x int) bool {
 func TestPairwiseCalibrationKeepsEstimate(t *testing.T) {
 	truth := gavelBlock(t)
 	h, _ := Protocol(truth, 16, 0.2, 3)
-	plain, err := Pairwise{Seed: 3}.Estimate(h.Partial)
+	plain, err := Pairwise{Seed: 3}.Estimate(context.Background(), h.Partial)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := Pairwise{Seed: 3, Bootstrap: 4, Calibrate: 3}.Estimate(h.Partial)
+	cal, err := Pairwise{Seed: 3, Bootstrap: 4, Calibrate: 3}.Estimate(context.Background(), h.Partial)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,6 +449,42 @@ func TestEvaluateStopsWhenCanceled(t *testing.T) {
 	}
 }
 
+// Every estimator, and the table-level calls built on them, give up with ctx's error rather
+// than return an estimate computed in part.
+func TestEstimatorsStopWhenCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h, err := Protocol(gavelBlock(t), 16, 0.2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := append(DefaultMethods(0), Pairwise{Calibrate: 3, Bootstrap: 2})
+	for _, m := range methods {
+		if r, err := m.Estimate(ctx, h.Partial); !errors.Is(err, context.Canceled) || r != nil {
+			t.Errorf("%s: canceled context: result %v, err %v; want nil, context.Canceled", m.Name(), r != nil, err)
+		}
+	}
+	partial := table.Default().Select(nil, h.Partial.Workers)
+	for w, wt := range h.Partial.Workers {
+		for i, a := range h.Partial.Jobs {
+			for k, b := range h.Partial.Jobs {
+				if h.Partial.State[w][i][k] == table.Missing {
+					partial.DeletePair(wt, a, b)
+				}
+			}
+		}
+	}
+	if _, _, err := Table(ctx, partial, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Table: err %v, want context.Canceled", err)
+	}
+	if _, _, err := SuggestTable(ctx, partial, 3, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("SuggestTable: err %v, want context.Canceled", err)
+	}
+	if _, err := Active(ctx, gavelBlock(t), h.Partial, Pairwise{}, 10, 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("Active: err %v, want context.Canceled", err)
+	}
+}
+
 func TestEvaluateAndSuggestRejectBadInput(t *testing.T) {
 	truth := gavelBlock(t)
 	n := len(truth.Jobs)
@@ -466,7 +502,7 @@ func TestEvaluateAndSuggestRejectBadInput(t *testing.T) {
 			t.Errorf("R=%d, P=%v: err %v, want one naming %q", tt.r, tt.p, err, tt.want)
 		}
 	}
-	if _, _, err := SuggestTable(table.Default(), -1, Options{}); err == nil || !strings.Contains(err.Error(), "budget -1") {
+	if _, _, err := SuggestTable(context.Background(), table.Default(), -1, Options{}); err == nil || !strings.Contains(err.Error(), "budget -1") {
 		t.Errorf("budget -1: err %v, want one naming the budget", err)
 	}
 }
@@ -635,12 +671,12 @@ func TestPairwiseCautionLowersBySpread(t *testing.T) {
 	truth := gavelBlock(t)
 	h, _ := Protocol(truth, 16, 0.2, 6)
 	d := h.Partial
-	plain, err := Pairwise{Seed: 6, Neighbors: -1, Caution: -1}.Estimate(d)
+	plain, err := Pairwise{Seed: 6, Neighbors: -1, Caution: -1}.Estimate(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const c = 2
-	cautious, err := Pairwise{Seed: 6, Neighbors: -1, Caution: c}.Estimate(d)
+	cautious, err := Pairwise{Seed: 6, Neighbors: -1, Caution: c}.Estimate(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,7 +240,7 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 				return nil, err
 			}
 			base := onlyReferences(start.Partial, start.References)
-			partial, err = Active(truth, base, Pairwise{Seed: seed}, h.Revealed, o.Batches)
+			partial, err = Active(ctx, truth, base, Pairwise{Seed: seed}, h.Revealed, o.Batches)
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: active: %w", seed, err)
 			}
@@ -250,7 +250,7 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			r, err := m.Estimate(partial)
+			r, err := m.Estimate(ctx, partial)
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: %s: %w", seed, m.Name(), err)
 			}

@@ -18,7 +18,7 @@ func ExampleTable() {
 			t.DeletePair("v100", j, k)
 		}
 	}
-	full, rep, err := estimate.Table(t, estimate.Options{Seed: 1})
+	full, rep, err := estimate.Table(context.Background(), t, estimate.Options{Seed: 1})
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +36,7 @@ func ExampleSuggestTable() {
 	for _, k := range jobs {
 		t.DeletePair("v100", j, k)
 	}
-	ms, _, err := estimate.SuggestTable(t, 3, estimate.Options{Seed: 1})
+	ms, _, err := estimate.SuggestTable(context.Background(), t, 3, estimate.Options{Seed: 1})
 	if err != nil {
 		panic(err)
 	}

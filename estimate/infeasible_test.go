@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -106,7 +107,7 @@ func TestPairwiseRecoversPlantedFootprints(t *testing.T) {
 				name     string
 				estimate func(*Data) (*Result, error)
 			}{
-				{"ours", Pairwise{Seed: 1}.Estimate},
+				{"ours", func(d *Data) (*Result, error) { return Pairwise{Seed: 1}.Estimate(context.Background(), d) }},
 				{"crisp", func(d *Data) (*Result, error) {
 					r := newResult(d)
 					_, ind := observations(d)
@@ -150,7 +151,7 @@ func TestPairwiseNothingInfeasible(t *testing.T) {
 	for w := range d.Workers {
 		d.State[w][4][5], d.State[w][5][4] = table.Missing, table.Missing
 	}
-	r, err := Pairwise{Seed: 1}.Estimate(d)
+	r, err := Pairwise{Seed: 1}.Estimate(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"math"
 
 	"github.com/gavelkit/gavel/fingerprint"
@@ -23,7 +24,10 @@ type Neighbors struct {
 func (Neighbors) Name() string { return "neighbors" }
 
 // Estimate matches every job to its nearest references and mixes their rates.
-func (nb Neighbors) Estimate(d *Data) (*Result, error) {
+func (nb Neighbors) Estimate(ctx context.Context, d *Data) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	refs := d.References()
 	if len(refs) == 0 {
 		return nil, ErrNoReference

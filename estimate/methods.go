@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -68,8 +69,10 @@ func (r *Result) keepMeasured(d *Data) {
 // Method estimates the missing entries of a block.
 type Method interface {
 	Name() string // as in Evaluation.Methods, e.g. "ours"
-	// Estimate returns an estimate of every entry of d, keeping d's known entries.
-	Estimate(d *Data) (*Result, error)
+	// Estimate returns an estimate of every entry of d, keeping d's known entries. It returns
+	// ctx's error once ctx is done, checked between model fits (a fit itself, at most about a
+	// second on a 1,000-job-type table, runs to its end).
+	Estimate(ctx context.Context, d *Data) (*Result, error)
 }
 
 // PartnerMean is the baseline that predicts i's rate next to k on w as the mean rate of every
@@ -81,7 +84,10 @@ type PartnerMean struct{}
 func (PartnerMean) Name() string { return "partner_mean" }
 
 // Estimate predicts every entry from its partner's measured entries on the worker type.
-func (PartnerMean) Estimate(d *Data) (*Result, error) {
+func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	r := newResult(d)
 	for w := range d.Workers {
 		all, nall := 0.0, 0
@@ -134,7 +140,10 @@ type Gavel struct{ Seed uint64 }
 func (Gavel) Name() string { return "gavel" }
 
 // Estimate matches every job that is not a reference to a reference and copies its row.
-func (g Gavel) Estimate(d *Data) (*Result, error) {
+func (g Gavel) Estimate(ctx context.Context, d *Data) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	refs := d.References()
 	if len(refs) == 0 {
 		return nil, ErrNoReference

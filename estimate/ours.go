@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"errors"
 	"math"
 	"sort"
@@ -153,10 +154,10 @@ func (Pairwise) Name() string { return "ours" }
 
 // Estimate fits the ensemble (and bootstrap members) to d's measured entries, mixes in the
 // Neighbors estimate, predicts infeasible pairs and keeps d's measured entries.
-func (p Pairwise) Estimate(d *Data) (*Result, error) {
+func (p Pairwise) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	vals, ind := observations(d)
 	x := features(d)
-	grids, err := p.fitMembers(d, vals, x)
+	grids, err := p.fitMembers(ctx, d, vals, x)
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +165,12 @@ func (p Pairwise) Estimate(d *Data) (*Result, error) {
 	var meanLog, fitSpread [][][]float64
 	meanLog, r.Spread, fitSpread = combineMembers(grids, p.ensemble())
 	p.lower(meanLog, fitSpread)
-	p.mixNeighbors(d, meanLog, r)
+	p.mixNeighbors(ctx, d, meanLog, r)
+	if err := ctx.Err(); err != nil { // the mix may have been skipped
+		return nil, err
+	}
 	if p.Calibrate > 0 {
-		if r.SumError, err = p.sumError(d); err != nil {
+		if r.SumError, err = p.sumError(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +195,10 @@ func (p Pairwise) ensemble() int {
 // better estimate and, through their disagreement, a measure of how uncertain it is. Fits are
 // independent (each has its own seed), so they run concurrently; they are combined in seed
 // order, so the result does not depend on scheduling.
-func (p Pairwise) fitMembers(d *Data, vals []completion.PairObs, x *mat.Dense) ([][][][]float64, error) {
+func (p Pairwise) fitMembers(ctx context.Context, d *Data, vals []completion.PairObs, x *mat.Dense) ([][][][]float64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	W, n := len(d.Workers), len(d.Jobs)
 	s := p.Settings
 	if s == (completion.PairSettings{}) {
@@ -222,6 +229,9 @@ func (p Pairwise) fitMembers(d *Data, vals []completion.PairObs, x *mat.Dense) (
 		}(b)
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -432,7 +442,7 @@ func (p Pairwise) lower(meanLog, fitSpread [][][]float64) {
 
 // mixNeighbors sets r.Norm from the ensemble's mean log rates, mixed in log space with the
 // Neighbors estimate (weight p.Neighbors) where that estimate has the pair feasible.
-func (p Pairwise) mixNeighbors(d *Data, meanLog [][][]float64, r *Result) {
+func (p Pairwise) mixNeighbors(ctx context.Context, d *Data, meanLog [][][]float64, r *Result) {
 	alpha := p.Neighbors
 	if alpha == 0 {
 		alpha = 0.1
@@ -440,7 +450,7 @@ func (p Pairwise) mixNeighbors(d *Data, meanLog [][][]float64, r *Result) {
 	var nb *Result
 	if alpha > 0 {
 		var err error
-		if nb, err = (Neighbors{K: 3, Distance: fingerprint.MeanAbsLog}).Estimate(d); err != nil {
+		if nb, err = (Neighbors{K: 3, Distance: fingerprint.MeanAbsLog}).Estimate(ctx, d); err != nil {
 			nb = nil // no references: the pairwise model alone
 		}
 	}
@@ -528,7 +538,7 @@ const sumErrorPrior = 0.05
 // normalized rates (the packing decision's margin) by cross-validation: the measured pairs
 // outside the reference block are split into p.Calibrate folds, each held out in turn and
 // predicted by a single fit on the rest.
-func (p Pairwise) sumError(d *Data) ([]float64, error) {
+func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
 	ps := heldOutPairs(d, p.Seed)
 	W := len(d.Workers)
 	ss := make([]float64, W)
@@ -543,7 +553,7 @@ func (p Pairwise) sumError(d *Data) ([]float64, error) {
 		}
 		sub := p
 		sub.Calibrate, sub.Bootstrap, sub.Ensemble = 0, 0, 1
-		rf, err := sub.Estimate(dd)
+		rf, err := sub.Estimate(ctx, dd)
 		if errors.Is(err, completion.ErrNoObservations) {
 			continue // the fold held out everything measured
 		}

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -266,7 +267,7 @@ func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 // means batches of activeBatch) chosen by [Suggest] on a fresh estimate of method. When method is
 // a [Pairwise], it is run with bootstrap fits and a cross-validated sum error (unless it sets
 // them), so Suggest ranks pairs by how likely their packing decision is wrong.
-func Active(truth, partial *Data, method Method, budget, batches int) (*Data, error) {
+func Active(ctx context.Context, truth, partial *Data, method Method, budget, batches int) (*Data, error) {
 	d := partial.Clone()
 	if pw, ok := method.(Pairwise); ok {
 		if pw.Bootstrap == 0 {
@@ -287,7 +288,7 @@ func Active(truth, partial *Data, method Method, budget, batches int) (*Data, er
 	}
 	for b := 0; b < batches && left > 0; b++ {
 		take := (left + (batches - b) - 1) / (batches - b)
-		r, err := method.Estimate(d)
+		r, err := method.Estimate(ctx, d)
 		if err != nil {
 			return nil, err
 		}

@@ -121,7 +121,7 @@ func timeLarge(n, W int) error {
 	}
 	cpu0 := cpuSeconds()
 	t0 := time.Now()
-	r, err := estimate.Pairwise{Seed: 1}.Estimate(h.Partial)
+	r, err := estimate.Pairwise{Seed: 1}.Estimate(context.Background(), h.Partial)
 	if err != nil {
 		return err
 	}

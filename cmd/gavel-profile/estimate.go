@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,7 +77,11 @@ The output counts the estimated entries per worker type; --list prints each one
   gavel-profile estimate --table partial.json --out full.json --list
   gavel-profile estimate --table partial.json --out full.json --json`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runEstimate(o, io) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := interruptible(cmd)
+			defer stop()
+			return runEstimate(ctx, o, io)
+		},
 	}
 	o.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "where to write the completed table; required")
@@ -84,7 +89,7 @@ The output counts the estimated entries per worker type; --list prints each one
 	return cmd
 }
 
-func runEstimate(o estimateOptions, io *cli.IO) error {
+func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if o.table == "" || o.out == "" {
 		return cli.UsageError("estimate: --table and --out are required")
 	}
@@ -92,7 +97,7 @@ func runEstimate(o estimateOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	full, rep, err := estimate.Table(t, o.options())
+	full, rep, err := estimate.Table(ctx, t, o.options())
 	if err != nil {
 		return o.tableError(err)
 	}

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -57,12 +54,8 @@ repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 
   gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2 --active --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
 			// Evaluating several seeds takes minutes: an interrupt stops it between fits.
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			return runEvaluate(ctx, o, io)
 		},

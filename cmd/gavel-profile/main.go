@@ -3,7 +3,10 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -42,4 +45,14 @@ Typical use:
 		newEvaluateCmd(streams),
 	)
 	return root
+}
+
+// interruptible returns cmd's context, canceled on SIGINT or SIGTERM, so a long estimate,
+// suggestion or evaluation stops between fits and a profiling run stops its jobs cleanly.
+func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil { // RunE called without Execute, as tests may
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

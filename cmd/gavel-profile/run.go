@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -322,7 +320,7 @@ func workerTypes(gpus []profile.GPU) []string {
 }
 
 func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(cmd)
 	defer stop()
 	setup, closeDevs, err := setupRun(ctx, opts, io)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -31,14 +32,18 @@ is stable: 'gavel-profile run' can take its pair list from it.`,
 		Example: `  gavel-profile suggest --table partial.json --budget 10
   gavel-profile suggest --table partial.json --budget 10 --json > next.json`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runSuggest(o, io) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := interruptible(cmd)
+			defer stop()
+			return runSuggest(ctx, o, io)
+		},
 	}
 	o.register(cmd)
 	cmd.Flags().IntVar(&o.budget, "budget", 10, "number of measurements to suggest (0 or more)")
 	return cmd
 }
 
-func runSuggest(o suggestOptions, io *cli.IO) error {
+func runSuggest(ctx context.Context, o suggestOptions, io *cli.IO) error {
 	if o.table == "" {
 		return cli.UsageError("suggest: --table is required")
 	}
@@ -49,7 +54,7 @@ func runSuggest(o suggestOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	ms, notes, err := estimate.SuggestTable(t, o.budget, o.options())
+	ms, notes, err := estimate.SuggestTable(ctx, t, o.budget, o.options())
 	if err != nil {
 		return o.tableError(err)
 	}
