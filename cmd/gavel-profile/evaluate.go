@@ -28,7 +28,7 @@ func newEvaluateCmd(io *cli.IO) *cobra.Command {
 measured, isolated rates are always measured, and for every other job type each pair with
 a reference is revealed with probability --fraction (one measurement gives both jobs'
 rates). The rest is estimated and compared with the truth. With --active the same number
-of measurements is chosen instead: 30% to cover every job, then by 'suggest' in batches
+of measurements is chosen instead: 20% to cover every job, then by 'suggest' in batches
 of about 12, re-estimating between them.
 
 Methods: ours (the pairwise model 'estimate' uses), gavel (Gavel's rank-10 completion,

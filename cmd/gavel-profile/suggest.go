@@ -24,8 +24,9 @@ func newSuggestCmd(io *cli.IO) *cobra.Command {
 worth and print the best --budget of them: first pairs with a job that has nothing
 measured on the worker type, then by the probability that the pair's packing decision (do
 the two normalized rates sum to more than 1?) is wrong, from the estimate's bootstrap
-spread and its cross-validated error on measured pairs, with a few pairs whose feasibility
-is in doubt. Any pair of job types may be suggested.
+spread and its cross-validated error on measured pairs (larger for jobs measured little on
+the worker type), with a few pairs whose feasibility is in doubt. Any pair of job types may
+be suggested.
 
 The JSON form ({"measurements": [{worker_type, job, partner, scale_factor, reason}]})
 is stable: 'gavel-profile run' can take its pair list from it.`,
