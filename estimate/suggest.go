@@ -300,10 +300,12 @@ const coldBonus = 2
 // call's picks, since a check next to a reference mostly corrects rates, not decisions near
 // the line. On hold-out seeds 10-33 (R = 16, P = 0.2, active; 24 seeds) against no checks:
 // MAPE 8.40% -> 7.98% (better on 19 of 24 seeds), wrong pairs 56.4 -> 57.2 a seed (within
-// noise: one seed moves by 10 or more between runs). On seeds 10-21: without the share limit
-// MAPE 7.55% but 62.2 wrong pairs (55.2 without checks); share 0.1: 8.38%, 58.4; checking
-// every job with one entry on a type (no disagreement test): 8.27%, 59.0; a gap of 0.1: 7.60%,
-// 63.8 (no share limit).
+// noise: one seed moves by 10 or more between runs); max-min downstream ratio on seeds 10-21
+// 0.732 -> 0.790 (better on 8 of 12; one seed's ratio can drop to 0.4 or 0 either way).
+// Seeds 10-21, MAPE and wrong pairs a seed: no checks 8.35%, 55.2; share 0.25 (chosen)
+// 7.84%, 56.2; share 0.1: 8.38%, 58.4; 0.5: 7.87%, 61.0; unlimited: 7.55%, 62.2; unlimited
+// with a gap of 0.1: 7.60%, 63.8; a second measurement for every job with one entry on a
+// type (no disagreement test, partner by flip probability): 8.27%, 59.0.
 const (
 	checkBonus = 1
 	checkCount = 2
