@@ -66,3 +66,65 @@ func TestSuggestCalibratedPrefersScarceJobs(t *testing.T) {
 		t.Errorf("reason %q, want %q", ms[0].Reason, ReasonPacking)
 	}
 }
+
+// checkBlock returns two worker types x and y, references a..d (0-3, their pairs measured on
+// both) and job e (4), measured next to every reference on x and only next to a on y; the
+// estimate's pair sums are level(i) + level(k) with levels a 0.3, b 0.4, c 0.5, d 0.9, e 0.35,
+// except e's on y, which are levelY + level(k), plus 0.2 next to d.
+func checkBlock(levelY float64) (*Data, *Result) {
+	js := make([]table.JobType, 5)
+	for i := range js {
+		js[i] = table.JobType{Model: string(rune('a' + i)), ScaleFactor: 1}
+	}
+	d := NewData([]string{"x", "y"}, js)
+	r := newResult(d)
+	level := []float64{0.3, 0.4, 0.5, 0.9, 0.35}
+	for w := 0; w < 2; w++ {
+		for i := 0; i < 5; i++ {
+			d.Iso[w][i] = 1
+			for k := 0; k < 5; k++ {
+				if i < 4 && k < 4 || w == 0 && i != k || (i == 4 && k == 0 || i == 0 && k == 4) {
+					d.State[w][i][k] = table.Measured
+				}
+				s := level[i] + level[k]
+				if w == 1 && (i == 4) != (k == 4) {
+					s = levelY + level[i+k-4]
+					if i+k-4 == 3 {
+						s += 0.2
+					}
+				}
+				r.Norm[w][i][k] = s / 2
+			}
+		}
+	}
+	r.SumError = []float64{0.05, 0.05}
+	return d, r
+}
+
+// Job e's sums on x put it nearest references a, b (gap 0.05) and c (0.15), not d (0.55).
+// With levelY 0.9 its sums on y exceed theirs' mean, 0.4 + level(k), by 0.5 next to a, b, c
+// and 0.7 next to d (mean 0.55 > checkGap): e is checked next to d, the largest gap among
+// its missing reference pairs, and that pick comes first (checkBonus). With levelY 0.35 its
+// row agrees (gap 0.05) and nothing is checked.
+func TestConsistencyChecks(t *testing.T) {
+	d, r := checkBlock(0.9)
+	count, _ := knownCounts(d)
+	if got, want := fmt.Sprint(consistencyChecks(d, r, count)), "[[-1 -1 -1 -1 -1] [-1 -1 -1 -1 3]]"; got != want {
+		t.Fatalf("checks %s, want %s", got, want)
+	}
+	ms, err := Suggest(d, r, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.W != 1 || m.I != 3 || m.K != 4 || m.Reason != ReasonCheck || m.Score != checkBonus+m.flip {
+		t.Errorf("first pick %+v, want the check (y, d, e) with reason %q", m, ReasonCheck)
+	}
+	if ms[1].Reason == ReasonCheck {
+		t.Errorf("second pick %+v is a check too, want one check (budget 2)", ms[1])
+	}
+	d, r = checkBlock(0.35)
+	count, _ = knownCounts(d)
+	if got, want := fmt.Sprint(consistencyChecks(d, r, count)), "[[-1 -1 -1 -1 -1] [-1 -1 -1 -1 -1]]"; got != want {
+		t.Fatalf("consistent row: checks %s, want %s", got, want)
+	}
+}
