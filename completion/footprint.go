@@ -33,17 +33,10 @@ type FootprintSettings struct {
 }
 
 func (s FootprintSettings) withDefaults() FootprintSettings {
-	def := func(x *float64, d float64) {
-		if *x == 0 {
-			*x = d
-		} else if *x < 0 {
-			*x = 0
-		}
-	}
-	def(&s.LambdaSize, 1)
-	def(&s.LambdaDev, 1)
-	def(&s.LambdaFeature, 1)
-	def(&s.LambdaCapacity, 0.01)
+	penaltyDefault(&s.LambdaSize, 1)
+	penaltyDefault(&s.LambdaDev, 1)
+	penaltyDefault(&s.LambdaFeature, 1)
+	penaltyDefault(&s.LambdaCapacity, 0.01)
 	if s.InfeasibleWeight <= 0 {
 		s.InfeasibleWeight = 1
 	}

@@ -37,6 +37,16 @@ type PairSettings struct {
 	MaxIter      int     // 0 means 300
 }
 
+// penaltyDefault applies the Settings convention for an L2 weight: zero selects the default d,
+// negative selects no penalty.
+func penaltyDefault(x *float64, d float64) {
+	if *x == 0 {
+		*x = d
+	} else if *x < 0 {
+		*x = 0
+	}
+}
+
 // withDefaults replaces zero (and negative, where documented) fields by their values.
 func (s PairSettings) withDefaults() PairSettings {
 	if s.Dim == 0 {
@@ -44,17 +54,10 @@ func (s PairSettings) withDefaults() PairSettings {
 	} else if s.Dim < 0 {
 		s.Dim = 0
 	}
-	def := func(x *float64, d float64) {
-		if *x == 0 {
-			*x = d
-		} else if *x < 0 {
-			*x = 0
-		}
-	}
-	def(&s.LambdaBias, 1)
-	def(&s.LambdaShare, 1)
-	def(&s.LambdaEmbed, 1)
-	def(&s.LambdaGlobal, 0.1)
+	penaltyDefault(&s.LambdaBias, 1)
+	penaltyDefault(&s.LambdaShare, 1)
+	penaltyDefault(&s.LambdaEmbed, 1)
+	penaltyDefault(&s.LambdaGlobal, 0.1)
 	if s.Tol == 0 {
 		s.Tol = 1e-7
 	}
