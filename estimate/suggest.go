@@ -54,9 +54,10 @@ const uncWeight = 3
 // evidencePower), plus the entries' own spread (r.Spread, from bootstrap fits) in rate units;
 // feasibility doubt (see feasBand) counts for a limited share of the picks; cold start
 // (coldBonus) goes to pairs with a job that has no known entry on the worker type, which the
-// model cannot place at all; a consistency check (checkBonus, see consistencyChecks) re-measures
-// a little-known job whose row disagrees with the references most like it. Job counts include the picks made so far, so one call's picks
-// spread over poorly known jobs rather than piling onto one.
+// model cannot place at all; a consistency check (checkBonus, see consistencyChecks)
+// re-measures a little-known job whose row disagrees with the references most like it. Job
+// counts include the picks made so far, so one call's picks spread over poorly known jobs
+// rather than piling onto one.
 //
 // Otherwise each pick maximizes
 //
@@ -323,12 +324,6 @@ func consistencyChecks(d *Data, r *Result, count [][]int) [][]int {
 	for _, a := range refs {
 		isRef[a] = true
 	}
-	sum := func(w, i, k int) (float64, bool) {
-		if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
-			return 0, false
-		}
-		return r.Norm[w][i][k] + r.Norm[w][k][i], true
-	}
 	out := make([][]int, W)
 	for w := range out {
 		out[w] = make([]int, n)
@@ -347,65 +342,90 @@ func consistencyChecks(d *Data, r *Result, count [][]int) [][]int {
 			if count[w][j] == 0 || count[w][j] > checkCount {
 				continue
 			}
-			// References nearest to j on the other worker types, by mean absolute sum gap.
-			type near struct {
-				a    int
-				dist float64
-			}
-			var ns []near
-			for _, a := range refs {
-				gap, cnt := 0.0, 0
-				for v := 0; v < W; v++ {
-					if v == w {
-						continue
-					}
-					for _, k := range refs {
-						sj, ok1 := sum(v, j, k)
-						sa, ok2 := sum(v, a, k)
-						if ok1 && ok2 {
-							gap += math.Abs(sj - sa)
-							cnt++
-						}
-					}
-				}
-				if cnt > 0 {
-					ns = append(ns, near{a, gap / float64(cnt)})
-				}
-			}
-			if len(ns) < checkNear {
-				continue
-			}
-			sort.SliceStable(ns, func(x, y int) bool { return ns[x].dist < ns[y].dist })
-			ns = ns[:checkNear]
-			gap, cnt, worst, worstGap := 0.0, 0, -1, 0.0
-			for _, k := range refs {
-				sj, ok := sum(w, j, k)
-				if !ok {
-					continue
-				}
-				pred, pc := 0.0, 0
-				for _, nb := range ns {
-					if s, ok := sum(w, nb.a, k); ok {
-						pred += s
-						pc++
-					}
-				}
-				if pc == 0 {
-					continue
-				}
-				g := math.Abs(sj - pred/float64(pc))
-				gap += g
-				cnt++
-				if d.State[w][j][k] == table.Missing && d.State[w][k][j] == table.Missing && g > worstGap {
-					worst, worstGap = k, g
-				}
-			}
-			if cnt > 0 && gap/float64(cnt) > checkGap {
-				out[w][j] = worst
+			if near := nearestElsewhere(r, refs, j, w); len(near) == checkNear {
+				out[w][j] = checkPartner(d, r, refs, near, j, w)
 			}
 		}
 	}
 	return out
+}
+
+// pairSum is the estimated sum of the normalized rates of i and k on w, and false when the pair
+// is predicted infeasible.
+func pairSum(r *Result, w, i, k int) (float64, bool) {
+	if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+		return 0, false
+	}
+	return r.Norm[w][i][k] + r.Norm[w][k][i], true
+}
+
+// nearestElsewhere returns the checkNear references whose pair sums with the references are
+// closest (mean absolute difference) to job j's on the worker types other than w, or fewer when
+// fewer can be compared. Ties keep reference order.
+func nearestElsewhere(r *Result, refs []int, j, w int) []int {
+	type near struct {
+		a    int
+		dist float64
+	}
+	var ns []near
+	for _, a := range refs {
+		gap, cnt := 0.0, 0
+		for v := range r.Norm {
+			if v == w {
+				continue
+			}
+			for _, k := range refs {
+				sj, ok1 := pairSum(r, v, j, k)
+				sa, ok2 := pairSum(r, v, a, k)
+				if ok1 && ok2 {
+					gap += math.Abs(sj - sa)
+					cnt++
+				}
+			}
+		}
+		if cnt > 0 {
+			ns = append(ns, near{a, gap / float64(cnt)})
+		}
+	}
+	sort.SliceStable(ns, func(x, y int) bool { return ns[x].dist < ns[y].dist })
+	out := make([]int, 0, checkNear)
+	for x := 0; x < len(ns) && x < checkNear; x++ {
+		out = append(out, ns[x].a)
+	}
+	return out
+}
+
+// checkPartner returns the reference to measure j next to on w when j's pair sums with the
+// references there differ on average by more than checkGap from those of its near references:
+// the unmeasured one where they differ most; −1 when no check is due.
+func checkPartner(d *Data, r *Result, refs, near []int, j, w int) int {
+	gap, cnt, worst, worstGap := 0.0, 0, -1, 0.0
+	for _, k := range refs {
+		sj, ok := pairSum(r, w, j, k)
+		if !ok {
+			continue
+		}
+		pred, pc := 0.0, 0
+		for _, a := range near {
+			if s, ok := pairSum(r, w, a, k); ok {
+				pred += s
+				pc++
+			}
+		}
+		if pc == 0 {
+			continue
+		}
+		g := math.Abs(sj - pred/float64(pc))
+		gap += g
+		cnt++
+		if d.State[w][j][k] == table.Missing && d.State[w][k][j] == table.Missing && g > worstGap {
+			worst, worstGap = k, g
+		}
+	}
+	if cnt > 0 && gap/float64(cnt) > checkGap {
+		return worst
+	}
+	return -1
 }
 
 // spreadFloor is the least log-rate spread an estimated entry is given: bootstrap fits can agree
