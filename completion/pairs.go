@@ -592,13 +592,23 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		m.addRow(acc, j, o.W, val[len(val)-D:], t, false, true)
 		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
 	}
-	ma, mc := 2*W+D, 2*W+D+1
 	m.regularizeJob(r, s)
 	m.pullJob(j, r)
 	sol, ok := r.solve()
 	if !ok {
 		return
 	}
+	m.setJob(j, sol)
+	if acc != nil {
+		m.fitDeviations(j, acc, s)
+	}
+	m.refreshEmb(j)
+}
+
+// setJob stores job j's solution from fitJob's ridge system, laid out as its victim biases
+// (one per worker type), its aggressor biases, its embedding and its two bias means.
+func (m *PairModel) setJob(j int, sol []float64) {
+	W, D := m.Workers, m.Dim
 	for w := 0; w < W; w++ {
 		m.A[j][w] = sol[w]
 		m.C[j][w] = sol[W+w]
@@ -606,11 +616,7 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 	for d := 0; d < D; d++ {
 		m.Z[j][d] = sol[2*W+d]
 	}
-	m.AM[j], m.CM[j] = sol[ma], sol[mc]
-	if acc != nil {
-		m.fitDeviations(j, acc, s)
-	}
-	m.refreshEmb(j)
+	m.AM[j], m.CM[j] = sol[2*W+D], sol[2*W+D+1]
 }
 
 // deviationTerm is U[w][j]·f, job j's per-worker deviation's part of an observation whose
