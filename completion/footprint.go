@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -150,25 +151,47 @@ func (p *footprintProblem) size() int {
 	return W + n + n*W + W*p.nf
 }
 
-// row adds coef times the design row of job i on worker type w (its footprint) to r.
-func (p *footprintProblem) addFootprint(r []float64, w, i int, coef float64) {
+// sparseRow is one observation's design row: its logit is Σ val[x]·θ[idx[x]]. A row touches a
+// capacity and one or two footprints, so it has a handful of entries whatever the table's size.
+type sparseRow struct {
+	idx []int
+	val []float64
+}
+
+func (r sparseRow) dot(theta []float64) float64 {
+	z := 0.0
+	for x, j := range r.idx {
+		z += r.val[x] * theta[j]
+	}
+	return z
+}
+
+// addFootprint appends job i's footprint on worker type w (size, deviation, feature terms).
+func (p *footprintProblem) addFootprint(r *sparseRow, w, i int) {
 	W, n := p.m.Workers, p.m.Jobs
-	r[W+i] += coef
-	r[W+n+i*W+w] += coef
+	r.idx = append(r.idx, W+i, W+n+i*W+w)
+	r.val = append(r.val, 1, 1)
 	base := W + n + n*W + w*p.nf
 	for f := 0; f < p.nf; f++ {
-		r[base+f] += coef * p.m.X[i][f]
+		r.idx = append(r.idx, base+f)
+		r.val = append(r.val, p.m.X[i][f])
 	}
 }
 
-// design returns the observation's row: its logit is the row times θ.
-func (p *footprintProblem) design(o FeasObs, r []float64) {
-	clear(r)
-	r[o.W] = -1
-	p.addFootprint(r, o.W, o.I, 1)
-	if o.K != Alone {
-		p.addFootprint(r, o.W, o.K, 1)
+// design returns the observation's row. A job next to itself counts its footprint twice.
+func (p *footprintProblem) design(o FeasObs) sparseRow {
+	r := sparseRow{idx: []int{o.W}, val: []float64{-1}}
+	p.addFootprint(&r, o.W, o.I)
+	switch o.K {
+	case Alone:
+	case o.I:
+		for x := 1; x < len(r.val); x++ {
+			r.val[x] *= 2
+		}
+	default:
+		p.addFootprint(&r, o.W, o.K)
 	}
+	return r
 }
 
 // penalty returns each parameter's L2 weight.
@@ -191,10 +214,10 @@ func (p *footprintProblem) penalty() []float64 {
 }
 
 // objective is the negative log-likelihood plus the penalty at θ.
-func (p *footprintProblem) objective(rows *mat.Dense, theta, pen []float64) float64 {
+func (p *footprintProblem) objective(rows []sparseRow, theta, pen []float64) float64 {
 	obj := 0.0
 	for x, o := range p.obs {
-		z := mat.Dot(rows.RowView(x), mat.NewVecDense(len(theta), theta))
+		z := rows[x].dot(theta)
 		if o.Infeasible {
 			obj += p.s.InfeasibleWeight * softplus(-z)
 		} else {
@@ -218,13 +241,22 @@ func softplus(z float64) float64 {
 // solve runs Newton's method from θ = 0 and stores θ in the model.
 func (p *footprintProblem) solve() error {
 	P := p.size()
-	rows := mat.NewDense(len(p.obs), P, nil)
-	r := make([]float64, P)
+	rows := make([]sparseRow, len(p.obs))
 	for x, o := range p.obs {
-		p.design(o, r)
-		rows.SetRow(x, r)
+		rows[x] = p.design(o)
 	}
 	pen := p.penalty()
+	touched := make([]bool, P)
+	for _, r := range rows {
+		for _, j := range r.idx {
+			touched[j] = true
+		}
+	}
+	for j := range pen {
+		if pen[j] == 0 && !touched[j] {
+			return fmt.Errorf("completion: footprint fit: a parameter has neither data nor penalty")
+		}
+	}
 	theta := make([]float64, P)
 	obj := p.objective(rows, theta, pen)
 	p.m.Status = IterationCap
@@ -232,9 +264,6 @@ func (p *footprintProblem) solve() error {
 	for it := 1; it <= p.s.MaxIter; it++ {
 		p.m.Iterations = it
 		step := p.newtonStep(rows, theta, pen)
-		if step == nil {
-			return fmt.Errorf("completion: footprint fit: a parameter has neither data nor penalty")
-		}
 		// Step halving keeps every step downhill; near the optimum the full step is taken.
 		moved := 0.0
 		for t := 1.0; t >= 1.0/1024; t /= 2 {
@@ -259,54 +288,76 @@ func (p *footprintProblem) solve() error {
 	return nil
 }
 
-// newtonStep returns H⁻¹g at θ, with g and H the objective's gradient and Hessian, or nil when
-// H is not positive definite (a parameter with neither penalty nor data).
-func (p *footprintProblem) newtonStep(rows *mat.Dense, theta, pen []float64) []float64 {
+// newtonStep returns H⁻¹g at θ, with g and H the objective's gradient and Hessian, solved by
+// conjugate gradients on Hessian-vector products (H = Σ wt·q(1−q)·row rowᵀ + diag(pen)), so a
+// step costs a few passes over the rows rather than a dense factorization of a matrix with a
+// parameter per job and worker type: the dense version took over 50 s at 800 job types.
+func (p *footprintProblem) newtonStep(rows []sparseRow, theta, pen []float64) []float64 {
 	P := len(theta)
 	g := make([]float64, P)
-	h := mat.NewSymDense(P, nil)
-	th := mat.NewVecDense(P, theta)
+	curv := make([]float64, len(rows)) // wt·q(1−q) per row
+	diag := make([]float64, P)         // H's diagonal, the preconditioner
 	for x, o := range p.obs {
-		row := rows.RawRowView(x)
-		q := 1 / (1 + math.Exp(-mat.Dot(rows.RowView(x), th)))
+		q := 1 / (1 + math.Exp(-rows[x].dot(theta)))
 		y, wt := 0.0, 1.0
 		if o.Infeasible {
 			y, wt = 1, p.s.InfeasibleWeight
 		}
-		nz := nonzero(row)
-		for _, a := range nz {
-			g[a] += wt * (q - y) * row[a]
-			for _, b := range nz {
-				if b >= a {
-					h.SetSym(a, b, h.At(a, b)+wt*q*(1-q)*row[a]*row[b])
-				}
-			}
+		curv[x] = wt * q * (1 - q)
+		for k, a := range rows[x].idx {
+			v := rows[x].val[k]
+			g[a] += wt * (q - y) * v
+			diag[a] += curv[x] * v * v
 		}
 	}
 	for j := range theta {
 		g[j] += pen[j] * theta[j]
-		h.SetSym(j, j, h.At(j, j)+pen[j])
+		diag[j] += pen[j]
 	}
-	var ch mat.Cholesky
-	if !ch.Factorize(h) {
-		return nil
-	}
-	var step mat.VecDense
-	if err := ch.SolveVecTo(&step, mat.NewVecDense(P, g)); err != nil {
-		return nil
-	}
-	return step.RawVector().Data
-}
-
-// nonzero lists the positions of row's nonzero entries.
-func nonzero(row []float64) []int {
-	var nz []int
-	for j, v := range row {
-		if v != 0 {
-			nz = append(nz, j)
+	hv := func(v, out []float64) {
+		for j := range out {
+			out[j] = pen[j] * v[j]
+		}
+		for x, r := range rows {
+			c := curv[x] * r.dot(v)
+			for k, a := range r.idx {
+				out[a] += c * r.val[k]
+			}
 		}
 	}
-	return nz
+	return conjugateGradient(hv, g, diag, 1e-12, 4*P)
+}
+
+// conjugateGradient solves A x = b for a symmetric positive definite A given as a product hv,
+// preconditioned by A's diagonal, until the residual's norm falls below tol times b's (or after
+// maxIter steps).
+func conjugateGradient(hv func(v, out []float64), b, diag []float64, tol float64, maxIter int) []float64 {
+	n := len(b)
+	x := make([]float64, n)
+	r := append([]float64(nil), b...)
+	z := make([]float64, n)
+	for j := range z {
+		z[j] = r[j] / diag[j]
+	}
+	d := append([]float64(nil), z...)
+	ad := make([]float64, n)
+	rz := floats.Dot(r, z)
+	stop := tol * tol * floats.Dot(b, b)
+	for it := 0; it < maxIter && floats.Dot(r, r) > stop; it++ {
+		hv(d, ad)
+		alpha := rz / floats.Dot(d, ad)
+		floats.AddScaled(x, alpha, d)
+		floats.AddScaled(r, -alpha, ad)
+		for j := range z {
+			z[j] = r[j] / diag[j]
+		}
+		rzNext := floats.Dot(r, z)
+		for j := range d {
+			d[j] = z[j] + rzNext/rz*d[j]
+		}
+		rz = rzNext
+	}
+	return x
 }
 
 // store copies θ into the model's fields.
