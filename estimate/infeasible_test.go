@@ -188,3 +188,45 @@ func TestFootprintsInfeasibleAlone(t *testing.T) {
 		}
 	}
 }
+
+// A job that cannot run alone on a worker type (isolated rate 0, every pair there infeasible,
+// as gavel-profile records an out-of-memory job) leaves the rest of the estimate finite, and
+// its pairs there are predicted infeasible.
+func TestPairwiseJobInfeasibleAlone(t *testing.T) {
+	h, err := Protocol(gavelBlock(t), 16, 0.2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := h.Partial
+	j := -1
+	for i := range d.Jobs {
+		if !slicesContains(h.References, i) {
+			j = i
+			break
+		}
+	}
+	const w = 0
+	d.Iso[w][j] = 0
+	for k := range d.Jobs {
+		d.State[w][j][k], d.State[w][k][j] = table.Infeasible, table.Infeasible
+		d.Norm[w][j][k], d.Norm[w][k][j] = 0, 0
+	}
+	r, err := Pairwise{Seed: 1}.Estimate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := range r.Norm {
+		for i := range r.Norm[v] {
+			for k, x := range r.Norm[v][i] {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					t.Fatalf("%s: %s next to %s: estimate %v", d.Workers[v], d.Jobs[i].Model, d.Jobs[k].Model, x)
+				}
+			}
+		}
+	}
+	for k := range d.Jobs {
+		if !r.Infeasible[w][j][k] || !r.Infeasible[w][k][j] {
+			t.Errorf("%s: %s cannot run alone, yet its pair with %s is predicted feasible", d.Workers[w], d.Jobs[j].Model, d.Jobs[k].Model)
+		}
+	}
+}

@@ -81,21 +81,35 @@ type Pairwise struct {
 }
 
 // features returns each job's log isolated rate per worker type, centered per worker type
-// ([job][w]), the side features of the pairwise model.
+// ([job][w]), the side features of the pairwise model. A job that cannot run alone on a worker
+// type (isolated rate 0) has no log rate there; it gets the mean, 0, since all its pairs there
+// are infeasible and only the infeasibility model uses its features.
 func features(d *Data) *mat.Dense {
 	W, n := len(d.Workers), len(d.Jobs)
 	x := mat.NewDense(n, W, nil)
 	for w := 0; w < W; w++ {
-		mean := 0.0
+		mean, cnt := 0.0, 0
 		for i := 0; i < n; i++ {
-			mean += math.Log(d.Iso[w][i])
+			if l, ok := logIso(d, w, i); ok {
+				mean += l
+				cnt++
+			}
 		}
-		mean /= float64(n)
+		mean /= float64(max(cnt, 1))
 		for i := 0; i < n; i++ {
-			x.Set(i, w, math.Log(d.Iso[w][i])-mean)
+			if l, ok := logIso(d, w, i); ok {
+				x.Set(i, w, l-mean)
+			}
 		}
 	}
 	return x
+}
+
+// logIso is the log of job i's isolated rate on w, and false when there is none to take (a
+// rate of 0: the job does not fit alone).
+func logIso(d *Data, w, i int) (float64, bool) {
+	l := math.Log(d.Iso[w][i])
+	return l, !math.IsNaN(l) && !math.IsInf(l, 0)
 }
 
 // observations lists the measured entries as log targets, and the infeasibility indicator over
@@ -358,19 +372,27 @@ func priorNeighbors(d *Data, refs []int, k, w int) [][]fingerprint.Neighbor {
 // profileDistance is the mean absolute difference of jobs i's and r's log isolated rates over
 // worker types, each centred on its own mean.
 func profileDistance(d *Data, i, r int) float64 {
-	W := len(d.Workers)
+	var li, lr []float64 // log isolated rates on the worker types where both jobs run alone
 	mi, mr := 0.0, 0.0
-	for w := 0; w < W; w++ {
-		mi += math.Log(d.Iso[w][i])
-		mr += math.Log(d.Iso[w][r])
+	for w := range d.Workers {
+		a, ok1 := logIso(d, w, i)
+		b, ok2 := logIso(d, w, r)
+		if ok1 && ok2 {
+			li, lr = append(li, a), append(lr, b)
+			mi += a
+			mr += b
+		}
 	}
-	mi /= float64(W)
-	mr /= float64(W)
+	if len(li) == 0 {
+		return 0
+	}
+	mi /= float64(len(li))
+	mr /= float64(len(lr))
 	s := 0.0
-	for w := 0; w < W; w++ {
-		s += math.Abs(math.Log(d.Iso[w][i]) - mi - math.Log(d.Iso[w][r]) + mr)
+	for w := range li {
+		s += math.Abs(li[w] - mi - lr[w] + mr)
 	}
-	return s / float64(W)
+	return s / float64(len(li))
 }
 
 // nearest keeps the k closest of ns (ties by index, the order ns comes in) with weights
