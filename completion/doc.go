@@ -1,5 +1,6 @@
 // Package completion fills in the missing entries of partially observed matrices and pairwise
-// tensors by alternating least squares (ALS).
+// tensors by alternating least squares (ALS), and predicts which pairs cannot share a worker
+// type at all by penalized logistic regression.
 //
 // Three models live here:
 //

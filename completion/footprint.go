@@ -18,8 +18,8 @@ type FeasObs struct {
 	Infeasible bool
 }
 
-// FootprintSettings configures [FitFootprints]. Zero fields select defaults; negative ones
-// switch the penalty off.
+// FootprintSettings configures [FitFootprints]. Zero fields select defaults; a negative Lambda
+// switches that penalty off.
 type FootprintSettings struct {
 	LambdaSize     float64 // L2 on each job's footprint shared by every worker type; 0 means 1
 	LambdaDev      float64 // L2 on a job's footprint on one worker type beyond its shared one; 0 means 1
@@ -27,7 +27,7 @@ type FootprintSettings struct {
 	LambdaCapacity float64 // L2 on capacities, so a worker type where everything fits stays finite; 0 means 0.01
 	// InfeasibleWeight is the weight of an infeasible outcome in the likelihood, a feasible one
 	// weighing 1: above 1 when missing an infeasible pair costs more than a false alarm, so the
-	// fit bends to explain every infeasible outcome instead of treating a few as noise; 0 means 1.
+	// fit bends to explain every infeasible outcome instead of treating a few as noise; 0 or less means 1.
 	InfeasibleWeight float64
 	MaxIter          int     // Newton steps; 0 means 100
 	Tol              float64 // stop when no parameter moves more than this; 0 means 1e-8

@@ -14,9 +14,6 @@ type footprints struct {
 	Settings  completion.FootprintSettings
 	Threshold float64 // probability from which a pair is predicted infeasible
 	Features  bool    // log isolated rates as features of the footprint
-	// AloneFits adds every job with a positive isolated rate as an outcome (it fits alone);
-	// jobs with a rate of 0 (they do not fit even alone) are outcomes either way.
-	AloneFits bool
 }
 
 // defaultFootprints returns the classifier [Pairwise] uses. The settings were chosen by a grid
@@ -34,7 +31,7 @@ type footprints struct {
 // 0.802, 0.793, 0.796; misses 40, 41, 45, 53, 62). Jobs that fit alone are not outcomes: in
 // log-odds they tie every footprint to the capacity and hold back a job that fits alone but with
 // nobody (ResNet-50 at batch size 128 on the smallest GPU). With them the best was as good in F1
-// // (0.805, at threshold 0.25) but missed 61. Log isolated rates as features help a little (best
+// (0.805, at threshold 0.25) but missed 61. Log isolated rates as features help a little (best
 // F1 without 0.800, at threshold 0.35, 52 misses); weighting infeasible outcomes (2, 4) moves the
 // same trade-off as the threshold (best F1 0.799 and 0.805, 49 and 54 misses); mean slowdowns as
 // features, a per-worker-type steepness, the posterior-averaged probability and averaging with
@@ -46,8 +43,8 @@ func defaultFootprints() footprints {
 // feasObs turns the infeasibility indicator ind (see observations) into one outcome per
 // unordered pair, infeasible when either direction is (a pair is infeasible for both jobs or
 // for neither), and adds one per job and worker type where the job's isolated rate is 0 (it does
-// not fit even alone) and, when aloneFits is set, where it is positive (it fits alone).
-func feasObs(d *Data, ind []completion.PairObs, aloneFits bool) []completion.FeasObs {
+// not fit even alone). Jobs that fit alone are not outcomes (see defaultFootprints).
+func feasObs(d *Data, ind []completion.PairObs) []completion.FeasObs {
 	type key struct{ w, i, k int }
 	at := map[key]int{}
 	var obs []completion.FeasObs
@@ -63,8 +60,8 @@ func feasObs(d *Data, ind []completion.PairObs, aloneFits bool) []completion.Fea
 	}
 	for w := range d.Iso {
 		for i, iso := range d.Iso[w] {
-			if iso <= 0 || (aloneFits && iso > 0) {
-				obs = append(obs, completion.FeasObs{W: w, I: i, K: completion.Alone, Infeasible: iso <= 0})
+			if iso <= 0 {
+				obs = append(obs, completion.FeasObs{W: w, I: i, K: completion.Alone, Infeasible: true})
 			}
 		}
 	}
@@ -88,11 +85,11 @@ func finite(x *mat.Dense) bool {
 // predict fits the footprint model to the outcomes in ind and d's isolated rates (when any
 // outcome is infeasible), with x (one row per job) as features when f.Features is set and x is
 // finite, and sets r's InfeasibleScore and Infeasible for every pair. A job that does not fit
-// alone (isolated rate 0) is infeasible with everyone there, whatever the fit says. The score is the model's
-// probability with its odds divided by the threshold's, so that 0.5 is the decision threshold
-// as [Result] promises, and the pairs [Suggest] finds uncertain are those near the decision.
+// alone (isolated rate 0) is infeasible with everyone there, whatever the fit says. The score
+// is the model's probability with its odds divided by the threshold's, so that 0.5 is the
+// decision threshold as [Result] promises, and the pairs [Suggest] finds uncertain are those near the decision.
 func (f footprints) predict(d *Data, ind []completion.PairObs, x *mat.Dense, r *Result) error {
-	obs := feasObs(d, ind, f.AloneFits)
+	obs := feasObs(d, ind)
 	seen := false
 	for _, o := range obs {
 		seen = seen || o.Infeasible
