@@ -78,7 +78,7 @@ type Pairwise struct {
 	// pairs outside the reference block used to estimate, per worker type, the error of a
 	// pair's predicted sum of normalized rates (Result.SumError); the estimate is unchanged. Each
 	// fold is a single fit, so Caution (which lowers by the spread of several) does not act there:
-	// SumError is the error of the estimate before that lowering, a little smaller than after it.
+	// SumError is the error of the estimate before that lowering.
 	Calibrate int
 }
 
