@@ -119,12 +119,26 @@ func TestConsistencyChecks(t *testing.T) {
 	if m := ms[0]; m.W != 1 || m.I != 3 || m.K != 4 || m.Reason != ReasonCheck || m.Score != checkBonus+m.flip {
 		t.Errorf("first pick %+v, want the check (y, d, e) with reason %q", m, ReasonCheck)
 	}
-	if ms[1].Reason == ReasonCheck {
-		t.Errorf("second pick %+v is a check too, want one check (budget 2)", ms[1])
-	}
 	d, r = checkBlock(0.35)
 	count, _ = knownCounts(d)
 	if got, want := fmt.Sprint(consistencyChecks(d, r, count)), "[[-1 -1 -1 -1 -1] [-1 -1 -1 -1 -1]]"; got != want {
 		t.Fatalf("consistent row: checks %s, want %s", got, want)
+	}
+}
+
+// A call's checks are capped: with one check left, picking it leaves a second due check (e next
+// to itself on x, a missing pair) without its bonus.
+func TestConsistencyChecksCapped(t *testing.T) {
+	d, r := checkBlock(0.9)
+	st := newPicker(d, r)
+	st.checksLeft = 1
+	st.check[0][4] = 4
+	first, second := Measurement{W: 1, I: 3, K: 4}, Measurement{W: 0, I: 4, K: 4}
+	if d.State[0][4][4] != table.Missing || !st.isCheck(first) || !st.isCheck(second) {
+		t.Fatalf("setup: both checks should be due on missing pairs")
+	}
+	st.pick(first)
+	if st.isCheck(second) || st.cover(second) == checkBonus {
+		t.Errorf("after the one allowed check, %+v still counts as a check (cover %v)", second, st.cover(second))
 	}
 }
