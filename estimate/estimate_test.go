@@ -709,3 +709,37 @@ func TestPairwiseCautionLowersBySpread(t *testing.T) {
 		t.Errorf("%d entries checked, %d lowered; want some of each", checked, lowered)
 	}
 }
+
+// errAfter is a context whose Err reports cancellation from its n-th call on, so a test can
+// cancel between the fits of one estimate.
+type errAfter struct {
+	context.Context
+	n, calls int
+}
+
+func (c *errAfter) Err() error {
+	c.calls++
+	if c.calls >= c.n {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Cancelled at any of its checks, ours returns no estimate at all.
+func TestPairwiseStopsBetweenFits(t *testing.T) {
+	h, err := Protocol(gavelBlock(t), 16, 0.2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Pairwise{Seed: 1, Calibrate: 2}
+	full := &errAfter{Context: context.Background(), n: 1 << 30}
+	if _, err := m.Estimate(full, h.Partial); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= full.calls; n++ {
+		r, err := m.Estimate(&errAfter{Context: context.Background(), n: n}, h.Partial)
+		if !errors.Is(err, context.Canceled) || r != nil {
+			t.Errorf("canceled at check %d of %d: result %v, err %v; want nil, context.Canceled", n, full.calls, r != nil, err)
+		}
+	}
+}
