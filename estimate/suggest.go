@@ -86,10 +86,6 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 			if taken[x] {
 				continue
 			}
-			if r.SumError != nil { // the counts behind σ changed with the last pick
-				m = st.calibratedValue(m.W, m.I, m.K)
-				cands[x] = m
-			}
 			sc := m.Score
 			if feasLeft <= 0 && r.SumError != nil {
 				sc = m.flip
@@ -116,8 +112,22 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 		m.Score = bestV
 		out = append(out, m)
 		st.pick(m)
+		if r.SumError != nil {
+			st.rescore(cands, taken, m)
+		}
 	}
 	return out, nil
+}
+
+// rescore updates the calibrated values that the pick m changed: those of pairs on m's worker
+// type with one of m's jobs, whose known-entry counts (behind σ) it raised.
+func (st *picker) rescore(cands []Measurement, taken []bool, m Measurement) {
+	for x, c := range cands {
+		if taken[x] || c.W != m.W || (c.I != m.I && c.I != m.K && c.K != m.I && c.K != m.K) {
+			continue
+		}
+		cands[x] = st.calibratedValue(c.W, c.I, c.K)
+	}
 }
 
 // picker holds what Suggest's greedy choice depends on besides the estimate: how many entries
