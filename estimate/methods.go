@@ -70,8 +70,8 @@ func (r *Result) keepMeasured(d *Data) {
 type Method interface {
 	Name() string // as in Evaluation.Methods, e.g. "ours"
 	// Estimate returns an estimate of every entry of d, keeping d's known entries. It returns
-	// ctx's error once ctx is done, checked between model fits (a fit itself, at most about a
-	// second on a 1,000-job-type table, runs to its end).
+	// ctx's error once ctx is done, checked between model fits (a fit itself runs to its end:
+	// seconds at most on a 1,000-job-type table, where the whole estimate of ours takes about 4).
 	Estimate(ctx context.Context, d *Data) (*Result, error)
 }
 
