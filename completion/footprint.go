@@ -107,14 +107,7 @@ func FitFootprints(obs []FeasObs, workers, jobs int, features *mat.Dense, s Foot
 		return nil, ErrNoObservations
 	}
 	s = s.withDefaults()
-	nf := 0
-	if features != nil {
-		r, c := features.Dims()
-		if r != jobs {
-			panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
-		}
-		nf = c
-	}
+	nf := featureCount(features, jobs)
 	for x, o := range obs {
 		if o.W < 0 || o.W >= workers || o.I < 0 || o.I >= jobs || o.K < Alone || o.K >= jobs {
 			panic(fmt.Sprintf("completion: feasibility observation %d (%d, %d, %d) out of range", x, o.W, o.I, o.K))

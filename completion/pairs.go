@@ -295,18 +295,24 @@ func indexPairObs(obs []PairObs, workers, jobs int) (pairIndex, error) {
 	return idx, nil
 }
 
+// featureCount returns the number of side features per job (0 without features); it panics
+// if features has a row count other than jobs.
+func featureCount(features *mat.Dense, jobs int) int {
+	if features == nil {
+		return 0
+	}
+	r, c := features.Dims()
+	if r != jobs {
+		panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
+	}
+	return c
+}
+
 // newPairModel returns the starting model: everything zero but the features and each worker
 // type's interaction matrix G[w], the identity. It panics if features has a row count other
 // than jobs.
 func newPairModel(workers, jobs int, features *mat.Dense, s PairSettings) *PairModel {
-	nf := 0
-	if features != nil {
-		r, c := features.Dims()
-		if r != jobs {
-			panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
-		}
-		nf = c
-	}
+	nf := featureCount(features, jobs)
 	m := &PairModel{Workers: workers, Jobs: jobs, Dim: s.Dim,
 		Mean: make([]float64, workers), Beta: grid(workers, nf), Gamma: grid(workers, nf),
 		G: grid(workers, s.Dim*s.Dim), vf: grid(workers, jobs), af: grid(workers, jobs),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sort"
 	"sync"
 
 	"github.com/gavelkit/gavel/completion"
@@ -366,7 +365,7 @@ func priorNeighbors(d *Data, refs []int, k, w int) [][]fingerprint.Neighbor {
 			}
 			ns = cold
 		}
-		out[i] = nearest(ns, k)
+		out[i] = fingerprint.Nearest(ns, k)
 	}
 	return out
 }
@@ -395,22 +394,6 @@ func profileDistance(d *Data, i, r int) float64 {
 		s += math.Abs(li[w] - mi - lr[w] + mr)
 	}
 	return s / float64(len(li))
-}
-
-// nearest keeps the k closest of ns (ties by index, the order ns comes in) with weights
-// proportional to 1/(distance + 1e-3), as fingerprint.Match.
-func nearest(ns []fingerprint.Neighbor, k int) []fingerprint.Neighbor {
-	sort.SliceStable(ns, func(a, b int) bool { return ns[a].Distance < ns[b].Distance })
-	ns = ns[:min(k, len(ns))]
-	total := 0.0
-	for x := range ns {
-		ns[x].Weight = 1 / (ns[x].Distance + 1e-3)
-		total += ns[x].Weight
-	}
-	for x := range ns {
-		ns[x].Weight /= total
-	}
-	return ns
 }
 
 // combineMembers returns the mean of the first fits grids (the fits on all the data), the

@@ -148,9 +148,16 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	}
 	nc := float64(res.Compared)
 	res.Confidence *= nc / (nc + 4)
-	if k < len(ns) {
-		ns = ns[:k]
-	}
+	res.Neighbors = Nearest(ns, k)
+	return res, nil
+}
+
+// Nearest sorts ns by distance (stably: ties keep their order), keeps the k closest and weighs
+// them in proportion to 1/(distance + 0.001), normalized to sum to 1: a reference at distance 0
+// dominates without an infinite weight.
+func Nearest(ns []Neighbor, k int) []Neighbor {
+	sort.SliceStable(ns, func(a, b int) bool { return ns[a].Distance < ns[b].Distance })
+	ns = ns[:min(k, len(ns))]
 	total := 0.0
 	for i := range ns {
 		ns[i].Weight = 1 / (ns[i].Distance + 1e-3)
@@ -159,8 +166,7 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	for i := range ns {
 		ns[i].Weight /= total
 	}
-	res.Neighbors = ns
-	return res, nil
+	return ns
 }
 
 // ColdStart matches a job that has no co-location measurement yet from its isolated rates

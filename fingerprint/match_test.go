@@ -106,3 +106,20 @@ func TestMatchSettingsDefaults(t *testing.T) {
 		t.Errorf("K = -1: err %v, want one naming K", err)
 	}
 }
+
+func TestNearest(t *testing.T) {
+	ns := []Neighbor{{Index: 0, Distance: 0.5}, {Index: 1, Distance: 0}, {Index: 2, Distance: 0.5}, {Index: 3, Distance: 2}}
+	got := Nearest(ns, 3)
+	// Weights 1/0.501, 1/0.001, 1/0.501 normalized; ties (0 and 2) keep their order.
+	w0, w1 := 1/0.501, 1/0.001
+	total := w1 + 2*w0
+	want := []Neighbor{{Index: 1, Distance: 0, Weight: w1 / total}, {Index: 0, Distance: 0.5, Weight: w0 / total}, {Index: 2, Distance: 0.5, Weight: w0 / total}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d neighbours, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Index != want[i].Index || math.Abs(got[i].Weight-want[i].Weight) > 1e-12 {
+			t.Errorf("neighbour %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
