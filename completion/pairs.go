@@ -570,15 +570,8 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		} else {
 			t -= m.C[o.K][o.W]
 		}
-		zo := m.emb(o.W, other)
-		for d := 0; d < D; d++ {
-			// For the self pair the interaction is quadratic in Z[j]; linearize at the current value.
-			f := 0.0
-			for e := 0; e < D; e++ {
-				f += m.G[o.W][d*D+e] * zo[e]
-			}
-			idx, val = append(idx, 2*W+d), append(val, f)
-		}
+		// For the self pair the interaction is quadratic in Z[j]; linearize at the current value.
+		idx, val = m.coupling(o.W, m.emb(o.W, other), true, 2*W, idx, val)
 		m.addRow(acc, j, o.W, val[len(val)-D:], t, true, self)
 		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
 	}
@@ -587,14 +580,7 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		idx, val = idx[:0], val[:0]
 		idx, val = append(idx, W+o.W), append(val, 1)
 		t := o.Y - m.featurePart(o) - m.A[o.I][o.W]
-		zo := m.emb(o.W, o.I)
-		for d := 0; d < D; d++ {
-			f := 0.0
-			for e := 0; e < D; e++ {
-				f += m.G[o.W][e*D+d] * zo[e]
-			}
-			idx, val = append(idx, 2*W+d), append(val, f)
-		}
+		idx, val = m.coupling(o.W, m.emb(o.W, o.I), false, 2*W, idx, val)
 		m.addRow(acc, j, o.W, val[len(val)-D:], t, false, true)
 		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
 	}
@@ -609,6 +595,25 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		m.fitDeviations(j, acc, s)
 	}
 	m.refreshEmb(j)
+}
+
+// coupling appends the coefficients of a job's embedding in one observation, at positions
+// base, base+1, ...: G[w]·z when the job is the victim next to a partner embedded at z, and
+// G[w]ᵀ·z when it is the aggressor slowing a victim embedded at z.
+func (m *PairModel) coupling(w int, z []float64, victim bool, base int, idx []int, val []float64) ([]int, []float64) {
+	D := m.Dim
+	for d := 0; d < D; d++ {
+		f := 0.0
+		for e := 0; e < D; e++ {
+			if victim {
+				f += m.G[w][d*D+e] * z[e]
+			} else {
+				f += m.G[w][e*D+d] * z[e]
+			}
+		}
+		idx, val = append(idx, base+d), append(val, f)
+	}
+	return idx, val
 }
 
 // setJob stores job j's solution from fitJob's ridge system, laid out as its victim biases
