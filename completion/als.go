@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -106,8 +107,9 @@ func (m *Model) Dense() *mat.Dense {
 
 // Fit fits a [Model] to the entries of a where mask is nonzero, by alternating least squares:
 // with the column factors fixed every row's factor and bias is a small ridge regression, and
-// vice versa. It panics if a and mask differ in shape.
-func Fit(a, mask mat.Matrix, s Settings) (*Model, error) {
+// vice versa. It checks ctx before every iteration and, once ctx is done, returns no model and
+// an error wrapping ctx.Err(). It panics if a and mask differ in shape.
+func Fit(ctx context.Context, a, mask mat.Matrix, s Settings) (*Model, error) {
 	r, c := a.Dims()
 	if mr, mc := mask.Dims(); mr != r || mc != c {
 		panic(fmt.Sprintf("completion: mask is %d×%d, matrix is %d×%d", mr, mc, r, c))
@@ -132,6 +134,9 @@ func Fit(a, mask mat.Matrix, s Settings) (*Model, error) {
 	}
 	m.Status = IterationCap
 	for it := 1; it <= s.MaxIter; it++ {
+		if err := stopped(ctx, "fit", it); err != nil {
+			return nil, err
+		}
 		m.Iterations = it
 		// Rows: target a_ij − μ − c_j, features v_j (and 1 for the row bias).
 		solveSide(a, false, rows, m.U, m.V, m.RowBias, m.ColBias, m.Mean, s)
@@ -156,6 +161,16 @@ func Fit(a, mask mat.Matrix, s Settings) (*Model, error) {
 		prev = obj
 	}
 	return m, nil
+}
+
+// stopped returns nil while ctx is live, and once it is done an error wrapping ctx.Err() that
+// says which fit stopped before which iteration. Fits call it once per outer iteration: often
+// enough to stop promptly, rarely enough to cost nothing next to the iteration.
+func stopped(ctx context.Context, what string, it int) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("completion: %s stopped before iteration %d: %w", what, it, err)
+	}
+	return nil
 }
 
 // observed lists the observed columns of each row and rows of each column of a (mask nonzero),

@@ -66,7 +66,7 @@ func TestFitRecoversPlantedLowRank(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, mask := planted(tt.r, tt.c, tt.k, tt.p, 7)
-			m, err := Fit(a, mask, Settings{Rank: tt.k, Lambda: 1e-4, Seed: 1, MaxIter: 500, Tol: 1e-12})
+			m, err := Fit(t.Context(), a, mask, Settings{Rank: tt.k, Lambda: 1e-4, Seed: 1, MaxIter: 500, Tol: 1e-12})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,8 +80,8 @@ func TestFitRecoversPlantedLowRank(t *testing.T) {
 
 func TestFitDeterministic(t *testing.T) {
 	a, mask := planted(20, 15, 2, 0.5, 3)
-	m1, _ := Fit(a, mask, Settings{Seed: 5})
-	m2, _ := Fit(a, mask, Settings{Seed: 5})
+	m1, _ := Fit(t.Context(), a, mask, Settings{Seed: 5})
+	m2, _ := Fit(t.Context(), a, mask, Settings{Seed: 5})
 	if !mat.Equal(m1.Dense(), m2.Dense()) {
 		t.Error("same seed gave different fits")
 	}
@@ -89,7 +89,7 @@ func TestFitDeterministic(t *testing.T) {
 
 func TestFitErrors(t *testing.T) {
 	a := mat.NewDense(2, 2, nil)
-	if _, err := Fit(a, mat.NewDense(2, 2, nil), Settings{}); err != ErrNoObservations {
+	if _, err := Fit(t.Context(), a, mat.NewDense(2, 2, nil), Settings{}); err != ErrNoObservations {
 		t.Errorf("empty mask: err = %v, want ErrNoObservations", err)
 	}
 	defer func() {
@@ -97,12 +97,12 @@ func TestFitErrors(t *testing.T) {
 			t.Error("shape mismatch did not panic")
 		}
 	}()
-	Fit(a, mat.NewDense(3, 2, nil), Settings{})
+	Fit(t.Context(), a, mat.NewDense(3, 2, nil), Settings{})
 }
 
 func TestCrossValidatePicksPlantedRank(t *testing.T) {
 	a, mask := planted(50, 40, 2, 0.6, 11)
-	s, scores, err := CrossValidate(a, mask, Settings{Seed: 1, MaxIter: 300}, CVGrid{Ranks: []int{1, 2, 4}, Lambdas: []float64{1e-3, 1}, Folds: 4})
+	s, scores, err := CrossValidate(t.Context(), a, mask, Settings{Seed: 1, MaxIter: 300}, CVGrid{Ranks: []int{1, 2, 4}, Lambdas: []float64{1e-3, 1}, Folds: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +116,14 @@ func TestCrossValidatePicksPlantedRank(t *testing.T) {
 
 func TestCrossValidateDefaultGrid(t *testing.T) {
 	a, mask := planted(12, 10, 1, 0.7, 3)
-	_, scores, err := CrossValidate(a, mask, Settings{MaxIter: 20}, CVGrid{})
+	_, scores, err := CrossValidate(t.Context(), a, mask, Settings{MaxIter: 20}, CVGrid{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(scores) != 5*3 || scores[0].Rank != 1 || scores[len(scores)-1].Rank != 8 || scores[len(scores)-1].Lambda != 1 {
 		t.Errorf("zero CVGrid: %d scores from rank %d to %d, want ranks 1..8 × 3 lambdas", len(scores), scores[0].Rank, scores[len(scores)-1].Rank)
 	}
-	if _, _, err := CrossValidate(a, mask, Settings{}, CVGrid{Folds: 1}); err == nil || !strings.Contains(err.Error(), "folds") {
+	if _, _, err := CrossValidate(t.Context(), a, mask, Settings{}, CVGrid{Folds: 1}); err == nil || !strings.Contains(err.Error(), "folds") {
 		t.Errorf("1 fold: err %v, want one naming the folds", err)
 	}
 }
@@ -148,7 +148,7 @@ func TestCompleteKeepsInfeasibleOutOfValues(t *testing.T) {
 	cells[4][0] = Unknown // a row like the feasible ones: stays feasible
 	cells[5][4] = Unknown
 	cells[3][1] = Unknown // in the infeasible block
-	res, err := Complete(a, cells, Settings{Rank: 1, Seed: 1})
+	res, err := Complete(t.Context(), a, cells, Settings{Rank: 1, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +168,8 @@ func TestCompleteKeepsInfeasibleOutOfValues(t *testing.T) {
 // objective tolerance on the same problem.
 func TestChangeTolStopsEarly(t *testing.T) {
 	a, mask := planted(30, 20, 2, 0.5, 5)
-	strict, _ := Fit(a, mask, Settings{Rank: 2, Seed: 1, Tol: 1e-14, MaxIter: 300})
-	gavel, _ := Fit(a, mask, Settings{Rank: 2, Seed: 1, ChangeTol: 1e-3, MaxIter: 300})
+	strict, _ := Fit(t.Context(), a, mask, Settings{Rank: 2, Seed: 1, Tol: 1e-14, MaxIter: 300})
+	gavel, _ := Fit(t.Context(), a, mask, Settings{Rank: 2, Seed: 1, ChangeTol: 1e-3, MaxIter: 300})
 	if gavel.Status != Converged || gavel.Iterations >= strict.Iterations {
 		t.Errorf("ChangeTol: %v after %d iterations; strict Tol: %d iterations", gavel.Status, gavel.Iterations, strict.Iterations)
 	}

@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"context"
 	"fmt"
 
 	"gonum.org/v1/gonum/mat"
@@ -36,7 +37,8 @@ type Completion struct {
 // infeasible pair is never averaged in as a zero value. If any cell is Infeasible, a second
 // model of the same kind is fitted to the 0/1 indicator of infeasibility over Known and
 // Infeasible cells, and an Unknown cell whose score reaches 0.5 is predicted infeasible.
-func Complete(a *mat.Dense, cells [][]Cell, s Settings) (*Completion, error) {
+// Both fits stop once ctx is done (see [Fit]); Complete then returns an error wrapping ctx.Err().
+func Complete(ctx context.Context, a *mat.Dense, cells [][]Cell, s Settings) (*Completion, error) {
 	r, c := a.Dims()
 	if len(cells) != r {
 		panic(fmt.Sprintf("completion: %d rows of cells for a %d×%d matrix", len(cells), r, c))
@@ -61,13 +63,13 @@ func Complete(a *mat.Dense, cells [][]Cell, s Settings) (*Completion, error) {
 			}
 		}
 	}
-	m, err := Fit(a, mask, s)
+	m, err := Fit(ctx, a, mask, s)
 	if err != nil {
 		return nil, err
 	}
 	out := &Completion{Values: m.Dense(), Model: m, Infeasible: make([][]bool, r)}
 	if anyInf {
-		im, err := Fit(ind, indMask, s)
+		im, err := Fit(ctx, ind, indMask, s)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -38,8 +39,10 @@ func (g CVGrid) withDefaults() CVGrid {
 // CrossValidate chooses Rank and Lambda from the grid by K-fold cross-validation over the
 // observed entries of a. Entries are assigned to folds by a shuffle seeded with base.Seed. It
 // returns base with the best Rank and Lambda, and every grid point's score. Ties go to the
-// smaller rank, then the larger lambda (the simpler model).
-func CrossValidate(a, mask mat.Matrix, base Settings, g CVGrid) (Settings, []CVScore, error) {
+// smaller rank, then the larger lambda (the simpler model). It checks ctx before every fold (and
+// each fit checks it before every iteration); once ctx is done it returns an error wrapping
+// ctx.Err().
+func CrossValidate(ctx context.Context, a, mask mat.Matrix, base Settings, g CVGrid) (Settings, []CVScore, error) {
 	g = g.withDefaults()
 	folds, ranks, lambdas := g.Folds, g.Ranks, g.Lambdas
 	if folds < 2 {
@@ -68,11 +71,14 @@ func CrossValidate(a, mask mat.Matrix, base Settings, g CVGrid) (Settings, []CVS
 			s.Rank, s.Lambda = k, l
 			sse, n := 0.0, 0
 			for f := 0; f < folds; f++ {
+				if err := ctx.Err(); err != nil {
+					return base, nil, fmt.Errorf("completion: cross-validation stopped at rank %d, lambda %g, fold %d of %d: %w", k, l, f+1, folds, err)
+				}
 				train := mat.DenseCopyOf(mask)
 				for x := f; x < len(obs); x += folds {
 					train.Set(obs[x][0], obs[x][1], 0)
 				}
-				m, err := Fit(a, train, s)
+				m, err := Fit(ctx, a, train, s)
 				if err != nil {
 					return base, nil, err
 				}

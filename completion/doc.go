@@ -28,6 +28,12 @@
 // [CVGrid]) select a default for every zero field, and each fit reports how it ended as a
 // [Status].
 //
+// Every fit takes a context.Context first and checks it once per iteration (per fold in
+// [CrossValidate]; [FitFootprints] also within each Newton step's conjugate-gradient solve). Once
+// the context is done the fit returns no model and an error wrapping ctx.Err(), so
+// errors.Is(err, context.Canceled) holds for a cancelled one. The checks read the context only;
+// the result of a fit that runs to the end does not depend on them.
+//
 // Shape mistakes (mask and matrix of different sizes) panic; data problems (nothing observed)
 // are returned as errors. Nothing here keeps package-level state; the same inputs and seed give
 // the same result.

@@ -1,6 +1,7 @@
 package completion_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gavelkit/gavel/completion"
@@ -15,7 +16,7 @@ func ExampleFit() {
 		3, 6, 0, // hidden: 9
 	})
 	mask := mat.NewDense(3, 3, []float64{1, 1, 1, 1, 1, 1, 1, 1, 0})
-	m, err := completion.Fit(a, mask, completion.Settings{Rank: 1, Lambda: 1e-6, Seed: 1, MaxIter: 2000, Tol: 1e-14})
+	m, err := completion.Fit(context.Background(), a, mask, completion.Settings{Rank: 1, Lambda: 1e-6, Seed: 1, MaxIter: 2000, Tol: 1e-14})
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +37,7 @@ func ExampleFitPairs() {
 			obs = append(obs, completion.PairObs{W: 0, I: i, K: k, Y: -0.1*float64(i+1) - 0.2*float64(k)})
 		}
 	}
-	m, err := completion.FitPairs(obs, 1, 4, nil, completion.PairSettings{Dim: -1, LambdaBias: 1e-6, LambdaShare: -1, Tol: 1e-6, MaxIter: 2000})
+	m, err := completion.FitPairs(context.Background(), obs, 1, 4, nil, completion.PairSettings{Dim: -1, LambdaBias: 1e-6, LambdaShare: -1, Tol: 1e-6, MaxIter: 2000})
 	if err != nil {
 		panic(err)
 	}
@@ -60,13 +61,13 @@ func ExampleFitPairsWithPrior() {
 		}
 	}
 	s := completion.PairSettings{Dim: 1, LambdaBias: 0.01, LambdaEmbed: 0.01, LambdaGlobal: 0.01, Seed: 1, MaxIter: 500}
-	alone, err := completion.FitPairs(obs, 1, 6, nil, s)
+	alone, err := completion.FitPairs(context.Background(), obs, 1, 6, nil, s)
 	if err != nil {
 		panic(err)
 	}
 	mix := make([][]completion.JobWeight, 6)
 	mix[5] = []completion.JobWeight{{Job: 0, Weight: 1}}
-	pulled, err := completion.FitPairsWithPrior(obs, 1, 6, nil, &completion.PairPrior{Mix: mix, Lambda: 1}, s)
+	pulled, err := completion.FitPairsWithPrior(context.Background(), obs, 1, 6, nil, &completion.PairPrior{Mix: mix, Lambda: 1}, s)
 	if err != nil {
 		panic(err)
 	}

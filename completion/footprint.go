@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -102,7 +103,10 @@ func (m *FootprintModel) Prob(w, i, k int) float64 { return 1 / (1 + math.Exp(-m
 // where a job was not measured. Why log-odds and not least squares on the 0/1 outcome: a job
 // that fits with nobody would pull every partner's least-squares score up with it, while under
 // the logistic loss its size alone can grow to explain it.
-func FitFootprints(obs []FeasObs, workers, jobs int, features *mat.Dense, s FootprintSettings) (*FootprintModel, error) {
+//
+// It checks ctx before every Newton step and every conjugate-gradient step within one, and once
+// ctx is done returns no model and an error wrapping ctx.Err().
+func FitFootprints(ctx context.Context, obs []FeasObs, workers, jobs int, features *mat.Dense, s FootprintSettings) (*FootprintModel, error) {
 	if len(obs) == 0 {
 		return nil, ErrNoObservations
 	}
@@ -124,7 +128,7 @@ func FitFootprints(obs []FeasObs, workers, jobs int, features *mat.Dense, s Foot
 		}
 	}
 	fp := footprintProblem{m: m, obs: obs, s: s, nf: nf}
-	if err := fp.solve(); err != nil {
+	if err := fp.solve(ctx); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -231,8 +235,9 @@ func softplus(z float64) float64 {
 	return math.Log1p(math.Exp(z))
 }
 
-// solve runs Newton's method from θ = 0 and stores θ in the model.
-func (p *footprintProblem) solve() error {
+// solve runs Newton's method from θ = 0 and stores θ in the model; it stops with an error
+// wrapping ctx.Err() once ctx is done.
+func (p *footprintProblem) solve(ctx context.Context) error {
 	P := p.size()
 	rows := make([]sparseRow, len(p.obs))
 	for x, o := range p.obs {
@@ -255,8 +260,14 @@ func (p *footprintProblem) solve() error {
 	p.m.Status = IterationCap
 	next := make([]float64, P)
 	for it := 1; it <= p.s.MaxIter; it++ {
+		if err := stopped(ctx, "footprint fit", it); err != nil {
+			return err
+		}
 		p.m.Iterations = it
-		step := p.newtonStep(rows, theta, pen)
+		step, err := p.newtonStep(ctx, rows, theta, pen)
+		if err != nil {
+			return fmt.Errorf("completion: footprint fit stopped in iteration %d: %w", it, err)
+		}
 		// Step halving keeps every step downhill; near the optimum the full step is taken.
 		moved := 0.0
 		for t := 1.0; t >= 1.0/1024; t /= 2 {
@@ -284,8 +295,9 @@ func (p *footprintProblem) solve() error {
 // newtonStep returns H⁻¹g at θ, with g and H the objective's gradient and Hessian, solved by
 // conjugate gradients on Hessian-vector products (H = Σ wt·q(1−q)·row rowᵀ + diag(pen)), so a
 // step costs a few passes over the rows rather than a dense factorization of a matrix with a
-// parameter per job and worker type: the dense version took over 50 s at 800 job types.
-func (p *footprintProblem) newtonStep(rows []sparseRow, theta, pen []float64) []float64 {
+// parameter per job and worker type: the dense version took over 50 s at 800 job types. It
+// returns ctx.Err() if ctx is done before the solve ends.
+func (p *footprintProblem) newtonStep(ctx context.Context, rows []sparseRow, theta, pen []float64) ([]float64, error) {
 	P := len(theta)
 	g := make([]float64, P)
 	curv := make([]float64, len(rows)) // wt·q(1−q) per row
@@ -318,13 +330,14 @@ func (p *footprintProblem) newtonStep(rows []sparseRow, theta, pen []float64) []
 			}
 		}
 	}
-	return conjugateGradient(hv, g, diag, 1e-12, 4*P)
+	return conjugateGradient(ctx, hv, g, diag, 1e-12, 4*P)
 }
 
 // conjugateGradient solves A x = b for a symmetric positive definite A given as a product hv,
 // preconditioned by A's diagonal, until the residual's norm falls below tol times b's (or after
-// maxIter steps).
-func conjugateGradient(hv func(v, out []float64), b, diag []float64, tol float64, maxIter int) []float64 {
+// maxIter steps). It checks ctx before every step, each a pass over the rows that dwarfs the
+// check, and returns ctx.Err() once ctx is done.
+func conjugateGradient(ctx context.Context, hv func(v, out []float64), b, diag []float64, tol float64, maxIter int) ([]float64, error) {
 	n := len(b)
 	x := make([]float64, n)
 	r := append([]float64(nil), b...)
@@ -337,6 +350,9 @@ func conjugateGradient(hv func(v, out []float64), b, diag []float64, tol float64
 	rz := floats.Dot(r, z)
 	stop := tol * tol * floats.Dot(b, b)
 	for it := 0; it < maxIter && floats.Dot(r, r) > stop; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		hv(d, ad)
 		alpha := rz / floats.Dot(d, ad)
 		floats.AddScaled(x, alpha, d)
@@ -350,7 +366,7 @@ func conjugateGradient(hv func(v, out []float64), b, diag []float64, tol float64
 		}
 		rz = rzNext
 	}
-	return x
+	return x, nil
 }
 
 // store copies θ into the model's fields.

@@ -1,6 +1,7 @@
 package completion_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/gavelkit/gavel/completion"
@@ -18,7 +19,7 @@ func ExampleFitFootprints() {
 			obs = append(obs, completion.FeasObs{W: 0, I: i, K: k, Infeasible: size[i]+size[k] > 6.5})
 		}
 	}
-	m, err := completion.FitFootprints(obs, 1, len(size), nil, completion.FootprintSettings{LambdaSize: 0.01})
+	m, err := completion.FitFootprints(context.Background(), obs, 1, len(size), nil, completion.FootprintSettings{LambdaSize: 0.01})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -72,7 +72,7 @@ func TestFitFootprintsRecoversPlanted(t *testing.T) {
 					}
 				}
 			}
-			m, err := FitFootprints(obs, W, n, nil, FootprintSettings{LambdaSize: 0.01, LambdaDev: 10})
+			m, err := FitFootprints(t.Context(), obs, W, n, nil, FootprintSettings{LambdaSize: 0.01, LambdaDev: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestFitFootprintsAlone(t *testing.T) {
 			}
 		}
 	}
-	m, err := FitFootprints(obs, 2, len(planted.size), nil, FootprintSettings{LambdaSize: 0.01, LambdaDev: 10})
+	m, err := FitFootprints(t.Context(), obs, 2, len(planted.size), nil, FootprintSettings{LambdaSize: 0.01, LambdaDev: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestFitFootprintsAlone(t *testing.T) {
 }
 
 func TestFitFootprintsErrors(t *testing.T) {
-	if _, err := FitFootprints(nil, 1, 1, nil, FootprintSettings{}); !errors.Is(err, ErrNoObservations) {
+	if _, err := FitFootprints(t.Context(), nil, 1, 1, nil, FootprintSettings{}); !errors.Is(err, ErrNoObservations) {
 		t.Errorf("no observations: %v, want ErrNoObservations", err)
 	}
 	defer func() {
@@ -144,5 +144,5 @@ func TestFitFootprintsErrors(t *testing.T) {
 			t.Error("job out of range: no panic")
 		}
 	}()
-	_, _ = FitFootprints([]FeasObs{{W: 0, I: 2, K: 0}}, 1, 2, nil, FootprintSettings{})
+	_, _ = FitFootprints(t.Context(), []FeasObs{{W: 0, I: 2, K: 0}}, 1, 2, nil, FootprintSettings{})
 }

@@ -1,6 +1,7 @@
 package completion
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -137,9 +138,10 @@ func (m *PairModel) refreshEmb(j int) {
 // with every job fixed, then each job's biases and embedding with everything else fixed
 // (Gauss-Seidel over jobs). features may be nil; otherwise it has one row per job. A job with no
 // observations keeps zero biases and embedding, so its predictions come from its features alone
-// (a cold start).
-func FitPairs(obs []PairObs, workers, jobs int, features *mat.Dense, s PairSettings) (*PairModel, error) {
-	return FitPairsWithPrior(obs, workers, jobs, features, nil, s)
+// (a cold start). It checks ctx before every iteration and, once ctx is done, returns no model
+// and an error wrapping ctx.Err().
+func FitPairs(ctx context.Context, obs []PairObs, workers, jobs int, features *mat.Dense, s PairSettings) (*PairModel, error) {
+	return FitPairsWithPrior(ctx, obs, workers, jobs, features, nil, s)
 }
 
 // JobWeight is one term of a [PairPrior] mix.
@@ -172,8 +174,8 @@ type PairPrior struct {
 // The pull is one-way: the jobs in a mix are fitted as if nobody were pulled towards them, so the
 // Objective (which counts the pull) need not fall at every iteration as it does without a prior.
 // It panics if prior's Mix (or a WorkerMix) has a length other than jobs or names a job out of
-// range, or WorkerMix has one other than workers.
-func FitPairsWithPrior(obs []PairObs, workers, jobs int, features *mat.Dense, prior *PairPrior, s PairSettings) (*PairModel, error) {
+// range, or WorkerMix has one other than workers. Like FitPairs, it stops once ctx is done.
+func FitPairsWithPrior(ctx context.Context, obs []PairObs, workers, jobs int, features *mat.Dense, prior *PairPrior, s PairSettings) (*PairModel, error) {
 	if len(obs) == 0 {
 		return nil, ErrNoObservations
 	}
@@ -207,6 +209,9 @@ func FitPairsWithPrior(obs []PairObs, workers, jobs int, features *mat.Dense, pr
 	prev := math.Inf(1)
 	m.Status = IterationCap
 	for it := 1; it <= s.MaxIter; it++ {
+		if err := stopped(ctx, "pair fit", it); err != nil {
+			return nil, err
+		}
 		m.Iterations = it
 		for x, o := range obs {
 			if o.Censored {

@@ -45,7 +45,7 @@ func TestFitPairsRecoversPlantedModel(t *testing.T) {
 			}
 		}
 	}
-	m, err := FitPairs(obs, W, n, nil, PairSettings{Dim: D, LambdaBias: 1e-3, LambdaShare: -1, LambdaEmbed: 1e-3, LambdaGlobal: 1e-3, Seed: 1, MaxIter: 500, Tol: 1e-12})
+	m, err := FitPairs(t.Context(), obs, W, n, nil, PairSettings{Dim: D, LambdaBias: 1e-3, LambdaShare: -1, LambdaEmbed: 1e-3, LambdaGlobal: 1e-3, Seed: 1, MaxIter: 500, Tol: 1e-12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestFitPairsColdStartUsesFeatures(t *testing.T) {
 		}
 	}
 	f := denseCol(x)
-	m, err := FitPairs(obs, 1, n, f, PairSettings{Dim: -1, LambdaGlobal: 1e-6, Seed: 1})
+	m, err := FitPairs(t.Context(), obs, 1, n, f, PairSettings{Dim: -1, LambdaGlobal: 1e-6, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestFitPairsCensoredIsOneSided(t *testing.T) {
 	const n = 6
 	s := PairSettings{Dim: -1, LambdaBias: 0.1, LambdaShare: -1, Tol: 1e-14, MaxIter: 5000}
 	base := biasOnlyObs(n)
-	plain, err := FitPairs(base, 1, n, nil, s)
+	plain, err := FitPairs(t.Context(), base, 1, n, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +125,14 @@ func TestFitPairsCensoredIsOneSided(t *testing.T) {
 		}
 	}
 	below := append(append([]PairObs(nil), base...), PairObs{W: 0, I: 0, K: 0, Y: p0 - 1, Censored: true})
-	mb, err := FitPairs(below, 1, n, nil, s)
+	mb, err := FitPairs(t.Context(), below, 1, n, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	same(mb, plain, "censored below the fit")
 
 	above := PairObs{W: 0, I: 0, K: 0, Y: p0 + 1}
-	ref, err := FitPairs(append(append([]PairObs(nil), base...), above), 1, n, nil, s)
+	ref, err := FitPairs(t.Context(), append(append([]PairObs(nil), base...), above), 1, n, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestFitPairsCensoredIsOneSided(t *testing.T) {
 		t.Fatalf("the plain observation is fitted to %.3f, not below %.3f: the test needs it below", ref.Predict(0, 0, 0), above.Y)
 	}
 	above.Censored = true
-	ma, err := FitPairs(append(append([]PairObs(nil), base...), above), 1, n, nil, s)
+	ma, err := FitPairs(t.Context(), append(append([]PairObs(nil), base...), above), 1, n, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestFitPairsPriorPlacesUnobservedJob(t *testing.T) {
 	mix := make([][]JobWeight, n)
 	mix[n-1] = []JobWeight{{Job: 2, Weight: 1}}
 	const lp, le = 0.6, 0.2
-	m, err := FitPairsWithPrior(obs, W, n, nil, &PairPrior{Mix: mix, Lambda: lp}, PairSettings{Dim: D, LambdaEmbed: le, Seed: 1, MaxIter: 20})
+	m, err := FitPairsWithPrior(t.Context(), obs, W, n, nil, &PairPrior{Mix: mix, Lambda: lp}, PairSettings{Dim: D, LambdaEmbed: le, Seed: 1, MaxIter: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestFitPairsPriorPlacesUnobservedJob(t *testing.T) {
 			t.Errorf("Z[%d][%d] = %.6f, want %.6f (Z[2][%d] = %.6f)", n-1, d, m.Z[n-1][d], want, d, m.Z[2][d])
 		}
 	}
-	plain, err := FitPairs(obs, W, n, nil, PairSettings{Dim: D, LambdaEmbed: le, Seed: 1, MaxIter: 20})
+	plain, err := FitPairs(t.Context(), obs, W, n, nil, PairSettings{Dim: D, LambdaEmbed: le, Seed: 1, MaxIter: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +221,11 @@ func TestFitPairsPriorHelpsSparseJob(t *testing.T) {
 		}
 		return math.Sqrt(sse / float64(2*(n-2)))
 	}
-	plain, err := FitPairs(obs, W, n, nil, s)
+	plain, err := FitPairs(t.Context(), obs, W, n, nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pulled, err := FitPairsWithPrior(obs, W, n, nil, &PairPrior{Mix: mix, Lambda: 1}, s)
+	pulled, err := FitPairsWithPrior(t.Context(), obs, W, n, nil, &PairPrior{Mix: mix, Lambda: 1}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestFitPairsWorkerDeviationsRecoverPlantedModel(t *testing.T) {
 		}
 	}
 	rmse := func(lw float64) float64 {
-		m, err := FitPairs(obs, W, n, nil, PairSettings{Dim: 1, LambdaBias: 1e-3, LambdaShare: -1, LambdaEmbed: 1e-3, LambdaWorker: lw, LambdaGlobal: 1e-3, Seed: 1, MaxIter: 1000, Tol: 1e-12})
+		m, err := FitPairs(t.Context(), obs, W, n, nil, PairSettings{Dim: 1, LambdaBias: 1e-3, LambdaShare: -1, LambdaEmbed: 1e-3, LambdaWorker: lw, LambdaGlobal: 1e-3, Seed: 1, MaxIter: 1000, Tol: 1e-12})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestFitPairsWorkerMixPlacesUnobservedJob(t *testing.T) {
 	workerMix[0][n-1] = []JobWeight{{Job: 2, Weight: 1}}
 	workerMix[1][n-1] = []JobWeight{{Job: 3, Weight: 0.5}, {Job: 4, Weight: 0.5}}
 	const lp, le, lw = 0.6, 0.2, 0.3
-	m, err := FitPairsWithPrior(obs, W, n, nil, &PairPrior{Mix: mix, WorkerMix: workerMix, Lambda: lp},
+	m, err := FitPairsWithPrior(t.Context(), obs, W, n, nil, &PairPrior{Mix: mix, WorkerMix: workerMix, Lambda: lp},
 		PairSettings{Dim: D, LambdaEmbed: le, LambdaWorker: lw, Seed: 1, MaxIter: 20})
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +344,7 @@ func TestFitPairsPriorChecksWorkerMix(t *testing.T) {
 					t.Errorf("panic %v, want one containing %q", r, c.want)
 				}
 			}()
-			_, _ = FitPairsWithPrior(obs, 2, 2, nil, &PairPrior{Mix: mix, WorkerMix: c.workerMix, Lambda: 1}, PairSettings{Dim: 1, LambdaWorker: 1})
+			_, _ = FitPairsWithPrior(t.Context(), obs, 2, 2, nil, &PairPrior{Mix: mix, WorkerMix: c.workerMix, Lambda: 1}, PairSettings{Dim: 1, LambdaWorker: 1})
 		})
 	}
 }

@@ -34,12 +34,12 @@ func (a ALS) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	}
 	W, n := len(d.Workers), len(d.Jobs)
 	m, cells, mask := a.layout(d)
-	s, _, err := completion.CrossValidate(m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},
+	s, _, err := completion.CrossValidate(ctx, m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},
 		completion.CVGrid{Ranks: []int{1, 2, 3, 5, 8}, Lambdas: []float64{0.01, 0.1, 1}, Folds: 5})
 	if err != nil {
 		return nil, err
 	}
-	res, err := completion.Complete(m, cells, s)
+	res, err := completion.Complete(ctx, m, cells, s)
 	if err != nil {
 		return nil, err
 	}

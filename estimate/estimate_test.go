@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gavelkit/gavel/fingerprint"
@@ -711,21 +712,25 @@ func TestPairwiseCautionLowersBySpread(t *testing.T) {
 }
 
 // errAfter is a context whose Err reports cancellation from its n-th call on, so a test can
-// cancel between the fits of one estimate.
+// cancel between the fits of one estimate or within one. The ensemble's fits run concurrently
+// and each checks its context, so the count is atomic.
 type errAfter struct {
 	context.Context
-	n, calls int
+	n     int64
+	calls atomic.Int64
 }
 
 func (c *errAfter) Err() error {
-	c.calls++
-	if c.calls >= c.n {
+	if c.calls.Add(1) >= c.n {
 		return context.Canceled
 	}
 	return nil
 }
 
-// Cancelled at any of its checks, ours returns no estimate at all.
+// Cancelled at any of its checks, ours returns no estimate at all. Every fit checks its context
+// once per iteration, so an estimate makes well over a thousand checks: the test cancels at the
+// first few (before and between the fits), at evenly spaced ones (within the ensemble's and the
+// calibration's fits) and at the last.
 func TestPairwiseStopsBetweenFits(t *testing.T) {
 	h, err := Protocol(gavelBlock(t), 16, 0.2, 0)
 	if err != nil {
@@ -736,10 +741,19 @@ func TestPairwiseStopsBetweenFits(t *testing.T) {
 	if _, err := m.Estimate(full, h.Partial); err != nil {
 		t.Fatal(err)
 	}
-	for n := 1; n <= full.calls; n++ {
+	calls := full.calls.Load()
+	var at []int64
+	for n := int64(1); n <= min(8, calls); n++ {
+		at = append(at, n)
+	}
+	for x := int64(1); x <= 16; x++ {
+		at = append(at, max(9, x*calls/17))
+	}
+	at = append(at, calls)
+	for _, n := range at {
 		r, err := m.Estimate(&errAfter{Context: context.Background(), n: n}, h.Partial)
 		if !errors.Is(err, context.Canceled) || r != nil {
-			t.Errorf("canceled at check %d of %d: result %v, err %v; want nil, context.Canceled", n, full.calls, r != nil, err)
+			t.Errorf("canceled at check %d of %d: result %v, err %v; want nil, context.Canceled", n, calls, r != nil, err)
 		}
 	}
 }

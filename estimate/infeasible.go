@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"context"
 	"math"
 
 	"github.com/gavelkit/gavel/completion"
@@ -88,7 +89,7 @@ func finite(x *mat.Dense) bool {
 // alone (isolated rate 0) is infeasible with everyone there, whatever the fit says. The score
 // is the model's probability with its odds divided by the threshold's, so that 0.5 is the
 // decision threshold as [Result] promises, and the pairs [Suggest] finds uncertain are those near the decision.
-func (f footprints) predict(d *Data, ind []completion.PairObs, x *mat.Dense, r *Result) error {
+func (f footprints) predict(ctx context.Context, d *Data, ind []completion.PairObs, x *mat.Dense, r *Result) error {
 	obs := feasObs(d, ind)
 	seen := false
 	for _, o := range obs {
@@ -101,7 +102,7 @@ func (f footprints) predict(d *Data, ind []completion.PairObs, x *mat.Dense, r *
 		x = nil
 	}
 	W, n := len(d.Workers), len(d.Jobs)
-	m, err := completion.FitFootprints(obs, W, n, x, f.Settings)
+	m, err := completion.FitFootprints(ctx, obs, W, n, x, f.Settings)
 	if err != nil {
 		return err
 	}
@@ -125,6 +126,6 @@ func (f footprints) predict(d *Data, ind []completion.PairObs, x *mat.Dense, r *
 // predictInfeasible fits the footprint model to the infeasibility indicator ind and the
 // features x (when any measurement is infeasible) and sets r's InfeasibleScore and Infeasible
 // for every pair.
-func (p Pairwise) predictInfeasible(d *Data, ind []completion.PairObs, x *mat.Dense, r *Result) error {
-	return defaultFootprints().predict(d, ind, x, r)
+func (p Pairwise) predictInfeasible(ctx context.Context, d *Data, ind []completion.PairObs, x *mat.Dense, r *Result) error {
+	return defaultFootprints().predict(ctx, d, ind, x, r)
 }

@@ -111,7 +111,7 @@ func TestPairwiseRecoversPlantedFootprints(t *testing.T) {
 				{"crisp", func(d *Data) (*Result, error) {
 					r := newResult(d)
 					_, ind := observations(d)
-					return r, crisp.predict(d, ind, features(d), r)
+					return r, crisp.predict(context.Background(), d, ind, features(d), r)
 				}},
 			} {
 				r, err := m.estimate(d)
@@ -179,7 +179,7 @@ func TestFootprintsInfeasibleAlone(t *testing.T) {
 	}
 	_, ind := observations(d)
 	r := newResult(d)
-	if err := defaultFootprints().predict(d, ind, features(d), r); err != nil {
+	if err := defaultFootprints().predict(context.Background(), d, ind, features(d), r); err != nil {
 		t.Fatal(err)
 	}
 	for k := range size {

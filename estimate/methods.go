@@ -169,7 +169,7 @@ func (g Gavel) Estimate(ctx context.Context, d *Data) (*Result, error) {
 			match[i] = i
 			continue
 		}
-		row, err := g.completeRow(d, refs, refMat, i)
+		row, err := g.completeRow(ctx, d, refs, refMat, i)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +196,7 @@ func (g Gavel) Estimate(ctx context.Context, d *Data) (*Result, error) {
 // completeRow returns job i's row of rates next to the references (one column per worker type
 // and reference), its missing entries completed, clamped to [0, 1], from the reference rows
 // refMat stacked above it.
-func (g Gavel) completeRow(d *Data, refs []int, refMat *mat.Dense, i int) ([]float64, error) {
+func (g Gavel) completeRow(ctx context.Context, d *Data, refs []int, refMat *mat.Dense, i int) ([]float64, error) {
 	W, r := len(d.Workers), len(refs)
 	a := mat.NewDense(r+1, W*r, nil)
 	mask := mat.NewDense(r+1, W*r, nil)
@@ -222,7 +222,7 @@ func (g Gavel) completeRow(d *Data, refs []int, refMat *mat.Dense, i int) ([]flo
 		mat.Row(row, r, a)
 		return row, nil
 	}
-	m, err := completion.Fit(a, mask, completion.Settings{Rank: 10, Lambda: 1e-2, NoBias: true,
+	m, err := completion.Fit(ctx, a, mask, completion.Settings{Rank: 10, Lambda: 1e-2, NoBias: true,
 		Seed: g.Seed + uint64(i), InitScale: 1, MaxIter: 100, ChangeTol: 1e-3})
 	if err != nil {
 		return nil, err

@@ -189,7 +189,7 @@ func (p Pairwise) Estimate(ctx context.Context, d *Data) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := p.predictInfeasible(d, ind, x, r); err != nil {
+	if err := p.predictInfeasible(ctx, d, ind, x, r); err != nil {
 		return nil, err
 	}
 	r.keepMeasured(d)
@@ -235,7 +235,7 @@ func (p Pairwise) fitMembers(ctx context.Context, d *Data, vals []completion.Pai
 			defer wg.Done()
 			sb := s
 			sb.Seed = p.Seed + uint64(b)
-			m, err := completion.FitPairsWithPrior(sample, W, n, x, prior, sb)
+			m, err := completion.FitPairsWithPrior(ctx, sample, W, n, x, prior, sb)
 			if err != nil {
 				errs[b] = err
 				return
