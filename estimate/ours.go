@@ -486,10 +486,22 @@ func (p Pairwise) mixNeighbors(ctx context.Context, d *Data, meanLog [][][]float
 // resample draws a bootstrap sample of the measured pairs: as many draws, with replacement, as
 // there are unordered pairs (w, {i, k}), each draw bringing both of the pair's entries.
 func resample(vals []completion.PairObs, seed uint64) []completion.PairObs {
+	groups := byPair(vals)
+	rng := newRand(seed ^ 0x5bd1e995)
+	out := make([]completion.PairObs, 0, len(vals))
+	for range groups {
+		out = append(out, groups[rng.IntN(len(groups))]...)
+	}
+	return out
+}
+
+// byPair groups observations by unordered pair (worker type, {I, K}), in the order each pair
+// first appears, so what is built from the groups is deterministic.
+func byPair(obs []completion.PairObs) [][]completion.PairObs {
 	type key struct{ w, a, b int }
 	idx := map[key]int{}
 	var groups [][]completion.PairObs
-	for _, o := range vals {
+	for _, o := range obs {
 		k := key{o.W, min(o.I, o.K), max(o.I, o.K)}
 		g, ok := idx[k]
 		if !ok {
@@ -499,12 +511,7 @@ func resample(vals []completion.PairObs, seed uint64) []completion.PairObs {
 		}
 		groups[g] = append(groups[g], o)
 	}
-	rng := newRand(seed ^ 0x5bd1e995)
-	out := make([]completion.PairObs, 0, len(vals))
-	for range groups {
-		out = append(out, groups[rng.IntN(len(groups))]...)
-	}
-	return out
+	return groups
 }
 
 func grid3(W, n int) [][][]float64 {
