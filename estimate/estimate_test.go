@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -755,5 +757,24 @@ func TestPairwiseStopsBetweenFits(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || r != nil {
 			t.Errorf("canceled at check %d of %d: result %v, err %v; want nil, context.Canceled", n, calls, r != nil, err)
 		}
+	}
+}
+
+// The calibration folds run concurrently; the sum error must not depend on how many run at
+// once (they are added up in fold order).
+func TestPairwiseSumErrorIndependentOfParallelism(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 4)
+	p := Pairwise{Seed: 4, Calibrate: 5}
+	prev := runtime.GOMAXPROCS(1)
+	serial, err := p.sumError(context.Background(), h.Partial)
+	runtime.GOMAXPROCS(4)
+	parallel, err2 := p.sumError(context.Background(), h.Partial)
+	runtime.GOMAXPROCS(prev)
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	if !slices.Equal(serial, parallel) {
+		t.Errorf("sum error with 1 CPU %v, with 4 %v", serial, parallel)
 	}
 }

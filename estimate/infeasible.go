@@ -46,18 +46,13 @@ func defaultFootprints() footprints {
 // for neither), and adds one per job and worker type where the job's isolated rate is 0 (it does
 // not fit even alone). Jobs that fit alone are not outcomes (see defaultFootprints).
 func feasObs(d *Data, ind []completion.PairObs) []completion.FeasObs {
-	type key struct{ w, i, k int }
-	at := map[key]int{}
 	var obs []completion.FeasObs
-	for _, o := range ind {
-		kk := key{o.W, min(o.I, o.K), max(o.I, o.K)}
-		x, ok := at[kk]
-		if !ok {
-			x = len(obs)
-			at[kk] = x
-			obs = append(obs, completion.FeasObs{W: kk.w, I: kk.i, K: kk.k})
+	for _, g := range byPair(ind) {
+		o := completion.FeasObs{W: g[0].W, I: min(g[0].I, g[0].K), K: max(g[0].I, g[0].K)}
+		for _, x := range g {
+			o.Infeasible = o.Infeasible || x.Y == 1
 		}
-		obs[x].Infeasible = obs[x].Infeasible || o.Y == 1
+		obs = append(obs, o)
 	}
 	for w := range d.Iso {
 		for i, iso := range d.Iso[w] {

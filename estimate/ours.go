@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/gavelkit/gavel/completion"
@@ -170,6 +171,13 @@ func (Pairwise) Name() string { return "ours" }
 // Estimate fits the ensemble (and bootstrap members) to d's measured entries, mixes in the
 // Neighbors estimate, predicts infeasible pairs and keeps d's measured entries.
 func (p Pairwise) Estimate(ctx context.Context, d *Data) (*Result, error) {
+	return p.estimate(ctx, d, true)
+}
+
+// estimate is Estimate; without infeasible it leaves Result.Infeasible all false and skips the
+// footprint model, which the calibration folds do not need (they score the sums of pairs
+// measured feasible, and the model never changes Norm).
+func (p Pairwise) estimate(ctx context.Context, d *Data, infeasible bool) (*Result, error) {
 	vals, ind := observations(d)
 	x := features(d)
 	grids, err := p.fitMembers(ctx, d, vals, x)
@@ -189,8 +197,10 @@ func (p Pairwise) Estimate(ctx context.Context, d *Data) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := p.predictInfeasible(ctx, d, ind, x, r); err != nil {
-		return nil, err
+	if infeasible {
+		if err := p.predictInfeasible(ctx, d, ind, x, r); err != nil {
+			return nil, err
+		}
 	}
 	r.keepMeasured(d)
 	return r, nil
@@ -476,10 +486,22 @@ func (p Pairwise) mixNeighbors(ctx context.Context, d *Data, meanLog [][][]float
 // resample draws a bootstrap sample of the measured pairs: as many draws, with replacement, as
 // there are unordered pairs (w, {i, k}), each draw bringing both of the pair's entries.
 func resample(vals []completion.PairObs, seed uint64) []completion.PairObs {
+	groups := byPair(vals)
+	rng := newRand(seed ^ 0x5bd1e995)
+	out := make([]completion.PairObs, 0, len(vals))
+	for range groups {
+		out = append(out, groups[rng.IntN(len(groups))]...)
+	}
+	return out
+}
+
+// byPair groups observations by unordered pair (worker type, {I, K}), in the order each pair
+// first appears, so what is built from the groups is deterministic.
+func byPair(obs []completion.PairObs) [][]completion.PairObs {
 	type key struct{ w, a, b int }
 	idx := map[key]int{}
 	var groups [][]completion.PairObs
-	for _, o := range vals {
+	for _, o := range obs {
 		k := key{o.W, min(o.I, o.K), max(o.I, o.K)}
 		g, ok := idx[k]
 		if !ok {
@@ -489,12 +511,7 @@ func resample(vals []completion.PairObs, seed uint64) []completion.PairObs {
 		}
 		groups[g] = append(groups[g], o)
 	}
-	rng := newRand(seed ^ 0x5bd1e995)
-	out := make([]completion.PairObs, 0, len(vals))
-	for range groups {
-		out = append(out, groups[rng.IntN(len(groups))]...)
-	}
-	return out
+	return groups
 }
 
 func grid3(W, n int) [][][]float64 {
@@ -547,31 +564,38 @@ const sumErrorPrior = 0.05
 // predicted by a single fit on the rest.
 func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
 	ps := heldOutPairs(d, p.Seed)
+	folds := min(p.Calibrate, len(ps))
+	held := make([][][3]int, folds)
+	errSum := make([][]float64, folds) // per fold, each held-out pair's error of the sum
+	errs := make([]error, folds)
+	// Folds are independent single fits; run them concurrently, at most one per CPU since each
+	// holds a copy of d, and add them up in fold order so the result does not depend on
+	// scheduling.
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for f := 0; f < folds; f++ {
+		wg.Add(1)
+		go func(f int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			held[f], errSum[f], errs[f] = p.foldError(ctx, d, ps, f)
+		}(f)
+	}
+	wg.Wait()
 	W := len(d.Workers)
 	ss := make([]float64, W)
 	cnt := make([]int, W)
-	for f := 0; f < p.Calibrate && f < len(ps); f++ {
-		dd := d.Clone()
-		var held [][3]int
-		for x := f; x < len(ps); x += p.Calibrate {
-			q := ps[x]
-			held = append(held, q)
-			dd.State[q[0]][q[1]][q[2]], dd.State[q[0]][q[2]][q[1]] = table.Missing, table.Missing
-		}
-		sub := p
-		sub.Calibrate, sub.Bootstrap, sub.Ensemble = 0, 0, 1
-		rf, err := sub.Estimate(ctx, dd)
-		if errors.Is(err, completion.ErrNoObservations) {
+	for f := 0; f < folds; f++ {
+		if errors.Is(errs[f], completion.ErrNoObservations) {
 			continue // the fold held out everything measured
 		}
-		if err != nil {
-			return nil, err
+		if errs[f] != nil {
+			return nil, errs[f]
 		}
-		for _, q := range held {
-			w, i, k := q[0], q[1], q[2]
-			e := rf.Norm[w][i][k] + rf.Norm[w][k][i] - d.Norm[w][i][k] - d.Norm[w][k][i]
-			ss[w] += e * e
-			cnt[w]++
+		for x, q := range held[f] {
+			ss[q[0]] += errSum[f][x] * errSum[f][x]
+			cnt[q[0]]++
 		}
 	}
 	out := make([]float64, W)
@@ -579,4 +603,28 @@ func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
 		out[w] = math.Sqrt((ss[w] + sumErrorPrior*sumErrorPrior) / float64(cnt[w]+1))
 	}
 	return out, nil
+}
+
+// foldError holds out fold f of ps (every p.Calibrate-th pair from f), predicts it with a single
+// fit on the rest, and returns the held-out pairs and the errors of their predicted sums.
+func (p Pairwise) foldError(ctx context.Context, d *Data, ps [][3]int, f int) ([][3]int, []float64, error) {
+	dd := d.Clone()
+	var held [][3]int
+	for x := f; x < len(ps); x += p.Calibrate {
+		q := ps[x]
+		held = append(held, q)
+		dd.State[q[0]][q[1]][q[2]], dd.State[q[0]][q[2]][q[1]] = table.Missing, table.Missing
+	}
+	sub := p
+	sub.Calibrate, sub.Bootstrap, sub.Ensemble = 0, 0, 1
+	rf, err := sub.estimate(ctx, dd, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := make([]float64, len(held))
+	for x, q := range held {
+		w, i, k := q[0], q[1], q[2]
+		e[x] = rf.Norm[w][i][k] + rf.Norm[w][k][i] - d.Norm[w][i][k] - d.Norm[w][k][i]
+	}
+	return held, e, nil
 }
