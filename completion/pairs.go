@@ -91,6 +91,7 @@ type PairModel struct {
 	e                  [][][]float64 // [w][job][dim] Z + U, the embedding on w; nil without U
 	AM, CM             []float64     // per-job means of A and C over worker types (with sharing)
 	vf, af             [][]float64   // cached Beta[w]·x_i and Gamma[w]·x_k, [w][job]
+	gz, gtz            [][][]float64 // cached G[w]·emb(w, j) and G[w]ᵀ·emb(w, j), [w][job][dim]
 	X                  [][]float64   // features [job][feature], may have zero columns
 	Iterations         int
 	prior              *PairPrior
@@ -122,15 +123,33 @@ func (m *PairModel) emb(w, i int) []float64 {
 	return m.e[w][i]
 }
 
-// refreshEmb recomputes job j's per-worker embeddings after Z[j] or U[·][j] changed.
+// refreshEmb recomputes what is cached of job j after Z[j] or U[·][j] changed: its per-worker
+// embeddings and their couplings.
 func (m *PairModel) refreshEmb(j int) {
-	if m.e == nil {
-		return
-	}
-	for w := range m.e {
-		for d := range m.Z[j] {
-			m.e[w][j][d] = m.Z[j][d] + m.U[w][j][d]
+	for w := range m.G {
+		if m.e != nil {
+			for d := range m.Z[j] {
+				m.e[w][j][d] = m.Z[j][d] + m.U[w][j][d]
+			}
 		}
+		m.refreshCoupling(w, j)
+	}
+}
+
+// refreshCoupling recomputes job j's couplings on worker type w, G[w]·emb and G[w]ᵀ·emb: every
+// observation of a partner of j needs one, so computing them once per change of G[w] or of j's
+// embedding, rather than per observation, takes the fit's most repeated product out of its
+// inner loop.
+func (m *PairModel) refreshCoupling(w, j int) {
+	D := m.Dim
+	z := m.emb(w, j)
+	for d := 0; d < D; d++ {
+		f, g := 0.0, 0.0
+		for e := 0; e < D; e++ {
+			f += m.G[w][d*D+e] * z[e]
+			g += m.G[w][e*D+d] * z[e]
+		}
+		m.gz[w][j][d], m.gtz[w][j][d] = f, g
 	}
 }
 
@@ -221,6 +240,9 @@ func FitPairsWithPrior(ctx context.Context, obs []PairObs, workers, jobs int, fe
 		for w := 0; w < workers; w++ {
 			m.fitWorker(w, fit, idx.byWorker[w], s)
 			m.cacheFeatures(w)
+			for j := 0; j < jobs; j++ {
+				m.refreshCoupling(w, j)
+			}
 		}
 		for j := 0; j < jobs; j++ {
 			m.fitJob(j, fit, idx.asVictim[j], idx.asAggressor[j], s)
@@ -322,7 +344,10 @@ func newPairModel(workers, jobs int, features *mat.Dense, s PairSettings) *PairM
 		Mean: make([]float64, workers), Beta: grid(workers, nf), Gamma: grid(workers, nf),
 		G: grid(workers, s.Dim*s.Dim), vf: grid(workers, jobs), af: grid(workers, jobs),
 		AM: make([]float64, jobs), CM: make([]float64, jobs), A: grid(jobs, workers), C: grid(jobs, workers),
-		Z: grid(jobs, s.Dim), X: grid(jobs, nf)}
+		Z: grid(jobs, s.Dim), X: grid(jobs, nf), gz: make([][][]float64, workers), gtz: make([][][]float64, workers)}
+	for w := range m.gz {
+		m.gz[w], m.gtz[w] = grid(jobs, s.Dim), grid(jobs, s.Dim)
+	}
 	for i := 0; i < jobs; i++ {
 		for f := 0; f < nf; f++ {
 			m.X[i][f] = features.At(i, f)
@@ -576,7 +601,7 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 			t -= m.C[o.K][o.W]
 		}
 		// For the self pair the interaction is quadratic in Z[j]; linearize at the current value.
-		idx, val = m.coupling(o.W, m.emb(o.W, other), true, 2*W, idx, val)
+		idx, val = m.coupling(o.W, other, true, 2*W, idx, val)
 		m.addRow(acc, j, o.W, val[len(val)-D:], t, true, self)
 		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
 	}
@@ -585,7 +610,7 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 		idx, val = idx[:0], val[:0]
 		idx, val = append(idx, W+o.W), append(val, 1)
 		t := o.Y - m.featurePart(o) - m.A[o.I][o.W]
-		idx, val = m.coupling(o.W, m.emb(o.W, o.I), false, 2*W, idx, val)
+		idx, val = m.coupling(o.W, o.I, false, 2*W, idx, val)
 		m.addRow(acc, j, o.W, val[len(val)-D:], t, false, true)
 		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
 	}
@@ -603,19 +628,15 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 }
 
 // coupling appends the coefficients of a job's embedding in one observation, at positions
-// base, base+1, ...: G[w]·z when the job is the victim next to a partner embedded at z, and
-// G[w]ᵀ·z when it is the aggressor slowing a victim embedded at z.
-func (m *PairModel) coupling(w int, z []float64, victim bool, base int, idx []int, val []float64) ([]int, []float64) {
-	D := m.Dim
-	for d := 0; d < D; d++ {
-		f := 0.0
-		for e := 0; e < D; e++ {
-			if victim {
-				f += m.G[w][d*D+e] * z[e]
-			} else {
-				f += m.G[w][e*D+d] * z[e]
-			}
-		}
+// base, base+1, ...: G[w]·emb(w, k) when the job is the victim next to partner k, and
+// G[w]ᵀ·emb(w, k) when it is the aggressor slowing victim k (from the cache refreshCoupling
+// fills).
+func (m *PairModel) coupling(w, k int, victim bool, base int, idx []int, val []float64) ([]int, []float64) {
+	c := m.gtz[w][k]
+	if victim {
+		c = m.gz[w][k]
+	}
+	for d, f := range c {
 		idx, val = append(idx, base+d), append(val, f)
 	}
 	return idx, val
