@@ -106,7 +106,7 @@ func (m *PairModel) Predict(w, i, k int) float64 {
 		v += m.Beta[w][f]*m.X[i][f] + m.Gamma[w][f]*m.X[k][f]
 	}
 	D := m.Dim
-	zi, zk := m.emb(w, i), m.emb(w, k)
+	zi, zk := m.embedding(w, i, nil), m.embedding(w, k, nil)
 	for d := 0; d < D; d++ {
 		for e := 0; e < D; e++ {
 			v += m.G[w][d*D+e] * zi[d] * zk[e]
@@ -115,7 +115,20 @@ func (m *PairModel) Predict(w, i, k int) float64 {
 	return v
 }
 
-// emb returns job i's embedding on worker type w.
+// embedding returns job i's embedding on worker type w, Z[i] + U[w][i], in dst (reallocated
+// when too short). Predict and Grid compute it afresh rather than read the fit's cache (emb), so
+// they follow a caller's edits of the exported Z and U.
+func (m *PairModel) embedding(w, i int, dst []float64) []float64 {
+	dst = append(dst[:0], m.Z[i]...)
+	if m.U != nil {
+		for d := range dst {
+			dst[d] += m.U[w][i][d]
+		}
+	}
+	return dst
+}
+
+// emb returns job i's embedding on worker type w, from the cache kept during the fit.
 func (m *PairModel) emb(w, i int) []float64 {
 	if m.e == nil {
 		return m.Z[i]
@@ -528,15 +541,18 @@ func (m *PairModel) featurePart(o PairObs) float64 {
 }
 
 // cacheFeatures refreshes vf and af for worker type w.
-func (m *PairModel) cacheFeatures(w int) {
+func (m *PairModel) cacheFeatures(w int) { m.vf[w], m.af[w] = m.featureTerms(w) }
+
+// featureTerms returns Beta[w]·x_i and Gamma[w]·x_i for every job i.
+func (m *PairModel) featureTerms(w int) (vf, af []float64) {
+	vf, af = make([]float64, m.Jobs), make([]float64, m.Jobs)
 	for i := 0; i < m.Jobs; i++ {
-		v, a := 0.0, 0.0
 		for f := range m.Beta[w] {
-			v += m.Beta[w][f] * m.X[i][f]
-			a += m.Gamma[w][f] * m.X[i][f]
+			vf[i] += m.Beta[w][f] * m.X[i][f]
+			af[i] += m.Gamma[w][f] * m.X[i][f]
 		}
-		m.vf[w][i], m.af[w][i] = v, a
 	}
+	return vf, af
 }
 
 // Grid returns every prediction, [w][i][k]; faster than calling Predict for each entry.
@@ -545,22 +561,26 @@ func (m *PairModel) Grid() [][][]float64 {
 	out := make([][][]float64, m.Workers)
 	v := make([]float64, D)
 	for w := 0; w < m.Workers; w++ {
-		m.cacheFeatures(w)
+		vf, af := m.featureTerms(w)
+		emb := make([][]float64, m.Jobs)
+		for i := range emb {
+			emb[i] = m.embedding(w, i, nil)
+		}
 		out[w] = make([][]float64, m.Jobs)
 		for i := 0; i < m.Jobs; i++ {
 			row := make([]float64, m.Jobs)
 			out[w][i] = row
-			zi := m.emb(w, i)
+			zi := emb[i]
 			for e := 0; e < D; e++ {
 				v[e] = 0
 				for d := 0; d < D; d++ {
 					v[e] += zi[d] * m.G[w][d*D+e]
 				}
 			}
-			base := m.Mean[w] + m.vf[w][i] + m.A[i][w]
+			base := m.Mean[w] + vf[i] + m.A[i][w]
 			for k := 0; k < m.Jobs; k++ {
-				y := base + m.af[w][k] + m.C[k][w]
-				zk := m.emb(w, k)
+				y := base + af[k] + m.C[k][w]
+				zk := emb[k]
 				for e := 0; e < D; e++ {
 					y += v[e] * zk[e]
 				}

@@ -348,3 +348,43 @@ func TestFitPairsPriorChecksWorkerMix(t *testing.T) {
 		})
 	}
 }
+
+// Predict and Grid read the exported parameters, not a copy kept by the fit: after a caller
+// moves one job's embedding and deviation, both give the model's formula with the new values.
+func TestPairModelFollowsEditedEmbeddings(t *testing.T) {
+	const W, n = 2, 6
+	rng := rand.New(rand.NewPCG(5, 1))
+	var obs []PairObs
+	for w := 0; w < W; w++ {
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				obs = append(obs, PairObs{W: w, I: i, K: k, Y: -0.5 + 0.1*rng.NormFloat64()})
+			}
+		}
+	}
+	m, err := FitPairs(t.Context(), obs, W, n, nil, PairSettings{Dim: 2, LambdaWorker: 0.1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Z[3][0], m.Z[3][1] = 2, -1
+	m.U[1][3][0] = 0.5
+	g := m.Grid()
+	for w := 0; w < W; w++ {
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				want := m.Mean[w] + m.A[i][w] + m.C[k][w] // no features
+				for d := 0; d < 2; d++ {
+					for e := 0; e < 2; e++ {
+						want += m.G[w][d*2+e] * (m.Z[i][d] + m.U[w][i][d]) * (m.Z[k][e] + m.U[w][k][e])
+					}
+				}
+				if got := m.Predict(w, i, k); math.Abs(got-want) > 1e-12 {
+					t.Errorf("Predict(%d, %d, %d) = %v, want %v", w, i, k, got, want)
+				}
+				if math.Abs(g[w][i][k]-want) > 1e-12 {
+					t.Errorf("Grid[%d][%d][%d] = %v, want %v", w, i, k, g[w][i][k], want)
+				}
+			}
+		}
+	}
+}
