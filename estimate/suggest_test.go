@@ -142,3 +142,88 @@ func TestConsistencyChecksCapped(t *testing.T) {
 		t.Errorf("after the one allowed check, %+v still counts as a check (cover %v)", second, st.cover(second))
 	}
 }
+
+// relyBlock returns one worker type with jobs a..d (0-3), each measured only next to itself,
+// and an estimate in which (a,b) and (c,d) both sum to 1.5 and every other missing pair to 0.5,
+// so all of them are equally far from the line. The self pairs of a and b sum to selfAB (c's and
+// d's to 0.5): at 1.9, a and b have a better option than (a,b), which a planner would use
+// instead; at 0.5, (a,b) is the best option of both, as (c,d) is of c and d.
+func relyBlock(selfAB float64) (*Data, *Result) {
+	d := tinyBlock(4, [][2]int{{0, 0}, {1, 1}, {2, 2}, {3, 3}})
+	r := newResult(d)
+	r.SumError = []float64{0.3}
+	for i := 0; i < 4; i++ {
+		for k := 0; k < 4; k++ {
+			r.Norm[0][i][k] = 0.25
+		}
+	}
+	r.Norm[0][0][1], r.Norm[0][1][0], r.Norm[0][2][3], r.Norm[0][3][2] = 0.75, 0.75, 0.75, 0.75
+	r.Norm[0][0][0], r.Norm[0][1][1] = selfAB/2, selfAB/2
+	return d, r
+}
+
+// A pair a planner would rely on is measured before an equally uncertain one it would not
+// use: (a,b) and (c,d) have the same flip probability, and without the reliance term the lower
+// index, (a,b), would come first; a call of fewer than 1/relyShare picks has no reliance pick
+// and takes (a,b). Every job has one known entry and the measured pairs outside
+// the reference block (job a) have the same scarcity as the candidates, so σ is the sum error
+// and the entries' floor spread, from the definition.
+func TestSuggestReliance(t *testing.T) {
+	d, r := relyBlock(1.9)
+	ms, err := Suggest(d, r, 5) // a share of 1 reliance pick
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.I != 2 || m.K != 3 || m.Reason != ReasonRely {
+		t.Fatalf("first pick %+v, want (c,d) with reason %q", m, ReasonRely)
+	}
+	sigma := math.Hypot(0.3, math.Hypot(0.75*spreadFloor, 0.75*spreadFloor))
+	flip := normalCDF(-0.5 / sigma)
+	if want := flip + relyWeight*sigma; math.Abs(ms[0].Score-want) > 1e-12 {
+		t.Errorf("score of (c,d) %v, want flip %v + reliance %v", ms[0].Score, flip, relyWeight*sigma)
+	}
+	if ms, _ := Suggest(d, r, 1); ms[0].I != 0 || ms[0].K != 1 || ms[0].Reason != ReasonPacking {
+		t.Errorf("a call of one: first pick %+v, want (a,b) by flip probability", ms[0])
+	}
+	// (a,b) falls 0.4 short of a's and b's best option.
+	st := newPicker(d, r)
+	if got, want := st.relyValue(0, 0, 1, sigma), relyWeight*math.Exp(-0.4/relyScale)*sigma; math.Abs(got-want) > 1e-12 {
+		t.Errorf("reliance of (a,b) %v, want %v", got, want)
+	}
+	if got := st.relyValue(0, 0, 2, sigma); got != 0 {
+		t.Errorf("reliance of (a,c), summing to 0.5, %v, want 0", got)
+	}
+}
+
+// Reliance takes at most relyShare of a call's picks: with (a,b) and (c,d) both relied on,
+// five picks (share 1) measure both, only the first for reliance; with all six candidates
+// picked in a call of ten (share 2), both count.
+func TestSuggestRelianceCapped(t *testing.T) {
+	count := func(ms []Measurement) (n int, pairs []string) {
+		for _, m := range ms {
+			if m.Reason == ReasonRely {
+				n++
+				pairs = append(pairs, fmt.Sprint([2]int{m.I, m.K}))
+			}
+		}
+		return n, pairs
+	}
+	d, r := relyBlock(0.5)
+	ms, err := Suggest(d, r, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, pairs := count(ms); n != int(relyShare*5) || pairs[0] != "[0 1]" {
+		t.Errorf("picks %s: reliance picks %v, want only (a,b)", pairsOf(ms), pairs)
+	}
+	if got := pairsOf(ms[:2]); got != "[[0 1] [2 3]]" {
+		t.Errorf("first picks %s, want (a,b) then (c,d), the closest to the line", got)
+	}
+	ms, err = Suggest(d, r, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := count(ms); len(ms) != 6 || n != 2 {
+		t.Errorf("picks %s: %d for reliance, want all 6 candidates and 2", pairsOf(ms), n)
+	}
+}
