@@ -1,6 +1,7 @@
 // Command estimator benchmarks the throughput estimators: MAPE and packing agreement against the
 // fraction of pairs revealed, with random and active measurement choice, for every method, as
-// mean ± standard deviation over seeds; then the time to estimate a large synthetic table.
+// mean ± standard deviation over seeds; then the time to estimate a large synthetic table and to
+// suggest measurements for it.
 //
 //	go run ./benchmarks/estimator
 //	go run ./benchmarks/estimator -fractions 0.2 -seeds 0,1,2 -large 0
@@ -138,9 +139,27 @@ func timeLarge(n, W int) error {
 		n, W, len(h.References), h.Revealed)
 	fmt.Printf("estimate (ours) took %.2fs wall, %.2fs CPU, on %d cores, for %d missing entries (target ≤ 10 s); MAPE %.2f%%, infeasible precision %.3f recall %.3f\n",
 		el.Seconds(), cpu, runtime.NumCPU(), h.Partial.Missing(), 100*m.MAPE, m.InfeasiblePrecision, m.InfeasibleRecall)
+	if err := timeSuggest(h.Partial, 100); err != nil {
+		return err
+	}
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("load average while measuring: %s", l)
 	}
+	return nil
+}
+
+// timeSuggest times what `gavel-profile suggest --budget budget` does with partial: the
+// calibrated estimate (ensemble, bootstrap fits and cross-validation folds) and the picks.
+func timeSuggest(partial *estimate.Data, budget int) error {
+	t := estimate.ToTable(partial, nil)
+	cpu0 := cpuSeconds()
+	t0 := time.Now()
+	ms, _, err := estimate.SuggestTable(context.Background(), t, budget, estimate.Options{Seed: 1})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("suggest --budget %d took %.2fs wall, %.2fs CPU (%d picks; no target)\n",
+		budget, time.Since(t0).Seconds(), cpuSeconds()-cpu0, len(ms))
 	return nil
 }
 
