@@ -25,11 +25,13 @@ worth and print the best --budget of them: first pairs with a job that has nothi
 measured on the worker type, then by the probability that the pair's packing decision (do
 the two normalized rates sum to more than 1?) is wrong, from the estimate's bootstrap
 spread and its cross-validated error on measured pairs (larger for jobs measured little on
-the worker type), with a few pairs whose feasibility is in doubt, and a few consistency
-checks: a job measured only once or twice on a worker type whose estimated row there
-disagrees with the reference jobs most like it elsewhere is measured again next to the
-reference where they disagree most (reason "estimate disagrees with similar jobs"). Any
-pair of job types may be suggested.
+the worker type), with a few pairs whose feasibility is in doubt, a few pairs a packing
+planner would rely on (estimated well above 1 and among their jobs' best options, where an
+overestimate or a pair that cannot run costs the allocation most; reason "planner would
+rely on it"), and a few consistency checks: a job measured only once or twice on a worker
+type whose estimated row there disagrees with the reference jobs most like it elsewhere is
+measured again next to the reference where they disagree most (reason "estimate disagrees
+with similar jobs"). Any pair of job types may be suggested.
 
 The JSON form ({"measurements": [{worker_type, job, partner, scale_factor, reason}]})
 is stable: 'gavel-profile run' can take its pair list from it.`,
