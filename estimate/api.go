@@ -138,6 +138,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	}
 	var all []Suggestion
 	anyRef, anyMissing := false, false
+	blocksPicked, calibrated := 0, true
 	for _, d := range blocks {
 		if d.Missing() == 0 {
 			continue
@@ -160,6 +161,10 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		if err != nil {
 			return nil, nil, err
 		}
+		if len(ms) > 0 {
+			blocksPicked++
+		}
+		calibrated = calibrated && r.SumError != nil
 		for _, m := range ms {
 			all = append(all, Suggestion{WorkerType: d.Workers[m.W], Job: d.Jobs[m.I].Model, Partner: d.Jobs[m.K].Model,
 				ScaleFactor: d.Jobs[m.I].ScaleFactor, Reason: m.Reason, Score: m.Score})
@@ -177,8 +182,39 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	}
 	// Best first across blocks; stable, so each block's order is kept on ties.
 	slices.SortStableFunc(all, func(a, b Suggestion) int { return cmp.Compare(b.Score, a.Score) })
+	if blocksPicked > 1 && calibrated { // one block's picks already keep the shares
+		return withinShares(all, budget), notes, nil
+	}
 	if len(all) > budget {
 		all = all[:budget]
 	}
 	return all, notes, nil
+}
+
+// withinShares returns the first budget of the ranked suggestions of several blocks (from
+// calibrated estimates), skipping those that would take a capped kind of pick (feasibility
+// doubt, reliance, consistency check) past its share of budget. Each block's Suggest keeps the shares of its own picks, but every block gets the
+// whole budget, so without this a table of several scale factors would fill the budget with
+// those kinds, whose scores rank high. A kept pick may have been chosen by its block after a
+// skipped one; the block's counts assumed that one measured, a small approximation.
+func withinShares(ranked []Suggestion, budget int) []Suggestion {
+	left := map[string]int{
+		ReasonFeasibility: max(1, int(feasShare*float64(budget))),
+		ReasonRely:        int(relyShare * float64(budget)),
+		ReasonCheck:       max(1, int(checkShare*float64(budget))),
+	}
+	var out []Suggestion
+	for _, s := range ranked {
+		if len(out) == budget {
+			break
+		}
+		if n, capped := left[s.Reason]; capped {
+			if n == 0 {
+				continue
+			}
+			left[s.Reason] = n - 1
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -1,8 +1,10 @@
 package estimate
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gavelkit/gavel/table"
@@ -217,7 +219,7 @@ func TestSuggestRelianceCapped(t *testing.T) {
 		t.Errorf("picks %s: reliance picks %v, want only (a,b)", pairsOf(ms), pairs)
 	}
 	if got := pairsOf(ms[:2]); got != "[[0 1] [2 3]]" {
-		t.Errorf("first picks %s, want (a,b) then (c,d), the closest to the line", got)
+		t.Errorf("first picks %s, want (a,b) then (c,d): all are as far from the line, and picking (a,b) lowered σ for the pairs with a or b", got)
 	}
 	ms, err = Suggest(d, r, 10)
 	if err != nil {
@@ -225,5 +227,49 @@ func TestSuggestRelianceCapped(t *testing.T) {
 	}
 	if n, _ := count(ms); len(ms) != 6 || n != 2 {
 		t.Errorf("picks %s: %d for reliance, want all 6 candidates and 2", pairsOf(ms), n)
+	}
+}
+
+// Every block of a table gets the whole budget in its own Suggest, and the capped kinds of
+// pick (reliance, feasibility doubt, consistency checks) score high; merged over three blocks
+// (the Gavel block under three scale factors) they must still keep their shares of the budget.
+func TestSuggestTableKeepsSharesAcrossBlocks(t *testing.T) {
+	h, err := Protocol(gavelBlock(t), 16, 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := ToTable(h.Partial, nil)
+	for _, sf := range []int{2, 3} {
+		d := h.Partial.Clone()
+		d.Jobs = slices.Clone(d.Jobs)
+		for i := range d.Jobs {
+			d.Jobs[i].ScaleFactor = sf
+			for w, wt := range d.Workers {
+				tab.SetIsolated(wt, d.Jobs[i], d.Iso[w][i])
+			}
+		}
+		d.WriteTo(tab)
+	}
+	for _, budget := range []int{5, 10, 20} {
+		ms, _, err := SuggestTable(context.Background(), tab, budget, Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		blocks := map[int]bool{}
+		for _, m := range ms {
+			n[m.Reason]++
+			blocks[m.ScaleFactor] = true
+		}
+		if len(ms) != budget || len(blocks) < 2 {
+			t.Errorf("budget %d: %d picks from %d blocks, want %d from several", budget, len(ms), len(blocks), budget)
+		}
+		caps := map[string]int{ReasonRely: int(relyShare * float64(budget)),
+			ReasonFeasibility: max(1, int(feasShare*float64(budget))), ReasonCheck: max(1, int(checkShare*float64(budget)))}
+		for reason, c := range caps {
+			if n[reason] > c {
+				t.Errorf("budget %d: %d picks %q, share allows %d (all: %v)", budget, n[reason], reason, c, n)
+			}
+		}
 	}
 }
