@@ -85,8 +85,8 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 	// Feasibility doubt takes at most a share of the picks: measuring a doubtful pair mostly
 	// finds it infeasible, which says nothing about rates.
 	feasLeft := max(1, int(feasShare*float64(budget)))
-	// Reliance takes its own share for the same reason: those pairs are rarely near the line, so
-	// measuring them seldom fixes a packing decision; it fixes the rates a planner acts on.
+	// Reliance takes its own share: those pairs are rarely near the line, so measuring them
+	// seldom fixes a packing decision; it fixes the rates a planner acts on.
 	// Rounded down: a call of a few picks is left to the flip probability alone.
 	relyLeft := int(relyShare * float64(budget))
 	for len(out) < budget {
@@ -312,9 +312,12 @@ func value(r *Result, count [][]int, w, i, k int) Measurement {
 	return m
 }
 
-// coldBonus outweighs any calibrated score (at most 0.5), so a job with nothing known on a
-// worker type is measured there first.
-const coldBonus = 2
+// coldBonus and checkBonus are tiers rather than weights: each outweighs any calibrated score
+// (flip probability and feasibility doubt at most 0.5 each, reliance 2·(σ + 6) at most, σ
+// below 1 in practice), so a job with nothing known on a worker type is measured there first,
+// then the consistency checks, then the rest by calibrated score. Scores of different blocks
+// (scale factors) compare the same way, which SuggestTable's merge relies on.
+const coldBonus = 200
 
 // A consistency check: a job known from few pairs on a worker type (at most checkCount entries)
 // whose estimated pair sums with the references there differ on average by more than
@@ -334,7 +337,7 @@ const coldBonus = 2
 // with a gap of 0.1: 7.60%, 63.8; a second measurement for every job with one entry on a
 // type (no disagreement test, partner by flip probability): 8.27%, 59.0.
 const (
-	checkBonus = 1
+	checkBonus = 100
 	checkCount = 2
 	checkGap   = 0.15
 	checkNear  = 3
@@ -523,7 +526,8 @@ func (m Measurement) capped(feas, rely bool) float64 {
 	return sc
 }
 
-// reason names the largest term of m's capped calibrated score; packing wins ties.
+// reason names the largest term of m's capped calibrated score; on a tie packing wins, then
+// feasibility.
 func (m Measurement) reason(feas, rely bool) string {
 	top, why := m.flip, ReasonPacking
 	if feas && m.feas > top {
@@ -601,7 +605,7 @@ func bestOptions(r *Result) [][]packOptions {
 func (st *picker) relyValue(w, i, k int, sigma float64) float64 {
 	r := st.r
 	s, ok := pairSum(r, w, i, k)
-	if !ok || s <= 1 {
+	if !ok || !(s > 1) { // NaN too
 		return 0
 	}
 	use := math.Max(st.use(w, i, k, s), st.use(w, k, i, s))
