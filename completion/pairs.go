@@ -106,7 +106,7 @@ func (m *PairModel) Predict(w, i, k int) float64 {
 		v += m.Beta[w][f]*m.X[i][f] + m.Gamma[w][f]*m.X[k][f]
 	}
 	D := m.Dim
-	zi, zk := m.embedding(w, i, nil), m.embedding(w, k, nil)
+	zi, zk := m.embedding(w, i), m.embedding(w, k)
 	for d := 0; d < D; d++ {
 		for e := 0; e < D; e++ {
 			v += m.G[w][d*D+e] * zi[d] * zk[e]
@@ -115,11 +115,11 @@ func (m *PairModel) Predict(w, i, k int) float64 {
 	return v
 }
 
-// embedding returns job i's embedding on worker type w, Z[i] + U[w][i], in dst (reallocated
-// when too short). Predict and Grid compute it afresh rather than read the fit's cache (emb), so
-// they follow a caller's edits of the exported Z and U.
-func (m *PairModel) embedding(w, i int, dst []float64) []float64 {
-	dst = append(dst[:0], m.Z[i]...)
+// embedding returns a new copy of job i's embedding on worker type w, Z[i] + U[w][i]. Predict and
+// Grid compute it afresh rather than read the fit's cache (emb), so they follow a caller's edits
+// of the exported Z and U.
+func (m *PairModel) embedding(w, i int) []float64 {
+	dst := append([]float64(nil), m.Z[i]...)
 	if m.U != nil {
 		for d := range dst {
 			dst[d] += m.U[w][i][d]
@@ -564,7 +564,7 @@ func (m *PairModel) Grid() [][][]float64 {
 		vf, af := m.featureTerms(w)
 		emb := make([][]float64, m.Jobs)
 		for i := range emb {
-			emb[i] = m.embedding(w, i, nil)
+			emb[i] = m.embedding(w, i)
 		}
 		out[w] = make([][]float64, m.Jobs)
 		for i := 0; i < m.Jobs; i++ {

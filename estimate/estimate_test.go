@@ -733,7 +733,7 @@ func (c *errAfter) Err() error {
 // once per iteration, so an estimate makes well over a thousand checks: the test cancels at the
 // first few (before and between the fits), at evenly spaced ones (within the ensemble's and the
 // calibration's fits) and at the last.
-func TestPairwiseStopsBetweenFits(t *testing.T) {
+func TestPairwiseStopsWhenCancelled(t *testing.T) {
 	h, err := Protocol(gavelBlock(t), 16, 0.2, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -764,7 +764,10 @@ func TestPairwiseStopsBetweenFits(t *testing.T) {
 // once (they are added up in fold order).
 func TestPairwiseSumErrorIndependentOfParallelism(t *testing.T) {
 	truth := gavelBlock(t)
-	h, _ := Protocol(truth, 16, 0.2, 4)
+	h, err := Protocol(truth, 16, 0.2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := Pairwise{Seed: 4, Calibrate: 5}
 	prev := runtime.GOMAXPROCS(1)
 	serial, err := p.sumError(context.Background(), h.Partial)

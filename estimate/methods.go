@@ -70,8 +70,7 @@ func (r *Result) keepMeasured(d *Data) {
 type Method interface {
 	Name() string // as in Evaluation.Methods, e.g. "ours"
 	// Estimate returns an estimate of every entry of d, keeping d's known entries. It returns
-	// ctx's error once ctx is done, checked between model fits (a fit itself runs to its end:
-	// seconds at most on a 1,000-job-type table, where the whole estimate of ours takes about 4).
+	// ctx's error, and no estimate, once ctx is done (the fits check it every iteration).
 	Estimate(ctx context.Context, d *Data) (*Result, error)
 }
 

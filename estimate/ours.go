@@ -3,6 +3,7 @@ package estimate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"sync"
@@ -174,9 +175,9 @@ func (p Pairwise) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	return p.estimate(ctx, d, true)
 }
 
-// estimate is Estimate; without infeasible it leaves Result.Infeasible all false and skips the
-// footprint model, which the calibration folds do not need (they score the sums of pairs
-// measured feasible, and the model never changes Norm).
+// estimate is Estimate; without infeasible it skips the footprint model and predicts no pair
+// infeasible (measured ones stay so): the calibration folds do not need it, since they score the
+// sums of pairs measured feasible and the model never changes Norm.
 func (p Pairwise) estimate(ctx context.Context, d *Data, infeasible bool) (*Result, error) {
 	vals, ind := observations(d)
 	x := features(d)
@@ -568,9 +569,14 @@ func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
 	held := make([][][3]int, folds)
 	errSum := make([][]float64, folds) // per fold, each held-out pair's error of the sum
 	errs := make([]error, folds)
-	// Folds are independent single fits; run them concurrently, at most one per CPU since each
-	// holds a copy of d, and add them up in fold order so the result does not depend on
-	// scheduling.
+	// Folds are independent single fits (one goroutine's work each), so they run concurrently,
+	// one per CPU; the first fold to fail stops the others, and its error is the one returned
+	// (theirs would only say they were stopped). They are added up in fold order, so the result
+	// does not depend on scheduling.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error
+	var once sync.Once
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for f := 0; f < folds; f++ {
@@ -580,18 +586,24 @@ func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			held[f], errSum[f], errs[f] = p.foldError(ctx, d, ps, f)
+			if errs[f] != nil && !errors.Is(errs[f], completion.ErrNoObservations) {
+				once.Do(func() {
+					first = fmt.Errorf("calibration fold %d of %d: %w", f+1, folds, errs[f])
+					cancel()
+				})
+			}
 		}(f)
 	}
 	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
 	W := len(d.Workers)
 	ss := make([]float64, W)
 	cnt := make([]int, W)
 	for f := 0; f < folds; f++ {
-		if errors.Is(errs[f], completion.ErrNoObservations) {
-			continue // the fold held out everything measured
-		}
 		if errs[f] != nil {
-			return nil, errs[f]
+			continue // ErrNoObservations: the fold held out everything measured
 		}
 		for x, q := range held[f] {
 			ss[q[0]] += errSum[f][x] * errSum[f][x]

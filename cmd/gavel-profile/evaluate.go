@@ -54,7 +54,7 @@ repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 
   gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2 --active --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Evaluating several seeds takes minutes: an interrupt stops it between fits.
+			// Evaluating several seeds takes minutes: an interrupt stops it within a fit.
 			ctx, stop := interruptible(cmd)
 			defer stop()
 			return runEvaluate(ctx, o, io)

@@ -48,7 +48,8 @@ Typical use:
 }
 
 // interruptible returns cmd's context, canceled on SIGINT or SIGTERM, so a long estimate,
-// suggestion or evaluation stops between fits and a profiling run stops its jobs cleanly.
+// suggestion or evaluation stops within an iteration of its fits and a profiling run stops its
+// jobs cleanly.
 func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	ctx := cmd.Context()
 	if ctx == nil { // RunE called without Execute, as tests may
