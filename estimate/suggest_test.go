@@ -172,7 +172,7 @@ func relyBlock(selfAB float64) (*Data, *Result) {
 // and the entries' floor spread, from the definition.
 func TestSuggestReliance(t *testing.T) {
 	d, r := relyBlock(1.9)
-	ms, err := Suggest(d, r, 5) // a share of 1 reliance pick
+	ms, err := Suggest(d, r, 10) // a share of 1 reliance pick
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +198,8 @@ func TestSuggestReliance(t *testing.T) {
 }
 
 // Reliance takes at most relyShare of a call's picks: with (a,b) and (c,d) both relied on,
-// five picks (share 1) measure both, only the first for reliance; with all six candidates
-// picked in a call of ten (share 2), both count.
+// ten picks (share 1) measure both, only the first for reliance; in a call of twenty (share
+// 2), both count.
 func TestSuggestRelianceCapped(t *testing.T) {
 	count := func(ms []Measurement) (n int, pairs []string) {
 		for _, m := range ms {
@@ -211,17 +211,17 @@ func TestSuggestRelianceCapped(t *testing.T) {
 		return n, pairs
 	}
 	d, r := relyBlock(0.5)
-	ms, err := Suggest(d, r, 5)
+	ms, err := Suggest(d, r, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, pairs := count(ms); n != int(relyShare*5) || pairs[0] != "[0 1]" {
+	if n, pairs := count(ms); n != shareOf(relyShare, 10) || n != 1 || pairs[0] != "[0 1]" {
 		t.Errorf("picks %s: reliance picks %v, want only (a,b)", pairsOf(ms), pairs)
 	}
 	if got := pairsOf(ms[:2]); got != "[[0 1] [2 3]]" {
 		t.Errorf("first picks %s, want (a,b) then (c,d): all are as far from the line, and picking (a,b) lowered σ for the pairs with a or b", got)
 	}
-	ms, err = Suggest(d, r, 10)
+	ms, err = Suggest(d, r, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,3 +273,38 @@ func TestSuggestTableKeepsSharesAcrossBlocks(t *testing.T) {
 		}
 	}
 }
+
+// A cold start whose largest calibrated term is reliance is picked as a cold start, and does
+// not use up the reliance share: job e has nothing known, and its pair with a, estimated at 1.9
+// (both jobs' best option), goes first as coverage; the share's one reliance pick is still made.
+func TestSuggestColdStartLeavesRelianceShare(t *testing.T) {
+	d := tinyBlock(5, [][2]int{{0, 0}, {1, 1}, {2, 2}, {3, 3}})
+	r := newResult(d)
+	r.SumError = []float64{0.3}
+	for i := 0; i < 5; i++ {
+		for k := 0; k < 5; k++ {
+			r.Norm[0][i][k] = 0.25
+		}
+	}
+	r.Norm[0][0][4], r.Norm[0][4][0] = 0.95, 0.95
+	r.Norm[0][2][3], r.Norm[0][3][2] = 0.75, 0.75
+	ms, err := Suggest(d, r, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.I != 0 || m.K != 4 || m.Reason != ReasonCoverage || !(m.rely > m.flip) {
+		t.Fatalf("first pick %+v, want (a,e) as coverage with reliance its largest term", m)
+	}
+	n := 0
+	for _, m := range ms {
+		if m.Reason == ReasonRely {
+			n++
+		}
+	}
+	if want := shareOf(relyShare, 10); n != want || n != 1 {
+		t.Errorf("picks %s: %d for reliance, want the share's %d", pairsOf(ms), n, want)
+	}
+}
+
+// shareOf is how many of budget picks a share allows, as Suggest rounds it.
+func shareOf(share float64, budget int) int { return int(share * float64(budget)) }
