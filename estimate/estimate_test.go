@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -779,5 +780,33 @@ func TestPairwiseSumErrorIndependentOfParallelism(t *testing.T) {
 	}
 	if !slices.Equal(serial, parallel) {
 		t.Errorf("sum error with 1 CPU %v, with 4 %v", serial, parallel)
+	}
+}
+
+// A downstream ratio of 0 (an allocation that leaves a job with nothing, the case the ratio is
+// there to catch) is written per seed and in the mean; without a downstream score the field is
+// left out everywhere, and the estimated-only metrics never carry it.
+func TestEvaluateWritesZeroDownstream(t *testing.T) {
+	truth := gavelBlock(t)
+	for _, tc := range []struct {
+		name       string
+		downstream func(*Data, *Result) (float64, error)
+		want       int // "downstream_ratio" keys in the JSON: mean, std, two seeds
+	}{
+		{"zero", func(*Data, *Result) (float64, error) { return 0, nil }, 4},
+		{"none", nil, 0},
+	} {
+		ev, err := Evaluate(context.Background(), truth, EvalOptions{References: 16, Fraction: 0.2, Seeds: []uint64{0, 1},
+			Methods: []Method{PartnerMean{}}, Downstream: tc.downstream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(b), `"downstream_ratio":0`); got != tc.want || strings.Count(string(b), `"downstream_ratio"`) != tc.want {
+			t.Errorf("%s: %d zero downstream ratios in %s, want %d", tc.name, got, b, tc.want)
+		}
 	}
 }

@@ -66,7 +66,9 @@ type Metrics struct {
 	PackingAgreement    float64 `json:"packing_agreement"`
 	InfeasiblePrecision float64 `json:"infeasible_precision"`
 	InfeasibleRecall    float64 `json:"infeasible_recall"`
-	DownstreamRatio     float64 `json:"downstream_ratio,omitempty"`
+	// DownstreamRatio is nil when not computed; a pointer, so that a ratio of 0 (a job left with
+	// nothing, the worst case) is still written.
+	DownstreamRatio *float64 `json:"downstream_ratio,omitempty"`
 	Entries             int     `json:"entries"`
 	Pairs               int     `json:"pairs"`
 }
@@ -256,9 +258,11 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 			}
 			s := Score(truth, r, h.References)
 			if o.Downstream != nil {
-				if s.DownstreamRatio, err = o.Downstream(truth, r); err != nil {
+				v, err := o.Downstream(truth, r)
+				if err != nil {
 					return nil, fmt.Errorf("seed %d: %s: downstream: %w", seed, m.Name(), err)
 				}
+				s.DownstreamRatio = &v
 			}
 			rep := ev.Methods[m.Name()]
 			if rep == nil {
@@ -291,23 +295,36 @@ func onlyReferences(d *Data, refs []int) *Data {
 	return out
 }
 
-// meanStd returns the mean and (population) standard deviation of each rate of xs; Entries and
-// Pairs, the same for every seed, are copied.
+// meanStd returns the mean and (population) standard deviation of each rate of xs (the
+// downstream ratio when every seed has one); Entries and Pairs, the same for every seed, are
+// copied.
 func meanStd(xs []Metrics) (mean, std Metrics) {
-	get := func(m *Metrics) []*float64 {
-		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall, &m.DownstreamRatio}
+	down := true
+	for _, x := range xs {
+		down = down && x.DownstreamRatio != nil
+	}
+	var dm, ds float64
+	get := func(m *Metrics, d *float64) []*float64 {
+		fs := []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
+		if down {
+			fs = append(fs, d)
+		}
+		return fs
 	}
 	n := float64(len(xs))
-	mp, sp := get(&mean), get(&std)
+	mp, sp := get(&mean, &dm), get(&std, &ds)
 	for f := range mp {
 		for x := range xs {
-			*mp[f] += *get(&xs[x])[f] / n
+			*mp[f] += *get(&xs[x], xs[x].DownstreamRatio)[f] / n
 		}
 		for x := range xs {
-			dv := *get(&xs[x])[f] - *mp[f]
+			dv := *get(&xs[x], xs[x].DownstreamRatio)[f] - *mp[f]
 			*sp[f] += dv * dv / n
 		}
 		*sp[f] = math.Sqrt(*sp[f])
+	}
+	if down {
+		mean.DownstreamRatio, std.DownstreamRatio = &dm, &ds
 	}
 	mean.Entries, mean.Pairs = xs[0].Entries, xs[0].Pairs
 	std.Entries, std.Pairs = xs[0].Entries, xs[0].Pairs

@@ -157,8 +157,8 @@ func printEvaluation(io *cli.IO, ev *estimate.Evaluation, downstream bool) error
 	for _, n := range ev.Order {
 		m := ev.Methods[n]
 		ds := "-"
-		if downstream {
-			ds = fmt.Sprintf("%.3f ± %.3f", m.DownstreamRatio, m.Std.DownstreamRatio)
+		if downstream && m.DownstreamRatio != nil {
+			ds = fmt.Sprintf("%.3f ± %.3f", *m.DownstreamRatio, *m.Std.DownstreamRatio)
 		}
 		_ = tw.Append([]string{n, fmt.Sprintf("%.4f ± %.4f", m.MAE, m.Std.MAE), fmt.Sprintf("%.2f%% ± %.2f", 100*m.MAPE, 100*m.Std.MAPE),
 			fmt.Sprintf("%.2f%%", 100*m.RawMAPE), fmt.Sprintf("%.1f%% ± %.1f", 100*m.PackingAgreement, 100*m.Std.PackingAgreement),
