@@ -151,14 +151,7 @@ func TestConsistencyChecksCapped(t *testing.T) {
 // d's to 0.5): at 1.9, a and b have a better option than (a,b), which a planner would use
 // instead; at 0.5, (a,b) is the best option of both, as (c,d) is of c and d.
 func relyBlock(selfAB float64) (*Data, *Result) {
-	d := tinyBlock(4, [][2]int{{0, 0}, {1, 1}, {2, 2}, {3, 3}})
-	r := newResult(d)
-	r.SumError = []float64{0.3}
-	for i := 0; i < 4; i++ {
-		for k := 0; k < 4; k++ {
-			r.Norm[0][i][k] = 0.25
-		}
-	}
+	d, r := flatBlock(4, 4)
 	r.Norm[0][0][1], r.Norm[0][1][0], r.Norm[0][2][3], r.Norm[0][3][2] = 0.75, 0.75, 0.75, 0.75
 	r.Norm[0][0][0], r.Norm[0][1][1] = selfAB/2, selfAB/2
 	return d, r
@@ -278,14 +271,7 @@ func TestSuggestTableKeepsSharesAcrossBlocks(t *testing.T) {
 // not use up the reliance share: job e has nothing known, and its pair with a, estimated at 1.9
 // (both jobs' best option), goes first as coverage; the share's one reliance pick is still made.
 func TestSuggestColdStartLeavesRelianceShare(t *testing.T) {
-	d := tinyBlock(5, [][2]int{{0, 0}, {1, 1}, {2, 2}, {3, 3}})
-	r := newResult(d)
-	r.SumError = []float64{0.3}
-	for i := 0; i < 5; i++ {
-		for k := 0; k < 5; k++ {
-			r.Norm[0][i][k] = 0.25
-		}
-	}
+	d, r := flatBlock(5, 4)
 	r.Norm[0][0][4], r.Norm[0][4][0] = 0.95, 0.95
 	r.Norm[0][2][3], r.Norm[0][3][2] = 0.75, 0.75
 	ms, err := Suggest(d, r, 10)
@@ -308,3 +294,21 @@ func TestSuggestColdStartLeavesRelianceShare(t *testing.T) {
 
 // shareOf is how many of budget picks a share allows, as Suggest rounds it.
 func shareOf(share float64, budget int) int { return int(share * float64(budget)) }
+
+// flatBlock returns a block of jobs jobs on one worker type whose first known jobs have their
+// self pair measured, and a calibrated estimate (sum error 0.3) of 0.25 for every entry.
+func flatBlock(jobs, known int) (*Data, *Result) {
+	var self [][2]int
+	for j := 0; j < known; j++ {
+		self = append(self, [2]int{j, j})
+	}
+	d := tinyBlock(jobs, self)
+	r := newResult(d)
+	r.SumError = []float64{0.3}
+	for i := 0; i < jobs; i++ {
+		for k := 0; k < jobs; k++ {
+			r.Norm[0][i][k] = 0.25
+		}
+	}
+	return d, r
+}
