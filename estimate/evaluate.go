@@ -69,8 +69,8 @@ type Metrics struct {
 	// DownstreamRatio is nil when not computed; a pointer, so that a ratio of 0 (a job left with
 	// nothing, the worst case) is still written.
 	DownstreamRatio *float64 `json:"downstream_ratio,omitempty"`
-	Entries             int     `json:"entries"`
-	Pairs               int     `json:"pairs"`
+	Entries         int      `json:"entries"`
+	Pairs           int      `json:"pairs"`
 }
 
 // Score measures r against truth on every entry (w, i, k) except those where both jobs are
