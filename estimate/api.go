@@ -123,7 +123,9 @@ type Suggestion struct {
 	Partner     string  `json:"partner"`
 	ScaleFactor int     `json:"scale_factor"`
 	Reason      string  `json:"reason"`
-	Score       float64 `json:"score"`
+	// Score ranks suggestions, higher first: cold starts score 200 and up, consistency checks
+	// 100 and up, the rest their calibrated value (see [Suggest]).
+	Score float64 `json:"score"`
 }
 
 // SuggestTable names the budget co-location measurements most worth making next across all
