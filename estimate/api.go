@@ -118,13 +118,14 @@ func (rep *Report) fill(out *table.Table, d *Data, r *Result) {
 
 // Suggestion is one measurement worth making, in table terms (model names as in the table).
 type Suggestion struct {
-	WorkerType  string  `json:"worker_type"`
-	Job         string  `json:"job"`
-	Partner     string  `json:"partner"`
-	ScaleFactor int     `json:"scale_factor"`
-	Reason      string  `json:"reason"`
-	// Score ranks suggestions, higher first: cold starts score 200 and up, consistency checks
-	// 100 and up, the rest their calibrated value (see [Suggest]).
+	WorkerType  string `json:"worker_type"`
+	Job         string `json:"job"`
+	Partner     string `json:"partner"`
+	ScaleFactor int    `json:"scale_factor"`
+	Reason      string `json:"reason"`
+	// Score ranks suggestions, higher first. With the default (calibrated) estimate, cold starts
+	// score 200 and up, consistency checks 100 and up, the rest their calibrated value (see
+	// [Suggest]).
 	Score float64 `json:"score"`
 }
 
