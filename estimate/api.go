@@ -196,10 +196,11 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 
 // withinShares returns the first budget of the ranked suggestions of several blocks (from
 // calibrated estimates), skipping those that would take a capped kind of pick (feasibility
-// doubt, reliance, consistency check) past its share of budget. Each block's Suggest keeps the shares of its own picks, but every block gets the
-// whole budget, so without this a table of several scale factors would fill the budget with
-// those kinds, whose scores rank high. A kept pick may have been chosen by its block after a
-// skipped one; the block's counts assumed that one measured, a small approximation.
+// doubt, reliance, consistency check) past its share of budget. Each block's Suggest keeps the
+// shares of its own picks, but every block gets the whole budget, so without this a table of
+// several scale factors would fill the budget with those kinds, whose scores rank high. A kept
+// pick may have been chosen by its block after a skipped one; the block's counts assumed that
+// one measured, a small approximation.
 func withinShares(ranked []Suggestion, budget int) []Suggestion {
 	left := map[string]int{
 		ReasonFeasibility: max(1, int(feasShare*float64(budget))),

@@ -299,34 +299,34 @@ func onlyReferences(d *Data, refs []int) *Data {
 // downstream ratio when every seed has one); Entries and Pairs, the same for every seed, are
 // copied.
 func meanStd(xs []Metrics) (mean, std Metrics) {
+	rates := func(m *Metrics) []*float64 {
+		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
+	}
+	mp, sp := rates(&mean), rates(&std)
+	for f := range mp {
+		*mp[f], *sp[f] = meanStdOf(len(xs), func(x int) float64 { return *rates(&xs[x])[f] })
+	}
 	down := true
 	for _, x := range xs {
 		down = down && x.DownstreamRatio != nil
 	}
-	var dm, ds float64
-	get := func(m *Metrics, d *float64) []*float64 {
-		fs := []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
-		if down {
-			fs = append(fs, d)
-		}
-		return fs
-	}
-	n := float64(len(xs))
-	mp, sp := get(&mean, &dm), get(&std, &ds)
-	for f := range mp {
-		for x := range xs {
-			*mp[f] += *get(&xs[x], xs[x].DownstreamRatio)[f] / n
-		}
-		for x := range xs {
-			dv := *get(&xs[x], xs[x].DownstreamRatio)[f] - *mp[f]
-			*sp[f] += dv * dv / n
-		}
-		*sp[f] = math.Sqrt(*sp[f])
-	}
 	if down {
-		mean.DownstreamRatio, std.DownstreamRatio = &dm, &ds
+		m, s := meanStdOf(len(xs), func(x int) float64 { return *xs[x].DownstreamRatio })
+		mean.DownstreamRatio, std.DownstreamRatio = &m, &s
 	}
 	mean.Entries, mean.Pairs = xs[0].Entries, xs[0].Pairs
 	std.Entries, std.Pairs = xs[0].Entries, xs[0].Pairs
 	return mean, std
+}
+
+// meanStdOf returns the mean and population standard deviation of at(0), ..., at(n−1).
+func meanStdOf(n int, at func(int) float64) (mean, std float64) {
+	for x := 0; x < n; x++ {
+		mean += at(x) / float64(n)
+	}
+	for x := 0; x < n; x++ {
+		dv := at(x) - mean
+		std += dv * dv / float64(n)
+	}
+	return mean, math.Sqrt(std)
 }
