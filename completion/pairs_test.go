@@ -32,19 +32,7 @@ func TestFitPairsRecoversPlantedModel(t *testing.T) {
 		}
 		return v
 	}
-	var obs []PairObs
-	var held [][3]int
-	for w := 0; w < W; w++ {
-		for i := 0; i < n; i++ {
-			for k := 0; k < n; k++ {
-				if rng.Float64() < 0.4 {
-					obs = append(obs, PairObs{W: w, I: i, K: k, Y: truth(w, i, k)})
-				} else {
-					held = append(held, [3]int{w, i, k})
-				}
-			}
-		}
-	}
+	obs, held := splitPairs(rng, W, n, 0.4, truth)
 	m, err := FitPairs(t.Context(), obs, W, n, nil, PairSettings{Dim: D, LambdaBias: 1e-3, LambdaShare: -1, LambdaEmbed: 1e-3, LambdaGlobal: 1e-3, Seed: 1, MaxIter: 500, Tol: 1e-12})
 	if err != nil {
 		t.Fatal(err)
@@ -249,19 +237,7 @@ func TestFitPairsWorkerDeviationsRecoverPlantedModel(t *testing.T) {
 		}
 	}
 	truth := func(w, i, k int) float64 { return -0.5 * v[w][i] * v[w][k] }
-	var obs []PairObs
-	var held [][3]int
-	for w := 0; w < W; w++ {
-		for i := 0; i < n; i++ {
-			for k := 0; k < n; k++ {
-				if rng.Float64() < 0.7 {
-					obs = append(obs, PairObs{W: w, I: i, K: k, Y: truth(w, i, k)})
-				} else {
-					held = append(held, [3]int{w, i, k})
-				}
-			}
-		}
-	}
+	obs, held := splitPairs(rng, W, n, 0.7, truth)
 	rmse := func(lw float64) float64 {
 		m, err := FitPairs(t.Context(), obs, W, n, nil, PairSettings{Dim: 1, LambdaBias: 1e-3, LambdaShare: -1, LambdaEmbed: 1e-3, LambdaWorker: lw, LambdaGlobal: 1e-3, Seed: 1, MaxIter: 1000, Tol: 1e-12})
 		if err != nil {
@@ -387,4 +363,21 @@ func TestPairModelFollowsEditedEmbeddings(t *testing.T) {
 			}
 		}
 	}
+}
+
+// splitPairs observes each entry (w, i, k) of truth with probability p, drawn from rng in
+// order, and returns the observations and the held-out entries.
+func splitPairs(rng *rand.Rand, W, n int, p float64, truth func(w, i, k int) float64) (obs []PairObs, held [][3]int) {
+	for w := 0; w < W; w++ {
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				if rng.Float64() < p {
+					obs = append(obs, PairObs{W: w, I: i, K: k, Y: truth(w, i, k)})
+				} else {
+					held = append(held, [3]int{w, i, k})
+				}
+			}
+		}
+	}
+	return obs, held
 }
