@@ -100,10 +100,8 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 		if r.SumError != nil {
 			m.Reason = m.reason(feasLeft > 0, relyLeft > 0)
 		}
-		if c := st.cover(m); c > m.Score && st.isCheck(m) && c == checkBonus {
-			m.Reason = ReasonCheck
-		} else if c > m.Score {
-			m.Reason = ReasonCoverage
+		if c, why := st.cover(m); c > m.Score {
+			m.Reason = why
 		}
 		// A share counts the picks made for its reason, not a cold start or check whose largest
 		// calibrated term happens to be of its kind.
@@ -143,8 +141,11 @@ func (rk *ranking) best(feas, rely bool) (int, float64) {
 	best, bestV := -1, math.Inf(-1)
 	if rk.st.r.SumError == nil {
 		for x, m := range rk.cands {
-			if v := m.Score + rk.st.cover(m); !rk.taken[x] && v > bestV {
-				best, bestV = x, v
+			if rk.taken[x] {
+				continue
+			}
+			if c, _ := rk.st.cover(m); m.Score+c > bestV {
+				best, bestV = x, m.Score+c
 			}
 		}
 		return best, bestV
@@ -167,7 +168,8 @@ func (rk *ranking) best(feas, rely bool) (int, float64) {
 // value is candidate x's calibrated score, capped as rk.state says, plus its cover.
 func (rk *ranking) value(x int) float64 {
 	m := rk.cands[x]
-	return m.capped(rk.state[0], rk.state[1]) + rk.st.cover(m)
+	c, _ := rk.st.cover(m)
+	return m.capped(rk.state[0], rk.state[1]) + c
 }
 
 // rescore updates the calibrated values that the pick m changed: those of pairs on m's worker
@@ -274,21 +276,19 @@ func (st *picker) candidates() []Measurement {
 	return cands
 }
 
-// cover is the coverage term of m: the cold-start bonus in the calibrated ranking; otherwise a
-// job's need for coverage, weighted by how well its partner is known already, less a little
-// for jobs already picked on the worker type.
-func (st *picker) cover(m Measurement) float64 {
+// cover is the coverage term of m and the reason it gives: the cold-start or check bonus in
+// the calibrated ranking (0 and no reason when neither applies); otherwise a job's need for
+// coverage, weighted by how well its partner is known already, less a little for jobs already
+// picked on the worker type.
+func (st *picker) cover(m Measurement) (float64, string) {
 	if st.r.SumError != nil {
-		c := 0.0
-		for _, j := range []int{m.I, m.K} {
-			if st.count[m.W][j] == 0 {
-				c = coldBonus
-			}
+		switch {
+		case st.count[m.W][m.I] == 0 || st.count[m.W][m.K] == 0:
+			return coldBonus, ReasonCoverage
+		case st.isCheck(m):
+			return checkBonus, ReasonCheck
 		}
-		if c == 0 && st.isCheck(m) {
-			c = checkBonus
-		}
-		return c
+		return 0, ""
 	}
 	W := float64(len(st.d.Workers))
 	need := func(a, b int) float64 {
@@ -299,7 +299,7 @@ func (st *picker) cover(m Measurement) float64 {
 	if m.K != m.I {
 		c += need(m.K, m.I)
 	}
-	return coverWeight*c - diversity*float64(st.used[m.W][m.I]+st.used[m.W][m.K])
+	return coverWeight*c - diversity*float64(st.used[m.W][m.I]+st.used[m.W][m.K]), ReasonCoverage
 }
 
 // isCheck reports whether m is a consistency check this call may still pick.
