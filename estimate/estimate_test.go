@@ -111,12 +111,25 @@ func TestScoreHandComputed(t *testing.T) {
 	if math.Abs(m.MAE-0.1) > 1e-12 || math.Abs(m.MAPE-0.5/3) > 1e-12 {
 		t.Errorf("MAE %v MAPE %v, want 0.1 and %v", m.MAE, m.MAPE, 0.5/3)
 	}
-	// Pairs: {0,0}: 1.0 vs 1.0 (no pack both); {0,1}: true 1.1 pack, est 0.8 no; {1,1}: infeasible vs 1.0 no.
-	if math.Abs(m.PackingAgreement-2.0/3) > 1e-12 {
-		t.Errorf("agreement %v, want 2/3", m.PackingAgreement)
+	// Pairs: {0,0}: 1.0 vs 1.0 (no pack both); {0,1}: true 1.1 pack, est 0.8 no; {1,1} is
+	// infeasible in the truth, so only infeasible recall sees it.
+	if math.Abs(m.PackingAgreement-1.0/2) > 1e-12 || m.Pairs != 3 || m.ScoredPairs != 2 {
+		t.Errorf("agreement %v over %d of %d pairs, want 1/2 over 2 of 3", m.PackingAgreement, m.ScoredPairs, m.Pairs)
 	}
 	if m.InfeasibleRecall != 0 || m.InfeasiblePrecision != 1 {
 		t.Errorf("infeasible precision %v recall %v, want 1 and 0", m.InfeasiblePrecision, m.InfeasibleRecall)
+	}
+
+	// Predicting (0,1) infeasible gives it no rate: it leaves MAE, MAPE and agreement (where
+	// its estimate of 0.3 was the only error) and is a false alarm.
+	r.Infeasible[0][0][1] = true
+	m = Score(d, r, nil)
+	if m.MAE != 0 || m.MAPE != 0 || m.PackingAgreement != 1 || m.ScoredPairs != 1 {
+		t.Errorf("with (0,1) predicted infeasible: MAE %v MAPE %v agreement %v over %d pairs, want 0, 0, 1 over 1",
+			m.MAE, m.MAPE, m.PackingAgreement, m.ScoredPairs)
+	}
+	if m.InfeasiblePrecision != 0 || m.InfeasibleRecall != 0 {
+		t.Errorf("with (0,1) predicted infeasible: precision %v recall %v, want 0 and 0", m.InfeasiblePrecision, m.InfeasibleRecall)
 	}
 }
 

@@ -69,19 +69,25 @@ type Metrics struct {
 	// DownstreamRatio is nil when not computed; a pointer, so that a ratio of 0 (a job left with
 	// nothing, the worst case) is still written.
 	DownstreamRatio *float64 `json:"downstream_ratio,omitempty"`
-	Entries         int      `json:"entries"`
-	Pairs           int      `json:"pairs"`
+	Entries         int      `json:"entries"` // scored entries, infeasible ones included
+	Pairs           int      `json:"pairs"`   // scored unordered pairs, infeasible ones included
+	// ScoredPairs is how many of Pairs are feasible in the truth and the estimate: packing
+	// agreement's denominator. It depends on the method; over seeds it is the rounded mean.
+	ScoredPairs int `json:"scored_pairs"`
 }
 
 // Score measures r against truth on every entry (w, i, k) except those where both jobs are
-// references, as Gavel's hold-out protocol scores an estimator:
-//   - MAE and MAPE on the normalized rate of job i, over entries feasible in the truth (MAPE only
-//     where the true normalized rate is above 0.05); infeasible entries count only in infeasible
-//     precision and recall;
+// references, as Gavel's hold-out protocol scores an estimator. Infeasible entries, in the truth
+// or in the estimate, count only in infeasible precision and recall: a pair that cannot share a
+// GPU has no rate to be wrong about, and a pair predicted infeasible is given none (its error is
+// the false alarm precision counts), so no method is charged twice for one classification, nor
+// charged a rate it did not give (Gavel's method leaves 0 there, ours a rate).
+//   - MAE and MAPE on the normalized rate of job i, over entries feasible in the truth and in
+//     the estimate (MAPE only where the true normalized rate is above 0.05);
 //   - raw MAPE on rate = normalized × isolated rate, with the block's (measured) isolated rates;
-//   - packing agreement over unordered pairs {i, k}: the pair is worth packing when it is
-//     feasible and the two normalized rates sum to more than 1; the estimate agrees when it
-//     makes the same call.
+//   - packing agreement over unordered pairs {i, k} feasible in the truth and in the estimate
+//     (ScoredPairs of them): the pair is worth packing when the two normalized rates sum to more
+//     than 1; the estimate agrees when it makes the same call.
 //
 // Entries that were measured count too (they are exact for every method that keeps them).
 func Score(truth *Data, r *Result, refs []int) Metrics { return score(truth, nil, r, refs) }
@@ -124,7 +130,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 				case tInf && !pInf:
 					fn++
 				}
-				if !tInf {
+				if !tInf && !pInf {
 					t, e := truth.Norm[w][i][k], r.Norm[w][i][k]
 					absSum += math.Abs(e - t)
 					nAbs++
@@ -135,13 +141,18 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 						nApe++
 					}
 				}
-				if k >= i {
-					m.Pairs++
-					tp := !tInf && truth.Norm[w][i][k]+truth.Norm[w][k][i] > 1
-					ep := !pInf && !r.Infeasible[w][k][i] && r.Norm[w][i][k]+r.Norm[w][k][i] > 1
-					if tp == ep {
-						agree++
-					}
+				if k < i {
+					continue
+				}
+				m.Pairs++
+				if tInf || pInf || truth.State[w][k][i] == table.Infeasible || r.Infeasible[w][k][i] {
+					continue
+				}
+				m.ScoredPairs++
+				tPack := truth.Norm[w][i][k]+truth.Norm[w][k][i] > 1
+				ePack := r.Norm[w][i][k]+r.Norm[w][k][i] > 1
+				if tPack == ePack {
+					agree++
 				}
 			}
 		}
@@ -149,7 +160,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 	m.MAE = ratio(absSum, nAbs)
 	m.MAPE = ratio(apeSum, nApe)
 	m.RawMAPE = ratio(rawSum, nApe)
-	m.PackingAgreement = ratio(float64(agree), m.Pairs)
+	m.PackingAgreement = ratio(float64(agree), m.ScoredPairs)
 	m.setInfeasible(tp, fp, fn)
 	return m
 }
@@ -207,7 +218,7 @@ type MethodReport struct {
 type Evaluation struct {
 	Methods      map[string]*MethodReport `json:"methods"`
 	Order        []string                 `json:"-"`
-	Measurements []int                    `json:"measurements"` // pair measurements per seed beyond the references
+	Measurements []int                    `json:"measurements"` // pair measurements made per seed beyond the references
 }
 
 // DefaultMethods returns ours, gavel, partner_mean, neighbors, and plain matrix completion of Gavel's
@@ -247,7 +258,9 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 				return nil, fmt.Errorf("seed %d: active: %w", seed, err)
 			}
 		}
-		ev.Measurements = append(ev.Measurements, h.Revealed)
+		// What was spent, which for Active can be less than the budget when Suggest runs out of
+		// pairs.
+		ev.Measurements = append(ev.Measurements, knownPairs(partial)-knownPairs(onlyReferences(partial, h.References)))
 		for _, m := range methods {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -281,6 +294,21 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 	return ev, nil
 }
 
+// knownPairs counts the unordered pairs (w, {i, k}) of d with an entry known.
+func knownPairs(d *Data) int {
+	n := 0
+	for w := range d.State {
+		for i := range d.State[w] {
+			for k := i; k < len(d.State[w]); k++ {
+				if d.State[w][i][k] != table.Missing || d.State[w][k][i] != table.Missing {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // onlyReferences keeps the isolated rates and the pairs among references.
 func onlyReferences(d *Data, refs []int) *Data {
 	out := NewData(d.Workers, d.Jobs)
@@ -297,7 +325,7 @@ func onlyReferences(d *Data, refs []int) *Data {
 
 // meanStd returns the mean and (population) standard deviation of each rate of xs (the
 // downstream ratio when every seed has one); Entries and Pairs, the same for every seed, are
-// copied.
+// copied; ScoredPairs is the rounded mean.
 func meanStd(xs []Metrics) (mean, std Metrics) {
 	rates := func(m *Metrics) []*float64 {
 		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
@@ -316,6 +344,8 @@ func meanStd(xs []Metrics) (mean, std Metrics) {
 	}
 	mean.Entries, mean.Pairs = xs[0].Entries, xs[0].Pairs
 	std.Entries, std.Pairs = xs[0].Entries, xs[0].Pairs
+	scored, _ := meanStdOf(len(xs), func(x int) float64 { return float64(xs[x].ScoredPairs) })
+	mean.ScoredPairs = int(math.Round(scored))
 	return mean, std
 }
 
