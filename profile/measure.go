@@ -143,8 +143,11 @@ const (
 
 // jobState follows one job through a measurement.
 type jobState struct {
-	p          *proc
-	last       event // last progress event
+	p    *proc
+	last event // last progress event
+	// progressAt is when the count last went up (or first arrived): a job that keeps printing
+	// the same count is hung, not progressing.
+	progressAt time.Time
 	started    bool
 	anchor     event // progress at the last batch boundary
 	warm, meas batches
@@ -221,6 +224,7 @@ func (ses *session) startJobs(cmds []Command) verdict {
 func (ses *session) finish(v verdict) outcome {
 	if v.status == StatusOK {
 		ses.m.collect(&ses.out, ses.jobs, ses.s)
+		v = ses.refuseZeroRates(v)
 	}
 	var procs []*proc
 	for _, j := range ses.jobs {
@@ -250,11 +254,27 @@ func (ses *session) finish(v verdict) outcome {
 	return ses.out
 }
 
+// refuseZeroRates turns an ok verdict into a failure when a job made no progress over the
+// measurement: a rate of 0 in the table means "cannot run there", which a job that merely
+// stopped counting has not shown.
+func (ses *session) refuseZeroRates(v verdict) verdict {
+	for i, r := range ses.out.Jobs {
+		if r.Rate <= 0 {
+			return stopWith(StatusFailed, fmt.Sprintf("%s: no progress during the measurement (%d steps in %d batches); not recorded as a rate of 0",
+				ses.names[i], r.Steps, r.Batches))
+		}
+	}
+	return v
+}
+
 // handle takes one event of a job.
 func (ses *session) handle(ev event) verdict {
 	j, name := ses.jobs[ev.job], ses.names[ev.job]
 	switch ev.kind {
 	case evProgress:
+		if !j.started || ev.steps > j.last.steps {
+			j.progressAt = ev.at
+		}
 		j.last = ev
 		if !j.started {
 			j.started = true
@@ -420,7 +440,7 @@ func stalled(jobs []*jobState, names []string, now, start time.Time, s Settings)
 			}
 			continue
 		}
-		if now.Sub(j.last.at) >= s.StallTimeout {
+		if now.Sub(j.progressAt) >= s.StallTimeout {
 			return fmt.Sprintf("%s: no progress for %s after %d steps; killed as hung", names[i], s.StallTimeout, j.last.steps)
 		}
 	}

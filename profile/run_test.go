@@ -374,3 +374,37 @@ func TestRunRejectsInvalidSettings(t *testing.T) {
 		t.Errorf("measured with invalid settings: %+v", side.Measurements)
 	}
 }
+
+// TestRunRepeatedCountIsNotProgress: a job printing the same step count forever is hung; it is
+// neither kept alive by its repeated lines nor recorded as a rate of 0 ("cannot run").
+func TestRunRepeatedCountIsNotProgress(t *testing.T) {
+	stuck := Command{Argv: []string{"sh", "-c", "while true; do echo 'GAVEL_STEPS 5'; sleep 0.05; done"}}
+	tests := []struct {
+		name   string
+		stall  time.Duration
+		reason string
+	}{
+		{"stall timeout first", time.Second, "killed as hung"},
+		{"max window first", time.Minute, "no progress during the measurement"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := jt("stuck")
+			r := newRunner(t, 1, map[table.JobType]Command{job: stuck})
+			r.Settings.StallTimeout = tc.stall
+			recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: job}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := findRecord(recs, "isolated", "stuck", "")
+			if rec == nil || rec.Status != StatusFailed || !strings.Contains(rec.Reason, tc.reason) {
+				t.Fatalf("record = %+v, want failed with reason containing %q", rec, tc.reason)
+			}
+			if tbl, err := table.Load(r.TablePath); err == nil {
+				if rate, ok := tbl.Isolated("cpu", job); ok {
+					t.Errorf("table holds isolated rate %v for a hung job", rate)
+				}
+			}
+		})
+	}
+}
