@@ -10,6 +10,7 @@ import (
 var (
 	ErrSyntax              = errors.New("malformed JSON")
 	ErrBadKey              = errors.New("bad job type key")
+	ErrDuplicateKey        = errors.New("repeated key")
 	ErrBadValue            = errors.New("bad value")
 	ErrNegativeRate        = errors.New("negative rate")
 	ErrNotFinite           = errors.New("rate is NaN or infinite")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // JobType names a kind of job: a model (with its batch size, as Gavel names
@@ -23,6 +24,9 @@ func ParseJobType(key string) (JobType, error) {
 	m := keyPattern.FindStringSubmatch(key)
 	if m == nil {
 		return JobType{}, fmt.Errorf("%w: %q is not of the form ('model', scale_factor)", ErrBadKey, key)
+	}
+	if len(m[2]) > 1 && m[2][0] == '0' && strings.TrimLeft(m[2], "0") != "" {
+		return JobType{}, fmt.Errorf("%w: %q: scale factor %s has a leading zero (Gavel writes %q)", ErrBadKey, key, m[2], strings.TrimLeft(m[2], "0"))
 	}
 	sf, err := strconv.Atoi(m[2])
 	if err != nil || sf < 1 {

@@ -53,11 +53,15 @@ func Check(r io.Reader, file string) (*Table, Problems) {
 		return nil, Problems{{File: file, Err: err}}
 	}
 	data = maskNonFinite(data)
-	var raw map[string]map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var whole json.RawMessage
+	if err := json.Unmarshal(data, &whole); err != nil {
 		return nil, Problems{syntaxProblem(data, err)}.withFile(file)
 	}
-	t, ps := build(raw)
+	top, err := members(data, 0)
+	if err != nil {
+		return nil, Problems{{Line: 1, Column: 1, Err: fmt.Errorf("%w: %v (want an object of worker types)", ErrSyntax, err)}}.withFile(file)
+	}
+	t, ps := build(data, top)
 	ps = append(ps, t.Validate()...)
 	return t, ps.withFile(file)
 }
@@ -183,57 +187,134 @@ func parsePair(raw json.RawMessage) ([2]float64, error) {
 }
 
 // build turns the decoded JSON into a table, checking keys, values and the
-// symmetry of pairs. Bad entries are reported and left out.
-func build(raw map[string]map[string]map[string]json.RawMessage) (*Table, Problems) {
+// symmetry of pairs. Bad entries are reported and left out; of repeated keys,
+// the first is kept and the repeats are reported.
+func build(data []byte, top []member) (*Table, Problems) {
 	t := New()
-	var ps Problems
+	b := &builder{data: data, t: t}
 	pairs := map[string]map[[2]JobType][2]float64{}
-	for _, w := range sortedKeys(raw) {
+	seen := map[string]member{}
+	for _, wm := range top {
+		w := wm.key
+		if p := b.repeated(seen, wm, &Problem{Worker: w}, "worker type"); p != nil {
+			continue
+		}
 		if w == "" {
-			ps = append(ps, &Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
+			b.add(&Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
+			continue
+		}
+		jobs, err := members(wm.value, wm.valueAt)
+		if err != nil {
+			b.add(&Problem{Worker: w, Err: fmt.Errorf("%w: %v, want an object of job types", ErrBadValue, err)})
 			continue
 		}
 		t.worker(w, true)
 		pairs[w] = map[[2]JobType][2]float64{}
-		for _, jk := range sortedKeys(raw[w]) {
-			j, err := ParseJobType(jk)
-			if err != nil {
-				ps = append(ps, &Problem{Worker: w, Job: jk, Err: err})
-				continue
-			}
-			for _, pk := range sortedKeys(raw[w][jk]) {
-				v := raw[w][jk][pk]
-				loc := &Problem{Worker: w, Job: jk, Partner: pk}
-				if pk == isolatedKey {
-					r, err := parseRate(v)
-					if err != nil {
-						loc.Err = err
-						ps = append(ps, loc)
-						continue
-					}
-					t.SetIsolated(w, j, r)
-					continue
-				}
-				k, err := ParseJobType(pk)
-				if err != nil {
-					loc.Err = err
-					ps = append(ps, loc)
-					continue
-				}
-				r, err := parsePair(v)
-				if err != nil {
-					loc.Err = err
-					ps = append(ps, loc)
-					continue
-				}
-				pairs[w][[2]JobType{j, k}] = r
-			}
-		}
+		b.worker(w, jobs, pairs[w])
 	}
 	for _, w := range sortedKeys(pairs) {
-		ps = append(ps, addPairs(t, w, pairs[w])...)
+		b.ps = append(b.ps, addPairs(t, w, pairs[w])...)
 	}
-	return t, ps
+	return t, b.ps
+}
+
+// builder collects the entries and problems of one file.
+type builder struct {
+	data []byte
+	t    *Table
+	ps   Problems
+}
+
+func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
+
+// repeated reports m when its key was seen before at this level (loc says where), and
+// otherwise records it.
+func (b *builder) repeated(seen map[string]member, m member, loc *Problem, what string) *Problem {
+	first, dup := seen[m.key]
+	if !dup {
+		seen[m.key] = m
+		return nil
+	}
+	line, _ := position(b.data, first.at)
+	loc.Line, loc.Column = position(b.data, m.at)
+	loc.Err = fmt.Errorf("%w: %s %s appears again (first at line %d); a JSON reader would keep only one of them", ErrDuplicateKey, what, quote(m.key), line)
+	b.add(loc)
+	return loc
+}
+
+// sameType reports a key that differs from an earlier one of this level only in how it is
+// written, and otherwise records it.
+func (b *builder) sameType(types map[JobType]member, j JobType, m member, loc *Problem) bool {
+	first, dup := types[j]
+	if !dup {
+		types[j] = m
+		return false
+	}
+	loc.Line, loc.Column = position(b.data, m.at)
+	loc.Err = fmt.Errorf("%w: keys %s and %s are the same job type", ErrDuplicateKey, first.key, m.key)
+	b.add(loc)
+	return true
+}
+
+func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float64) {
+	seen, types := map[string]member{}, map[JobType]member{}
+	for _, jm := range jobs {
+		jk := jm.key
+		if b.repeated(seen, jm, &Problem{Worker: w, Job: jk}, "job") != nil {
+			continue
+		}
+		j, err := ParseJobType(jk)
+		if err != nil {
+			b.add(&Problem{Worker: w, Job: jk, Err: err})
+			continue
+		}
+		if b.sameType(types, j, jm, &Problem{Worker: w, Job: jk}) {
+			continue
+		}
+		entries, err := members(jm.value, jm.valueAt)
+		if err != nil {
+			b.add(&Problem{Worker: w, Job: jk, Err: fmt.Errorf("%w: %v, want an object of partners", ErrBadValue, err)})
+			continue
+		}
+		b.job(w, j, jk, entries, pairs)
+	}
+}
+
+func (b *builder) job(w string, j JobType, jk string, entries []member, pairs map[[2]JobType][2]float64) {
+	seen, types := map[string]member{}, map[JobType]member{}
+	for _, em := range entries {
+		pk, v := em.key, em.value
+		loc := &Problem{Worker: w, Job: jk, Partner: pk}
+		if b.repeated(seen, em, loc, "partner") != nil {
+			continue
+		}
+		if pk == isolatedKey {
+			r, err := parseRate(v)
+			if err != nil {
+				loc.Err = err
+				b.add(loc)
+				continue
+			}
+			b.t.SetIsolated(w, j, r)
+			continue
+		}
+		k, err := ParseJobType(pk)
+		if err != nil {
+			loc.Err = err
+			b.add(loc)
+			continue
+		}
+		if b.sameType(types, k, em, loc) {
+			continue
+		}
+		r, err := parsePair(v)
+		if err != nil {
+			loc.Err = err
+			b.add(loc)
+			continue
+		}
+		pairs[[2]JobType{j, k}] = r
+	}
 }
 
 // symmetryTolerance bounds the relative difference between T[w][a][b] and

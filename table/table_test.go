@@ -282,3 +282,106 @@ func TestPairStates(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRepeatedKeys: a key repeated at any level, or two keys naming the same job type, is
+// an error naming the file, worker type, job and key; decoding into maps kept the last one
+// silently, and a later Save dropped the other.
+func TestReadRepeatedKeys(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		worker   string
+		job      string
+		partner  string
+		line     int
+		contains []string
+	}{
+		{"worker type", "{\"p100\": {\"('A', 1)\": {\"null\": 1}},\n \"p100\": {\"('A', 1)\": {\"null\": 2}}}",
+			"p100", "", "", 2, []string{`worker type "p100"`, "first at line 1"}},
+		{"job", "{\"p100\": {\"('A', 1)\": {\"null\": 1},\n \"('A', 1)\": {\"null\": 2}}}",
+			"p100", "('A', 1)", "", 2, []string{"job ('A', 1)"}},
+		{"isolated rate", "{\"p100\": {\"('A', 1)\": {\"null\": 1,\n\n \"null\": 2}}}",
+			"p100", "('A', 1)", "null", 3, []string{"partner null", `"null" appears again`}},
+		{"partner", `{"p100": {"('A', 1)": {"null": 1, "('A', 1)": [1, 1], "('A', 1)": [0.5, 0.5]}}}`,
+			"p100", "('A', 1)", "('A', 1)", 1, []string{"partner ('A', 1)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ps := Check(strings.NewReader(tt.in), "dup.json")
+			errs := ps.Errors()
+			if len(errs) != 1 || !errors.Is(errs[0], ErrDuplicateKey) {
+				t.Fatalf("problems = %v, want one repeated key", ps)
+			}
+			p := errs[0]
+			if p.File != "dup.json" || p.Worker != tt.worker || p.Job != tt.job || p.Partner != tt.partner || p.Line != tt.line {
+				t.Errorf("problem %+v: want worker %q job %q partner %q line %d", p, tt.worker, tt.job, tt.partner, tt.line)
+			}
+			for _, c := range append(tt.contains, "dup.json") {
+				if !strings.Contains(p.Error(), c) {
+					t.Errorf("message %q does not contain %q", p.Error(), c)
+				}
+			}
+		})
+	}
+}
+
+// TestReadSameJobTypeTwice: keys that differ only in how the scale factor is written are
+// rejected: a leading zero is not Gavel's form, and no two keys may name one job type.
+func TestReadSameJobTypeTwice(t *testing.T) {
+	in := `{"p100": {"('A', 01)": {"null": 1}, "('A', 1)": {"null": 2}}}`
+	_, ps := Check(strings.NewReader(in), "f.json")
+	var bad *Problem
+	for _, p := range ps.Errors() {
+		if errors.Is(p, ErrBadKey) && p.Job == "('A', 01)" {
+			bad = p
+		}
+	}
+	if bad == nil || !strings.Contains(bad.Error(), "leading zero") {
+		t.Fatalf("problems = %v, want ('A', 01) rejected for its leading zero", ps)
+	}
+	if _, err := ParseJobType("('A', 10)"); err != nil {
+		t.Errorf("ParseJobType(('A', 10)): %v", err)
+	}
+	for _, k := range []string{"('A', 01)", "('A', 007)", "('A', 00)"} {
+		if _, err := ParseJobType(k); err == nil {
+			t.Errorf("ParseJobType(%s) accepted", k)
+		}
+	}
+	// The same check catches any two spellings of one job type, should the key form ever allow them.
+	b := &builder{data: []byte(in), t: New()}
+	types := map[JobType]member{}
+	j := JobType{"A", 1}
+	b.sameType(types, j, member{key: "('A', 1)"}, &Problem{Worker: "p100", Job: "('A', 1)"})
+	if !b.sameType(types, j, member{key: "('A',  1)", at: 20}, &Problem{Worker: "p100", Job: "('A',  1)"}) ||
+		len(b.ps) != 1 || !strings.Contains(b.ps[0].Error(), "('A', 1) and ('A',  1) are the same job type") {
+		t.Errorf("problems = %v, want one naming both keys", b.ps)
+	}
+}
+
+// TestReadWrongValueType: a value of the wrong JSON type is one problem on its entry, naming
+// worker type and job, and the rest of the file is still read.
+func TestReadWrongValueType(t *testing.T) {
+	tests := []struct {
+		name, in, worker, job, partner string
+	}{
+		{"job is a number", `{"p100": {"('A', 1)": 5, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
+		{"worker is a list", `{"p100": [1], "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
+		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb, ps := Check(strings.NewReader(tt.in), "w.json")
+			errs := ps.Errors()
+			if len(errs) != 1 || !errors.Is(errs[0], ErrBadValue) {
+				t.Fatalf("problems = %v, want one bad value", ps)
+			}
+			p := errs[0]
+			if p.Worker != tt.worker || p.Job != tt.job || p.Partner != tt.partner || strings.Contains(p.Error(), "map[") || strings.Contains(p.Error(), "Go value") {
+				t.Errorf("problem %q: want worker %q job %q partner %q in plain words", p.Error(), tt.worker, tt.job, tt.partner)
+			}
+			if tb == nil || !tb.HasJobType(JobType{"B", 1}) {
+				t.Errorf("the good entry was not read: %v", tb)
+			}
+		})
+	}
+}
