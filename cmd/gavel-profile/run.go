@@ -20,30 +20,33 @@ import (
 )
 
 type runOptions struct {
-	name         string
-	scaleFactor  int
-	gpu          string
-	cpu          bool
-	cpuSlots     int
-	workerTypes  string
-	references   string
-	fraction     float64
-	seed         uint64
-	pairs        []string
-	pairsFrom    string
-	noPairs      bool
-	tablePath    string
-	sharing      string
-	forceSharing bool
-	progress     string
-	env          []string
-	shell        bool
-	json         bool
-	settings     profile.Settings
-	refresh      time.Duration
-	mpsControl   string
-	command      []string
-	open         func() (profile.Devices, error) // profile.OpenNVML; tests use fakes
+	name        string
+	scaleFactor int
+	gpu         string
+	cpu         bool
+	cpuSlots    int
+	workerTypes string
+	references  string
+	fraction    float64
+	// fractionSet, pairsSet and pairsFromSet say the flag was given, so that --fraction 0 and
+	// an empty --pairs are not mistaken for an absent flag.
+	fractionSet, pairsSet, pairsFromSet bool
+	seed                                uint64
+	pairs                               []string
+	pairsFrom                           string
+	noPairs                             bool
+	tablePath                           string
+	sharing                             string
+	forceSharing                        bool
+	progress                            string
+	env                                 []string
+	shell                               bool
+	json                                bool
+	settings                            profile.Settings
+	refresh                             time.Duration
+	mpsControl                          string
+	command                             []string
+	open                                func() (profile.Devices, error) // profile.OpenNVML; tests use fakes
 }
 
 func newRunCmd(io *cli.IO) *cobra.Command {
@@ -107,6 +110,8 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.command = args
+			fl := cmd.Flags()
+			opts.fractionSet, opts.pairsSet, opts.pairsFromSet = fl.Changed("fraction"), fl.Changed("pairs"), fl.Changed("pairs-from")
 			return runRun(cmd, opts, io)
 		},
 	}
@@ -118,7 +123,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time")
 	f.StringVar(&opts.workerTypes, "worker-type", "", "override worker types: NAME for every GPU, or IDX=NAME,...")
 	f.StringVar(&opts.references, "references", "", "reference jobs file (JSON, see above)")
-	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P (seeded by --seed)")
+	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P in [0, 1] (seeded by --seed; 0: no pairs)")
 	f.Uint64Var(&opts.seed, "seed", 0, "seed for --fraction")
 	f.StringSliceVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B)")
 	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json' in this file (- for stdin)")
@@ -183,7 +188,7 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 		return nil, noop, cli.UsageError("run: --sharing mps needs GPUs")
 	}
 	tasks, notes, err := profile.Plan(profile.PlanSpec{Model: model, References: refs, WorkerTypes: workerTypes(usable),
-		Fraction: opts.fraction, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs})
+		Fraction: opts.fraction, UseFraction: opts.fractionSet, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs})
 	if err != nil {
 		closeDevs()
 		return nil, noop, cli.UsageError("run: %v", err)
@@ -208,13 +213,20 @@ func checkRunFlags(opts runOptions) error {
 		return cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
 	}
 	chosen := 0
-	for _, set := range []bool{opts.fraction != 0, len(opts.pairs) > 0, opts.pairsFrom != "", opts.noPairs} {
+	for _, set := range []bool{opts.fractionSet || opts.fraction != 0, opts.pairsSet || len(opts.pairs) > 0,
+		opts.pairsFromSet || opts.pairsFrom != "", opts.noPairs} {
 		if set {
 			chosen++
 		}
 	}
 	if chosen > 1 {
 		return cli.UsageError("run: give at most one of --fraction, --pairs, --pairs-from and --no-pairs")
+	}
+	if opts.pairsSet && len(opts.pairs) == 0 {
+		return cli.UsageError("run: --pairs is empty; name the partners, or give --no-pairs for isolated rates only")
+	}
+	if opts.pairsFromSet && opts.pairsFrom == "" {
+		return cli.UsageError("run: --pairs-from is empty; give a file, or - for stdin")
 	}
 	if opts.fraction < 0 || opts.fraction > 1 {
 		return cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)

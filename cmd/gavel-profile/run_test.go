@@ -275,3 +275,46 @@ func TestRunJSONReportsPrecisionReached(t *testing.T) {
 		t.Errorf("log does not say the precision was missed:\n%s", stderr)
 	}
 }
+
+// TestRunPairSelectionFlagsGivenEmpty: a pair-selection flag given with an empty or zero value
+// is not the same as no flag (which measures every reference pair).
+func TestRunPairSelectionFlagsGivenEmpty(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["`+bin+`","-rate","100"]}]}`), 0o644)
+	base := func(out string, extra ...string) []string {
+		args := append([]string{"--cpu", "--name", "model", "--references", refs, "--table", out, "--json"}, fastFlags()...)
+		return append(append(args, extra...), "--", bin, "-rate", "200")
+	}
+	t.Run("fraction 0 measures no pair", func(t *testing.T) {
+		stdout, stderr, err := runCLI(base(filepath.Join(dir, "f0.json"), "--fraction", "0")...)
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, stderr)
+		}
+		var got runJSON
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		for _, m := range got.Measurements {
+			if m.Partner != nil {
+				t.Errorf("--fraction 0 measured the pair %s + %s", m.Job, *m.Partner)
+			}
+		}
+		if len(got.Measurements) != 1 {
+			t.Errorf("%d measurements, want the model's isolated rate only", len(got.Measurements))
+		}
+	})
+	for _, flag := range []string{"--pairs", "--pairs-from"} {
+		t.Run(flag+" empty", func(t *testing.T) {
+			out := filepath.Join(dir, "empty.json")
+			_, _, err := runCLI(base(out, flag, "")...)
+			if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), flag) {
+				t.Fatalf("%s \"\": %v (exit %d), want a usage error naming the flag", flag, err, cli.ExitCode(err))
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("the table was written")
+			}
+		})
+	}
+}
