@@ -116,6 +116,9 @@ type outcome struct {
 	Jobs          []jobRate // one per command, in order
 	WarmupSeconds float64
 	TotalSeconds  float64 // start to end, including start-up and warm-up
+	// Interrupted is set when cancellation ended the measurement. A result reached before
+	// (Interrupted false) is final even if cancellation came while its jobs were being stopped.
+	Interrupted bool
 }
 
 // deviceSlot is where a measurement runs: one device (or a group of devices for a multi-GPU job) and
@@ -173,17 +176,29 @@ type session struct {
 
 // verdict ends a measurement when done is set.
 type verdict struct {
-	done   bool
-	status Status
-	reason string
+	done        bool
+	status      Status
+	reason      string
+	interrupted bool
 }
 
-func stopWith(st Status, reason string) verdict { return verdict{true, st, reason} }
+func stopWith(st Status, reason string) verdict {
+	return verdict{done: true, status: st, reason: reason}
+}
+
+func interrupted(ctx context.Context) verdict {
+	v := stopWith(StatusFailed, "interrupted: "+context.Cause(ctx).Error())
+	v.interrupted = true
+	return v
+}
 
 // measure runs cmds together on slot and measures their rates over common windows.
 func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string, cmds []Command) outcome {
 	ses := &session{m: m, s: m.settings.withDefaults(), slot: slot, names: names,
 		jobs: make([]*jobState, len(cmds)), events: make(chan event, 256), start: time.Now()}
+	if ctx.Err() != nil {
+		return ses.finish(interrupted(ctx)) // nothing started: no job to stop
+	}
 	m.takeBaseline(ctx, slot)
 	if v := ses.startJobs(cmds); v.done {
 		return ses.finish(v)
@@ -194,7 +209,7 @@ func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string,
 		var v verdict
 		select {
 		case <-ctx.Done():
-			v = stopWith(StatusFailed, "interrupted: "+context.Cause(ctx).Error())
+			v = interrupted(ctx)
 		case ev := <-ses.events:
 			v = ses.handle(ev)
 		case now := <-timer.C:
@@ -246,7 +261,7 @@ func (ses *session) finish(v verdict) outcome {
 			j.p.release()
 		}
 	}
-	ses.out.Status, ses.out.Reason = v.status, v.reason
+	ses.out.Status, ses.out.Reason, ses.out.Interrupted = v.status, v.reason, v.interrupted
 	ses.out.TotalSeconds = time.Since(ses.start).Seconds()
 	if v.status != StatusOK {
 		ses.out.Jobs = nil

@@ -3,6 +3,8 @@ package profile
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -406,5 +408,47 @@ func TestRunRepeatedCountIsNotProgress(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunInterruptWhileStopping: a measurement whose result was final when the jobs were told to
+// stop is recorded even if the interrupt arrives while a job that ignores SIGTERM is still being
+// waited for.
+func TestRunInterruptWhileStopping(t *testing.T) {
+	dir := t.TempDir()
+	termed := filepath.Join(dir, "termed")
+	// The trap runs after each sleep (which SIGTERM kills): the job lives on until SIGKILL.
+	job := jt("stubborn")
+	r := newRunner(t, 1, map[table.JobType]Command{job: {Argv: []string{"sh", "-c",
+		`trap 'touch "$0"' TERM; i=0; while true; do i=$((i+1)); echo "GAVEL_STEPS $i"; sleep 0.01; done`, termed}}})
+	r.Settings.KillGrace = 3 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(termed); err == nil {
+				cancel() // SIGTERM was sent, so the result is already decided
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	recs, err := r.Run(ctx, []Task{{WorkerType: "cpu", Job: job}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run error = %v, want context.Canceled (the interrupt must arrive while stopping)", err)
+	}
+	if len(recs) != 1 || recs[0].Status != StatusOK || recs[0].Rate <= 0 {
+		t.Fatalf("records = %+v, want the finished measurement", recs)
+	}
+	tbl, err := table.Load(r.TablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rate, ok := tbl.Isolated("cpu", job); !ok || rate != recs[0].Rate {
+		t.Errorf("table isolated = %v, %v; want %v", rate, ok, recs[0].Rate)
 	}
 }

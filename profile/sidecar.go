@@ -77,6 +77,8 @@ type Record struct {
 	Sharing            Sharing `json:"sharing"`
 	GPUs               []int   `json:"gpus"`
 	Finished           string  `json:"finished"` // RFC 3339
+	// interrupted marks a measurement cut short by cancellation: it is never written.
+	interrupted bool
 }
 
 // JobType returns the record's job as a table job type.
