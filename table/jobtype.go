@@ -38,6 +38,21 @@ func ParseJobType(key string) (JobType, error) {
 	return JobType{Model: m[1], ScaleFactor: sf}, nil
 }
 
+// Check reports a job type that a table cannot hold: an empty model, a scale factor below 1,
+// or a model name (such as one with a newline) whose key ParseJobType would not read back as j.
+func (j JobType) Check() error {
+	switch {
+	case j.Model == "":
+		return fmt.Errorf("%w: empty model name", ErrBadKey)
+	case j.ScaleFactor < 1:
+		return fmt.Errorf("%w: %q: scale factor %d, want >= 1", ErrBadKey, j.Model, j.ScaleFactor)
+	}
+	if back, err := ParseJobType(j.Key()); err != nil || back != j {
+		return fmt.Errorf("%w: model name %q: its key %q does not read back as the same job type", ErrBadKey, j.Model, j.Key())
+	}
+	return nil
+}
+
 // Key returns Gavel's key form of j, the inverse of ParseJobType.
 func (j JobType) Key() string { return fmt.Sprintf("('%s', %d)", j.Model, j.ScaleFactor) }
 

@@ -366,8 +366,12 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // Write writes t in Gavel's JSON format: worker types and job types sorted,
 // the isolated rate first in each job's object, four-space indentation.
-// Reading the output gives a table Equal to t.
+// Reading the output gives a table Equal to t: a table holding a key that could not be read
+// back (see JobType.Check) is not written at all.
 func (t *Table) Write(w io.Writer) error {
+	if err := t.CheckKeys(); err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	bw.WriteString("{")
 	for i, wk := range t.WorkerTypes() {
@@ -380,6 +384,21 @@ func (t *Table) Write(w io.Writer) error {
 	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
+}
+
+// CheckKeys reports the first worker type or job type of t that a table file cannot hold.
+func (t *Table) CheckKeys() error {
+	for _, w := range t.WorkerTypes() {
+		if w == "" {
+			return fmt.Errorf("table: %w: empty worker type name", ErrBadKey)
+		}
+	}
+	for _, j := range t.JobTypes() {
+		if err := j.Check(); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	return nil
 }
 
 func (t *Table) writeWorker(bw *bufio.Writer, wt *workerTable) {

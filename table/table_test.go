@@ -385,3 +385,31 @@ func TestReadWrongValueType(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteRefusesUnreadableKeys: Write and Save refuse a table holding a key that would not
+// read back as the same job type, naming it, and leave the old file alone.
+func TestWriteRefusesUnreadableKeys(t *testing.T) {
+	for _, j := range []JobType{{"a\nb", 1}, {"", 1}, {"A", 0}} {
+		if err := j.Check(); err == nil {
+			t.Errorf("Check(%+v) accepted", j)
+		}
+	}
+	if err := (JobType{"ResNet-18 (batch size 16)", 2}).Check(); err != nil {
+		t.Errorf("Check of an ordinary job type: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "t.json")
+	good := New()
+	good.SetIsolated("cpu", resnet, 1)
+	if err := good.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	bad := good.Clone()
+	bad.SetPair("cpu", resnet, JobType{"line\nbreak", 1}, 1, 1)
+	err := bad.Save(path)
+	if err == nil || !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), `"line\nbreak"`) {
+		t.Fatalf("Save of an unreadable key: %v, want ErrBadKey naming the model", err)
+	}
+	if back, err := Load(path); err != nil || !back.Equal(good) {
+		t.Errorf("the old file changed: %v, %v", back, err)
+	}
+}

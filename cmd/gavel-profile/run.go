@@ -212,6 +212,9 @@ func checkRunFlags(opts runOptions) error {
 	if opts.scaleFactor < 1 {
 		return cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
 	}
+	if err := (table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}).Check(); err != nil {
+		return cli.UsageError("run: --name: %v", err)
+	}
 	chosen := 0
 	for _, set := range []bool{opts.fractionSet || opts.fraction != 0, opts.pairsSet || len(opts.pairs) > 0,
 		opts.pairsFromSet || opts.pairsFrom != "", opts.noPairs} {

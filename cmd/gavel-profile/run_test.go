@@ -318,3 +318,16 @@ func TestRunPairSelectionFlagsGivenEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRejectsUnreadableName: a --name whose table key would not read back (a newline) is a
+// usage error before anything runs; the table would otherwise become unreadable.
+func TestRunRejectsUnreadableName(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--name", "two\nlines", "--table", out, "--", "true")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--name") {
+		t.Fatalf("err = %v (exit %d), want a usage error about --name", err, cli.ExitCode(err))
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the table was written")
+	}
+}
