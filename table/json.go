@@ -193,7 +193,7 @@ func build(data []byte, top []member) (*Table, Problems) {
 	t := New()
 	b := &builder{data: data, t: t}
 	pairs := map[string]map[[2]JobType][2]float64{}
-	seen := map[string]member{}
+	seen := map[string]int{}
 	for _, wm := range top {
 		w := wm.key
 		if p := b.repeated(seen, wm, &Problem{Worker: w}, "worker type"); p != nil {
@@ -229,15 +229,21 @@ func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
 
 // repeated reports m when its key was seen before at this level (loc says where), and
 // otherwise records it.
-func (b *builder) repeated(seen map[string]member, m member, loc *Problem, what string) *Problem {
-	first, dup := seen[m.key]
+func (b *builder) repeated(seen map[string]int, m member, loc *Problem, what string) *Problem {
+	line, col := position(b.data, m.at)
+	return b.repeatedAt(seen, m.key, what+" "+quote(m.key), line, col, loc)
+}
+
+// repeatedAt is repeated for a key at line and col, from any format: seen maps keys to the
+// line they first appeared on; desc names the key in the message.
+func (b *builder) repeatedAt(seen map[string]int, key, desc string, line, col int, loc *Problem) *Problem {
+	first, dup := seen[key]
 	if !dup {
-		seen[m.key] = m
+		seen[key] = line
 		return nil
 	}
-	line, _ := position(b.data, first.at)
-	loc.Line, loc.Column = position(b.data, m.at)
-	loc.Err = fmt.Errorf("%w: %s %s appears again (first at line %d); a JSON reader would keep only one of them", ErrDuplicateKey, what, quote(m.key), line)
+	loc.Line, loc.Column = line, col
+	loc.Err = fmt.Errorf("%w: %s appears again (first at line %d); a table holds one value per key", ErrDuplicateKey, desc, first)
 	b.add(loc)
 	return loc
 }
@@ -257,7 +263,7 @@ func (b *builder) sameType(types map[JobType]member, j JobType, m member, loc *P
 }
 
 func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float64) {
-	seen, types := map[string]member{}, map[JobType]member{}
+	seen, types := map[string]int{}, map[JobType]member{}
 	for _, jm := range jobs {
 		jk := jm.key
 		if b.repeated(seen, jm, &Problem{Worker: w, Job: jk}, "job") != nil {
@@ -281,7 +287,7 @@ func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float6
 }
 
 func (b *builder) job(w string, j JobType, jk string, entries []member, pairs map[[2]JobType][2]float64) {
-	seen, types := map[string]member{}, map[JobType]member{}
+	seen, types := map[string]int{}, map[JobType]member{}
 	for _, em := range entries {
 		pk, v := em.key, em.value
 		loc := &Problem{Worker: w, Job: jk, Partner: pk}

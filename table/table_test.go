@@ -263,8 +263,8 @@ func TestCSVRoundTrip(t *testing.T) {
 	if !back.Equal(d) {
 		t.Error("CSV round trip changed the table")
 	}
-	if _, err := ReadCSV(strings.NewReader(strings.Join(csvHeader, ",") + "\nv100,m,x,,,measured,1,,1,,,\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Errorf("bad CSV row: %v, want an error naming line 2", err)
+	if _, err := ReadCSVFile(strings.NewReader(strings.Join(csvHeader, ",")+"\nv100,m,x,,,measured,1,,1,,,\n"), "t.csv"); err == nil || !strings.Contains(err.Error(), "t.csv:2:") {
+		t.Errorf("bad CSV row: %v, want an error naming t.csv line 2", err)
 	}
 }
 
@@ -411,5 +411,57 @@ func TestWriteRefusesUnreadableKeys(t *testing.T) {
 	}
 	if back, err := Load(path); err != nil || !back.Equal(good) {
 		t.Errorf("the old file changed: %v, %v", back, err)
+	}
+}
+
+// TestReadCSVChecks: CSV rows get the JSON reader's checks: a repeated row, pairs whose two
+// directions disagree or are one-sided, a wrong header; every error names the file and line.
+func TestReadCSVChecks(t *testing.T) {
+	header := strings.Join(csvHeader, ",") + "\n"
+	iso := func(m string, r string) string { return "v100," + m + ",1,,,measured," + r + ",,,,,\n" }
+	pair := func(a, b, ra, rb string) string {
+		return "v100," + a + ",1," + b + ",1,measured," + ra + "," + rb + ",,,,\n"
+	}
+	tests := []struct {
+		name, in string
+		want     error
+		contains []string
+	}{
+		{"isolated twice", header + iso("A", "1") + iso("A", "2"), ErrDuplicateKey, []string{"c.csv:3", "first at line 2", `job ('A', 1)`}},
+		{"pair twice", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1") + pair("B", "A", "1", "1") + pair("A", "B", "1", "1"),
+			ErrDuplicateKey, []string{"c.csv:6"}},
+		{"directions disagree", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1.5") + pair("B", "A", "1", "1"),
+			ErrInconsistent, []string{"c.csv", `worker type "v100"`}},
+		{"one direction", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1"), ErrOneSided, []string{"c.csv"}},
+		{"wrong header", strings.Replace(header, "partner_rate", "rate2", 1) + iso("A", "1"), ErrBadCSV, []string{"c.csv:1", "want"}},
+		{"leading zero", header + "v100,A,01,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
+		{"unreadable name", header + "v100,\"A\nB\",1,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadCSVFile(strings.NewReader(tt.in), "c.csv")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("error %v, want %v", err, tt.want)
+			}
+			for _, c := range tt.contains {
+				if !strings.Contains(err.Error(), c) {
+					t.Errorf("error %q does not contain %q", err, c)
+				}
+			}
+		})
+	}
+	// Without a file name the error is no Problems, so that a caller names the file.
+	_, err := ReadCSV(strings.NewReader(header + iso("A", "1") + iso("A", "2")))
+	var ps Problems
+	if !errors.Is(err, ErrDuplicateKey) || errors.As(err, &ps) {
+		t.Errorf("ReadCSV error %v (%T): want ErrDuplicateKey, not as a Problems", err, err)
+	}
+	good := header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1.5") + pair("B", "A", "1.5", "1")
+	tb, err := ReadCSVFile(strings.NewReader(good), "c.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra, rb, s := tb.Pair("v100", JobType{"A", 1}, JobType{"B", 1}); s != Measured || ra != 1 || rb != 1.5 {
+		t.Errorf("pair = %v, %v, %v", ra, rb, s)
 	}
 }
