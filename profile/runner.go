@@ -41,7 +41,8 @@ type Runner struct {
 	Env []string
 	// Refresh is how old an isolated rate measured in this run may be for a pair to be
 	// normalized by it; older ones are re-measured on the pair's device first. Zero means 30
-	// minutes; negative never re-measures (pairs are normalized by the table's rates).
+	// minutes; RefreshAlways re-measures before every pair; negative never re-measures (pairs
+	// are normalized by the table's rates).
 	Refresh time.Duration
 	// OnPlanned is told how many tasks will run and how many are already in the table.
 	OnPlanned func(todo, skipped int)
@@ -440,6 +441,10 @@ func (p *pass) measurePair(ctx context.Context, t Task, gpus []GPU, iso [2]float
 	}
 	return p.record(t, rec, gpus)
 }
+
+// RefreshAlways as Runner.Refresh re-measures the isolated rates before every pair: no rate
+// is that recent. (A zero Refresh means the default, so "always" needs a value of its own.)
+const RefreshAlways time.Duration = 1
 
 func (r *Runner) refresh() time.Duration {
 	if r.Refresh == 0 {

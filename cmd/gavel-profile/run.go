@@ -144,7 +144,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.DurationVar(&opts.settings.StartupTimeout, "startup-timeout", def.StartupTimeout, "longest wait for the first progress report")
 	f.DurationVar(&opts.settings.StallTimeout, "stall-timeout", def.StallTimeout, "a job silent for this long is killed as hung")
 	f.DurationVar(&opts.settings.KillGrace, "kill-grace", def.KillGrace, "time between SIGTERM and SIGKILL")
-	f.DurationVar(&opts.refresh, "refresh-isolated", 30*time.Minute, "re-measure isolated rates older than this before a pair (negative: never)")
+	f.DurationVar(&opts.refresh, "refresh-isolated", 30*time.Minute, "re-measure isolated rates older than this before a pair (0: always; negative: never)")
 	f.StringVar(&opts.mpsControl, "mps-control", profile.DefaultMPSControl, "MPS control program")
 	return cmd
 }
@@ -197,6 +197,9 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 		TablePath: opts.tablePath, Commands: commands, GPUs: usable, Devices: devs,
 		Settings: opts.settings, Sharing: sharing, ForceSharing: opts.forceSharing,
 		MPSControl: opts.mpsControl, Env: env, Refresh: opts.refresh,
+	}
+	if opts.refresh == 0 {
+		r.Refresh = profile.RefreshAlways // 0s: every isolated rate is too old
 	}
 	return &runSetup{runner: r, tasks: tasks, notes: notes}, closeDevs, nil
 }

@@ -331,3 +331,38 @@ func TestRunRejectsUnreadableName(t *testing.T) {
 		t.Error("the table was written")
 	}
 }
+
+// TestRunRefreshIsolatedZero: --refresh-isolated 0s re-measures both isolated rates before the
+// pair; it used to mean the 30-minute default, which re-measures nothing in a fresh run.
+func TestRunRefreshIsolatedZero(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["`+bin+`","-rate","100"]}]}`), 0o644)
+	for _, tc := range []struct {
+		refresh  string
+		refreshs int
+	}{{"0s", 2}, {"30m", 0}} {
+		t.Run(tc.refresh, func(t *testing.T) {
+			out := filepath.Join(dir, tc.refresh+".json")
+			args := append([]string{"--cpu", "--name", "model", "--references", refs, "--pairs", "ref", "--table", out,
+				"--refresh-isolated", tc.refresh}, fastFlags()...)
+			if _, stderr, err := runCLI(append(args, "--", bin, "-rate", "200")...); err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr)
+			}
+			side, err := profile.LoadSidecar(profile.SidecarPath(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, m := range side.Measurements {
+				if m.Kind == profile.KindRefresh {
+					n++
+				}
+			}
+			if n != tc.refreshs {
+				t.Errorf("%d refresh measurements, want %d", n, tc.refreshs)
+			}
+		})
+	}
+}
