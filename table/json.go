@@ -455,10 +455,17 @@ func (t *Table) Save(path string) error {
 	return WriteFileAtomic(path, t.Write)
 }
 
-// WriteFileAtomic writes a file through a temporary file in the same
-// directory, synced and renamed over path.
+// WriteFileAtomic writes a file through a temporary file in the same directory, synced and
+// renamed over path, then syncs the directory so the rename survives a crash. An existing
+// file keeps its permissions (a new one gets 0644), and a symlink is written through: its
+// target is replaced and the link stays.
 func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	target, mode, err := writeTarget(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	dir := filepath.Dir(target)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -471,17 +478,55 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err = f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
+	if err = os.Rename(f.Name(), target); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = os.Rename(f.Name(), path); err != nil {
+	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTarget resolves the file that writing path replaces (through any symlinks) and the
+// permissions it should get.
+func writeTarget(path string) (string, os.FileMode, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return path, 0o644, nil
+	case err != nil:
+		return "", 0, err
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", 0, fmt.Errorf("symlink: %w", err)
+		}
+		fi, err = os.Stat(target)
+		if err != nil {
+			return "", 0, err
+		}
+		path = target
+	}
+	if !fi.Mode().IsRegular() {
+		return "", 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	return path, fi.Mode().Perm(), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -465,3 +465,51 @@ func TestReadCSVChecks(t *testing.T) {
 		t.Errorf("pair = %v, %v, %v", ra, rb, s)
 	}
 }
+
+// TestSaveKeepsModeAndSymlink: saving over an existing file keeps its permissions, and saving
+// through a symlink replaces the target and keeps the link.
+func TestSaveKeepsModeAndSymlink(t *testing.T) {
+	dir := t.TempDir()
+	tb := New()
+	tb.SetIsolated("cpu", resnet, 2)
+	private := filepath.Join(dir, "private.json")
+	if err := os.WriteFile(private, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Save(private); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(private); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode after Save = %v, want 0600", fi.Mode().Perm())
+	}
+	fresh := filepath.Join(dir, "new.json")
+	if err := tb.Save(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode of a new file = %v, want 0644", fi.Mode().Perm())
+	}
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	target := filepath.Join(dir, "real", "t.json")
+	os.WriteFile(target, []byte("{}"), 0o640)
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(filepath.Join("real", "t.json"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Save(link); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlink was replaced: %v, %v", fi.Mode(), err)
+	}
+	got, err := Load(target)
+	if err != nil || !got.Equal(tb) {
+		t.Errorf("target after Save through the link: %v, %v", got, err)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o640 {
+		t.Errorf("target mode = %v, want 0640", fi.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 4 { // private, new, real, link
+		t.Errorf("Save left %d entries in the directory, want 4", len(entries))
+	}
+}
