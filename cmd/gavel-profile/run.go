@@ -354,6 +354,9 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 	recs, runErr := r.Run(ctx, setup.tasks)
 	rep.finish()
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		if errors.Is(runErr, profile.ErrBadSidecar) {
+			return cli.UsageError("%v", runErr) // bad input: exit 2
+		}
 		if errors.Is(runErr, profile.ErrSharingMismatch) {
 			return cli.UsageError("%v (--force-sharing)", runErr)
 		}
@@ -362,7 +365,7 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 		}
 		return runErr
 	}
-	if err := printRecords(io, opts, r, recs, rep.skipped); err != nil {
+	if err := printRecords(io, opts, r, recs, rep.skipped, runErr != nil); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -449,7 +452,12 @@ func describe(rec profile.Record) string {
 			s += fmt.Sprintf(", partner %.4g steps/s ±%.1f%%", rec.RawPartnerRate, 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
 		}
 		s += fmt.Sprintf(" (%.0f s)", rec.TotalSeconds)
-		if !rec.PrecisionReached {
+		switch {
+		case rec.PrecisionReached:
+		case rec.Reason != "":
+			// An ok record has a reason only when a job exited by itself during the measurement.
+			s += "; " + rec.Reason + ", short of --precision"
+		default:
 			// The rate is usable but noisier than asked; without this the log reads like a pass.
 			s += "; stopped at --max-window short of --precision"
 		}
@@ -490,7 +498,7 @@ type measurementJSON struct {
 	Reason             string   `json:"reason"`
 }
 
-func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile.Record, skipped int) error {
+func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile.Record, skipped int, interrupted bool) error {
 	if opts.json {
 		ms := make([]measurementJSON, 0, len(recs))
 		for _, rec := range recs {
@@ -506,7 +514,11 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 		return cli.WriteJSON(io.Out, map[string]any{"table": opts.tablePath, "sidecar": profile.SidecarPath(opts.tablePath),
 			"sharing": string(r.Sharing), "skipped": skipped, "measurements": ms})
 	}
-	if len(recs) == 0 {
+	switch {
+	case len(recs) == 0 && interrupted:
+		fmt.Fprintf(io.Out, "Interrupted before any measurement finished; nothing was written to %s.\n", opts.tablePath)
+		return nil
+	case len(recs) == 0:
 		fmt.Fprintf(io.Out, "Nothing to measure: %s already holds every measurement (%d).\n", opts.tablePath, skipped)
 		return nil
 	}

@@ -366,3 +366,38 @@ func TestRunRefreshIsolatedZero(t *testing.T) {
 		})
 	}
 }
+
+// TestRunReportWording: the messages say what happened: an interrupt before anything finished is
+// not "nothing to measure", and a job that exited during its measurement did not stop at
+// --max-window.
+func TestRunReportWording(t *testing.T) {
+	streams, out, _ := cli.TestIO()
+	opts := runOptions{tablePath: "t.json"}
+	if err := printRecords(streams, opts, &profile.Runner{}, nil, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "Interrupted") || strings.Contains(s, "Nothing to measure") {
+		t.Errorf("interrupted run with nothing recorded prints %q", s)
+	}
+	exited := profile.Record{WorkerType: "cpu", Job: "a", Status: profile.StatusOK, RawRate: 100, CIHalfWidth: 10,
+		Reason: "a exited during the measurement; rates are from 6 batches"}
+	if s := describe(exited); !strings.Contains(s, "exited during the measurement") || strings.Contains(s, "--max-window") {
+		t.Errorf("describe(exited) = %q", s)
+	}
+	exited.Reason = ""
+	if s := describe(exited); !strings.Contains(s, "--max-window") {
+		t.Errorf("describe(stopped at max window) = %q", s)
+	}
+}
+
+// TestRunBrokenSidecarIsBadInput: a sidecar that cannot be read is bad input (exit 2), named.
+func TestRunBrokenSidecarIsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.json")
+	side := profile.SidecarPath(out)
+	os.WriteFile(side, []byte(`{"version": 1, "measurements": [`), 0o644)
+	_, _, err := runCLI(append([]string{"--cpu", "--name", "m", "--table", out}, append(fastFlags(), "--", "true")...)...)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), side) {
+		t.Fatalf("err = %v (exit %d), want exit 2 naming %s", err, cli.ExitCode(err), side)
+	}
+}
