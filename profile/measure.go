@@ -116,6 +116,9 @@ type outcome struct {
 	Jobs          []jobRate // one per command, in order
 	WarmupSeconds float64
 	TotalSeconds  float64 // start to end, including start-up and warm-up
+	// Interrupted is set when cancellation ended the measurement. A result reached before
+	// (Interrupted false) is final even if cancellation came while its jobs were being stopped.
+	Interrupted bool
 }
 
 // deviceSlot is where a measurement runs: one device (or a group of devices for a multi-GPU job) and
@@ -143,8 +146,11 @@ const (
 
 // jobState follows one job through a measurement.
 type jobState struct {
-	p          *proc
-	last       event // last progress event
+	p    *proc
+	last event // last progress event
+	// progressAt is when the count last went up (or first arrived): a job that keeps printing
+	// the same count is hung, not progressing.
+	progressAt time.Time
 	started    bool
 	anchor     event // progress at the last batch boundary
 	warm, meas batches
@@ -170,17 +176,29 @@ type session struct {
 
 // verdict ends a measurement when done is set.
 type verdict struct {
-	done   bool
-	status Status
-	reason string
+	done        bool
+	status      Status
+	reason      string
+	interrupted bool
 }
 
-func stopWith(st Status, reason string) verdict { return verdict{true, st, reason} }
+func stopWith(st Status, reason string) verdict {
+	return verdict{done: true, status: st, reason: reason}
+}
+
+func interrupted(ctx context.Context) verdict {
+	v := stopWith(StatusFailed, "interrupted: "+context.Cause(ctx).Error())
+	v.interrupted = true
+	return v
+}
 
 // measure runs cmds together on slot and measures their rates over common windows.
 func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string, cmds []Command) outcome {
 	ses := &session{m: m, s: m.settings.withDefaults(), slot: slot, names: names,
 		jobs: make([]*jobState, len(cmds)), events: make(chan event, 256), start: time.Now()}
+	if ctx.Err() != nil {
+		return ses.finish(interrupted(ctx)) // nothing started: no job to stop
+	}
 	m.takeBaseline(ctx, slot)
 	if v := ses.startJobs(cmds); v.done {
 		return ses.finish(v)
@@ -191,7 +209,7 @@ func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string,
 		var v verdict
 		select {
 		case <-ctx.Done():
-			v = stopWith(StatusFailed, "interrupted: "+context.Cause(ctx).Error())
+			v = interrupted(ctx)
 		case ev := <-ses.events:
 			v = ses.handle(ev)
 		case now := <-timer.C:
@@ -221,6 +239,7 @@ func (ses *session) startJobs(cmds []Command) verdict {
 func (ses *session) finish(v verdict) outcome {
 	if v.status == StatusOK {
 		ses.m.collect(&ses.out, ses.jobs, ses.s)
+		v = ses.refuseZeroRates(v)
 	}
 	var procs []*proc
 	for _, j := range ses.jobs {
@@ -242,7 +261,7 @@ func (ses *session) finish(v verdict) outcome {
 			j.p.release()
 		}
 	}
-	ses.out.Status, ses.out.Reason = v.status, v.reason
+	ses.out.Status, ses.out.Reason, ses.out.Interrupted = v.status, v.reason, v.interrupted
 	ses.out.TotalSeconds = time.Since(ses.start).Seconds()
 	if v.status != StatusOK {
 		ses.out.Jobs = nil
@@ -250,11 +269,27 @@ func (ses *session) finish(v verdict) outcome {
 	return ses.out
 }
 
+// refuseZeroRates turns an ok verdict into a failure when a job made no progress over the
+// measurement: a rate of 0 in the table means "cannot run there", which a job that merely
+// stopped counting has not shown.
+func (ses *session) refuseZeroRates(v verdict) verdict {
+	for i, r := range ses.out.Jobs {
+		if r.Rate <= 0 {
+			return stopWith(StatusFailed, fmt.Sprintf("%s: no progress during the measurement (%d steps in %d batches); not recorded as a rate of 0",
+				ses.names[i], r.Steps, r.Batches))
+		}
+	}
+	return v
+}
+
 // handle takes one event of a job.
 func (ses *session) handle(ev event) verdict {
 	j, name := ses.jobs[ev.job], ses.names[ev.job]
 	switch ev.kind {
 	case evProgress:
+		if !j.started || ev.steps > j.last.steps {
+			j.progressAt = ev.at
+		}
 		j.last = ev
 		if !j.started {
 			j.started = true
@@ -420,7 +455,7 @@ func stalled(jobs []*jobState, names []string, now, start time.Time, s Settings)
 			}
 			continue
 		}
-		if now.Sub(j.last.at) >= s.StallTimeout {
+		if now.Sub(j.progressAt) >= s.StallTimeout {
 			return fmt.Sprintf("%s: no progress for %s after %d steps; killed as hung", names[i], s.StallTimeout, j.last.steps)
 		}
 	}

@@ -35,7 +35,9 @@ type PlanSpec struct {
 	// Pair selection; at most one of Fraction, Partners and Suggestions is set. With none, every
 	// reference (and the model itself) is paired with the model on every worker type.
 	Fraction float64 // measure each (worker type, partner) pair with this probability
-	Seed     uint64
+	// UseFraction makes Fraction apply even at 0 (no pairs); a positive Fraction applies anyway.
+	UseFraction bool
+	Seed        uint64
 	// Partners names partners of the model, or "A+B" for any pair of known jobs.
 	Partners []string
 	// Suggestions come from `gavel-profile suggest --json`.
@@ -63,7 +65,7 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 		err = ps.addPartners(spec.Model, spec.Partners, known, workers)
 	case len(spec.Suggestions) > 0:
 		ps.addSuggestions(spec.Suggestions, known, workers)
-	case spec.Fraction > 0:
+	case spec.UseFraction || spec.Fraction > 0:
 		err = ps.addFraction(spec, workers)
 	case len(spec.References) > 0:
 		for _, w := range workers {
@@ -167,8 +169,8 @@ func (ps *pairSet) addSuggestions(suggestions []Suggestion, known map[string]tab
 
 // addFraction keeps each default pair with probability spec.Fraction, reproducibly for a seed.
 func (ps *pairSet) addFraction(spec PlanSpec, workers []string) error {
-	if spec.Fraction > 1 {
-		return fmt.Errorf("fraction %g: want a probability in (0, 1]", spec.Fraction)
+	if spec.Fraction < 0 || spec.Fraction > 1 {
+		return fmt.Errorf("fraction %g: want a probability in [0, 1]", spec.Fraction)
 	}
 	rng := rand.New(rand.NewPCG(spec.Seed, 0x6761_76656c))
 	for _, w := range workers {

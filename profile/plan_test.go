@@ -135,10 +135,23 @@ func TestReadReferences(t *testing.T) {
 		{`{"references":[{"name":"a","command":["x"],"scale_factor":-1}]}`, "scale_factor -1"},
 		{`{"references":[{"name":"a","command":["x"],"progress_regex":"(a)(b)"}]}`, "capture groups"},
 		{`{"references":[{"name":"a","cmd":["x"]}]}`, "unknown field"},
+		{`{"references":[{"name":"a\nb","command":["x"]}]}`, "cannot be a table key"},
 	} {
 		_, err := ReadReferences(strings.NewReader(tc.in), "refs.json")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "refs.json") {
 			t.Errorf("%s: error %v, want one naming the file and %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestReadReferencesReservedEnv: a reference cannot set the variables the profiler sets for
+// each device (which would, say, move it off its GPU or out of MPS), as --env cannot.
+func TestReadReferencesReservedEnv(t *testing.T) {
+	for _, k := range []string{"CUDA_MPS_PIPE_DIRECTORY", "CUDA_VISIBLE_DEVICES", "CUDA_MPS_LOG_DIRECTORY", "GAVEL_DEVICE"} {
+		in := `{"references":[{"name":"a","command":["x"],"env":{"` + k + `":"/tmp/elsewhere"}}]}`
+		_, err := ReadReferences(strings.NewReader(in), "refs.json")
+		if err == nil || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "refs.json") {
+			t.Errorf("env %s: error %v, want one naming the file and the variable", k, err)
 		}
 	}
 }

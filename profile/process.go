@@ -2,6 +2,7 @@ package profile
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -206,18 +207,32 @@ func (p *proc) read(r io.Reader, stream int, pr *progressReader, mu *sync.Mutex,
 	}
 }
 
-// readLine returns the next line without its newline, cut to maxLine.
+// readLine returns the next line without its terminator, cut to maxLine. A line ends at '\n',
+// at '\r' (progress bars such as tqdm redraw themselves with '\r' only) or at "\r\n". A '\r'
+// ends its line at once, without waiting for a possible '\n', so that a bar's update is
+// timed when it is written; a '\n' that arrives later makes an empty line, which is ignored.
 func readLine(br *bufio.Reader) (string, error) {
 	var b strings.Builder
+	keep := func(p []byte) { b.Write(p[:min(len(p), max(maxLine-b.Len(), 0))]) }
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if b.Len() < maxLine {
-			b.Write(chunk[:min(len(chunk), maxLine-b.Len())])
+		if _, err := br.Peek(1); err != nil {
+			return b.String(), err
 		}
-		if err == bufio.ErrBufferFull {
+		data, _ := br.Peek(br.Buffered())
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			keep(data)
+			br.Discard(len(data))
 			continue
 		}
-		return strings.TrimRight(b.String(), "\r\n"), err
+		keep(data[:i])
+		br.Discard(i + 1)
+		if data[i] == '\r' && br.Buffered() > 0 {
+			if next, _ := br.Peek(1); next[0] == '\n' {
+				br.Discard(1)
+			}
+		}
+		return b.String(), nil
 	}
 }
 

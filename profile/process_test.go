@@ -1,12 +1,14 @@
 package profile
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,5 +87,50 @@ func TestRunReleasesEscapedOutput(t *testing.T) {
 			t.Fatalf("%d goroutines after the run, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestReadLineTerminators: '\r' ends a line as '\n' does (tqdm), "\r\n" is one terminator, and
+// long lines are cut to maxLine.
+func TestReadLineTerminators(t *testing.T) {
+	long := strings.Repeat("x", maxLine+10)
+	in := "GAVEL_STEPS 1\rGAVEL_STEPS 2\r\nGAVEL_STEPS 3\n\nlast" + "\n" + long + "\rend"
+	br := bufio.NewReaderSize(strings.NewReader(in), 16) // small buffer: terminators across refills
+	var got []string
+	for {
+		line, err := readLine(br)
+		if line != "" || err == nil {
+			got = append(got, line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	want := []string{"GAVEL_STEPS 1", "GAVEL_STEPS 2", "GAVEL_STEPS 3", "", "last", long[:maxLine], "end"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines = %q, want %q", clipAll(got), clipAll(want))
+	}
+}
+
+func clipAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = clip(s, 30)
+	}
+	return out
+}
+
+// TestRunCarriageReturnProgress: a job that reports progress tqdm-style, with '\r' and no
+// newline, is measured.
+func TestRunCarriageReturnProgress(t *testing.T) {
+	job := jt("tqdm")
+	r := newRunner(t, 1, map[table.JobType]Command{job: {Argv: []string{"sh", "-c",
+		`i=0; while true; do i=$((i+1)); printf 'GAVEL_STEPS %d\r' $i; sleep 0.01; done`}}})
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: job}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Status != StatusOK || recs[0].Rate <= 0 {
+		t.Fatalf("records = %+v, want one ok with a positive rate", recs)
 	}
 }

@@ -102,9 +102,16 @@ func clip(s string, n int) string {
 	return s
 }
 
-// oomPattern matches the messages CUDA, PyTorch, TensorFlow and JAX print when the device runs
-// out of memory.
-var oomPattern = regexp.MustCompile(`(?i)(CUDA out of memory|out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|RESOURCE_EXHAUSTED)`)
+// oomPattern matches the messages CUDA, PyTorch, TensorFlow and JAX print when an allocation on
+// the device failed for good. A bare "out of memory" is not enough: TensorFlow's BFC allocator
+// logs "ran out of memory trying to allocate ... this is not a failure" and retries, and one
+// such line must not mark a job infeasible for ever.
+var oomPattern = regexp.MustCompile(`(?i)(CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|` +
+	`CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|` +
+	`RESOURCE_EXHAUSTED: (OOM|Out of memory)|ResourceExhaustedError)`)
+
+// notFailure matches allocator warnings that say themselves they are harmless.
+var notFailure = regexp.MustCompile(`(?i)not a failure`)
 
 // isOOM reports whether an output line says the device ran out of memory.
-func isOOM(line string) bool { return oomPattern.MatchString(line) }
+func isOOM(line string) bool { return oomPattern.MatchString(line) && !notFailure.MatchString(line) }

@@ -90,10 +90,18 @@ func TestRunProgressAcrossStreams(t *testing.T) {
 
 func TestIsOOM(t *testing.T) {
 	for line, want := range map[string]bool{
-		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB": true,
-		"RuntimeError: CUDA error: out of memory":                                 true,
-		"2024 W tensorflow ... RESOURCE_EXHAUSTED: OOM when allocating tensor":    true,
-		"epoch 3 loss 0.2 memory 3.1GB":                                           false,
+		"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB":                                  true,
+		"RuntimeError: CUDA error: out of memory":                                                                  true,
+		"2024 W tensorflow ... RESOURCE_EXHAUSTED: OOM when allocating tensor":                                     true,
+		"epoch 3 loss 0.2 memory 3.1GB":                                                                            false,
+		"torch.cuda.OutOfMemoryError: CUDA out of memory.":                                                         true,
+		"CUDA_ERROR_OUT_OF_MEMORY: out of memory":                                                                  true,
+		"cudaErrorMemoryAllocation: out of memory":                                                                 true,
+		"jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB": true,
+		"tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor":               true,
+		"W tensorflow/core/common_runtime/bfc_allocator.cc:290] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.13GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.": false,
+		"I allocator: garbage collection freed memory; not out of memory yet": false,
+		"dataloader worker: host out of memory, retrying":                     false,
 	} {
 		if isOOM(line) != want {
 			t.Errorf("isOOM(%q) = %v", line, !want)

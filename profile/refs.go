@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/gavelkit/gavel/table"
 )
 
 // Reference is a reference job: a known training command that new jobs are co-located with.
@@ -59,6 +61,10 @@ func ReadReferences(r io.Reader, file string) (*References, error) {
 			errs = append(errs, fmt.Errorf("%s: name is required", where))
 		case seen[ref.Name]:
 			errs = append(errs, fmt.Errorf("%s: name appears twice", where))
+		case ref.ScaleFactor >= 1:
+			if err := (table.JobType{Model: ref.Name, ScaleFactor: ref.ScaleFactor}).Check(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: name cannot be a table key: %w", where, err))
+			}
 		}
 		seen[ref.Name] = true
 		if len(ref.Command) == 0 || ref.Command[0] == "" {
@@ -68,8 +74,11 @@ func ReadReferences(r io.Reader, file string) (*References, error) {
 			errs = append(errs, fmt.Errorf("%s: scale_factor %d, want >= 1", where, ref.ScaleFactor))
 		}
 		for k := range ref.Env {
-			if k == "" || strings.ContainsAny(k, "=\x00") {
+			switch {
+			case k == "" || strings.ContainsAny(k, "=\x00"):
 				errs = append(errs, fmt.Errorf("%s: env name %q is not valid", where, k))
+			case reservedEnv(k):
+				errs = append(errs, fmt.Errorf("%s: env %s is set by the profiler for each device", where, k))
 			}
 		}
 		if _, err := ParseProgressFormat(ref.ProgressRegex); err != nil {

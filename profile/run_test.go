@@ -3,6 +3,8 @@ package profile
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -372,5 +374,81 @@ func TestRunRejectsInvalidSettings(t *testing.T) {
 	}
 	if side, _ := LoadSidecar(SidecarPath(r.TablePath)); len(side.Measurements) != 0 {
 		t.Errorf("measured with invalid settings: %+v", side.Measurements)
+	}
+}
+
+// TestRunRepeatedCountIsNotProgress: a job printing the same step count forever is hung; it is
+// neither kept alive by its repeated lines nor recorded as a rate of 0 ("cannot run").
+func TestRunRepeatedCountIsNotProgress(t *testing.T) {
+	stuck := Command{Argv: []string{"sh", "-c", "while true; do echo 'GAVEL_STEPS 5'; sleep 0.05; done"}}
+	tests := []struct {
+		name   string
+		stall  time.Duration
+		reason string
+	}{
+		{"stall timeout first", time.Second, "killed as hung"},
+		{"max window first", time.Minute, "no progress during the measurement"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := jt("stuck")
+			r := newRunner(t, 1, map[table.JobType]Command{job: stuck})
+			r.Settings.StallTimeout = tc.stall
+			recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: job}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := findRecord(recs, "isolated", "stuck", "")
+			if rec == nil || rec.Status != StatusFailed || !strings.Contains(rec.Reason, tc.reason) {
+				t.Fatalf("record = %+v, want failed with reason containing %q", rec, tc.reason)
+			}
+			if tbl, err := table.Load(r.TablePath); err == nil {
+				if rate, ok := tbl.Isolated("cpu", job); ok {
+					t.Errorf("table holds isolated rate %v for a hung job", rate)
+				}
+			}
+		})
+	}
+}
+
+// TestRunInterruptWhileStopping: a measurement whose result was final when the jobs were told to
+// stop is recorded even if the interrupt arrives while a job that ignores SIGTERM is still being
+// waited for.
+func TestRunInterruptWhileStopping(t *testing.T) {
+	dir := t.TempDir()
+	termed := filepath.Join(dir, "termed")
+	// The trap runs after each sleep (which SIGTERM kills): the job lives on until SIGKILL.
+	job := jt("stubborn")
+	r := newRunner(t, 1, map[table.JobType]Command{job: {Argv: []string{"sh", "-c",
+		`trap 'touch "$0"' TERM; i=0; while true; do i=$((i+1)); echo "GAVEL_STEPS $i"; sleep 0.01; done`, termed}}})
+	r.Settings.KillGrace = 3 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(termed); err == nil {
+				cancel() // SIGTERM was sent, so the result is already decided
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	recs, err := r.Run(ctx, []Task{{WorkerType: "cpu", Job: job}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run error = %v, want context.Canceled (the interrupt must arrive while stopping)", err)
+	}
+	if len(recs) != 1 || recs[0].Status != StatusOK || recs[0].Rate <= 0 {
+		t.Fatalf("records = %+v, want the finished measurement", recs)
+	}
+	tbl, err := table.Load(r.TablePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rate, ok := tbl.Isolated("cpu", job); !ok || rate != recs[0].Rate {
+		t.Errorf("table isolated = %v, %v; want %v", rate, ok, recs[0].Rate)
 	}
 }

@@ -41,7 +41,8 @@ type Runner struct {
 	Env []string
 	// Refresh is how old an isolated rate measured in this run may be for a pair to be
 	// normalized by it; older ones are re-measured on the pair's device first. Zero means 30
-	// minutes; negative never re-measures (pairs are normalized by the table's rates).
+	// minutes; RefreshAlways re-measures before every pair; negative never re-measures (pairs
+	// are normalized by the table's rates).
 	Refresh time.Duration
 	// OnPlanned is told how many tasks will run and how many are already in the table.
 	OnPlanned func(todo, skipped int)
@@ -370,12 +371,14 @@ func (p *pass) slot(gpus []GPU) deviceSlot {
 
 // runTask measures one task and sends its records (a pair may first re-measure isolated rates).
 func (p *pass) runTask(ctx context.Context, t Task, gpus []GPU) {
+	// A measurement cut short by cancellation is not a result; one that was final before
+	// (cancellation came while its jobs were being stopped) is kept. After it nothing new starts.
 	send := func(rec Record) bool {
-		if ctx.Err() != nil {
-			return false // an interrupted measurement is not a result
+		if rec.interrupted {
+			return false
 		}
 		p.recs <- rec
-		return true
+		return ctx.Err() == nil
 	}
 	if !t.IsPair() {
 		send(p.measureIsolated(ctx, t.WorkerType, t.Job, gpus, KindIsolated))
@@ -424,7 +427,7 @@ func (p *pass) measurePair(ctx context.Context, t Task, gpus []GPU, iso [2]float
 	out := m.measure(ctx, p.slot(gpus), []string{t.Job.Model, t.Partner.Model}, []Command{
 		p.r.command(t.Job, gpus), p.r.command(t.Partner, gpus)})
 	rec := Record{Kind: KindPair, Status: out.Status, Reason: out.Reason,
-		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds}
+		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds, interrupted: out.Interrupted}
 	if out.Status == StatusOK {
 		a, b := out.Jobs[0], out.Jobs[1]
 		rec.RawRate, rec.RawPartnerRate = a.Rate, b.Rate
@@ -438,6 +441,10 @@ func (p *pass) measurePair(ctx context.Context, t Task, gpus []GPU, iso [2]float
 	}
 	return p.record(t, rec, gpus)
 }
+
+// RefreshAlways as Runner.Refresh re-measures the isolated rates before every pair: no rate
+// is that recent. (A zero Refresh means the default, so "always" needs a value of its own.)
+const RefreshAlways time.Duration = 1
 
 func (r *Runner) refresh() time.Duration {
 	if r.Refresh == 0 {
@@ -517,7 +524,7 @@ func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, g
 	m := measurer{settings: p.r.Settings, devices: p.r.Devices}
 	out := m.measure(ctx, p.slot(gpus), []string{j.Model}, []Command{p.r.command(j, gpus)})
 	rec := Record{Kind: kind, Status: out.Status, Reason: out.Reason,
-		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds}
+		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds, interrupted: out.Interrupted}
 	if out.Status == StatusOK {
 		a := out.Jobs[0]
 		rec.Rate, rec.RawRate, rec.CIHalfWidth, rec.Samples, rec.Seconds = a.Rate, a.Rate, a.HalfWidth, a.Batches, a.Seconds
@@ -534,7 +541,7 @@ func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, g
 		p.mu.Lock()
 		p.table[isoKey{w, j}] = 0
 		p.mu.Unlock()
-	} else if ctx.Err() == nil {
+	} else if !out.Interrupted {
 		p.mu.Lock()
 		p.failed[isoKey{w, j}] = out.Reason
 		p.mu.Unlock()

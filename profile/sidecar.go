@@ -77,6 +77,8 @@ type Record struct {
 	Sharing            Sharing `json:"sharing"`
 	GPUs               []int   `json:"gpus"`
 	Finished           string  `json:"finished"` // RFC 3339
+	// interrupted marks a measurement cut short by cancellation: it is never written.
+	interrupted bool
 }
 
 // JobType returns the record's job as a table job type.
@@ -111,7 +113,24 @@ func LoadSidecar(path string) (*Sidecar, error) {
 	return s, err
 }
 
+// ErrBadSidecar marks a sidecar file whose content cannot be read: bad input, not a failure
+// while measuring.
+var ErrBadSidecar = errors.New("bad sidecar file")
+
+type badSidecar struct{ error }
+
+func (e badSidecar) Unwrap() error        { return e.error }
+func (e badSidecar) Is(target error) bool { return target == ErrBadSidecar }
+
 func readSidecar(r io.Reader, path string) (*Sidecar, error) {
+	s, err := decodeSidecar(r, path)
+	if err != nil {
+		return nil, badSidecar{err}
+	}
+	return s, nil
+}
+
+func decodeSidecar(r io.Reader, path string) (*Sidecar, error) {
 	var s Sidecar
 	if err := decodeStrict(r, &s); err != nil {
 		return nil, fmt.Errorf("sidecar %s: %w", path, err)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // csvHeader is the column layout of WriteCSV and ReadCSV. An isolated row
@@ -57,57 +59,116 @@ func (t *Table) csvPairRow(w string, j, k JobType) []string {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// ReadCSV reads a table written by WriteCSV. Only the identifying columns,
-// rate and partner_rate are used; the derived columns are ignored. Errors
-// name the line.
+// ReadCSV reads a table written by WriteCSV, as ReadCSVFile does without a file name. Its
+// error is not a Problems (errors.Is still finds the sentinels and each *Problem), so that a
+// caller that knows the file adds its name; ReadCSVFile names the file itself.
 func ReadCSV(r io.Reader) (*Table, error) {
+	t, err := ReadCSVFile(r, "")
+	if ps, ok := err.(Problems); ok {
+		return nil, unnamedProblems{ps}
+	}
+	return t, err
+}
+
+type unnamedProblems struct{ ps Problems }
+
+func (u unnamedProblems) Error() string   { return u.ps.Error() }
+func (u unnamedProblems) Unwrap() []error { return u.ps.Unwrap() }
+
+// ReadCSVFile reads a table written by WriteCSV. Only the identifying columns, rate and
+// partner_rate are used; the derived columns are ignored. The rows get the checks of the JSON
+// reader: a row repeated (the same worker type, job and partner twice), pairs whose two
+// directions are missing or disagree, bad keys and rates. The error is then a Problems naming
+// file, line, worker type and job.
+func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = len(csvHeader)
-	if _, err := cr.Read(); err != nil {
-		return nil, fmt.Errorf("table csv: header: %w", err)
+	bad := func(p *Problem) error { return Problems{p}.withFile(file) }
+	header, err := cr.Read()
+	if err != nil {
+		return nil, bad(&Problem{Line: 1, Err: fmt.Errorf("%w: header: %v", ErrBadCSV, err)})
 	}
-	t := New()
+	if !slices.Equal(header, csvHeader) {
+		return nil, bad(&Problem{Line: 1, Err: fmt.Errorf("%w: header %q, want %q", ErrBadCSV, strings.Join(header, ","), strings.Join(csvHeader, ","))})
+	}
+	b := &builder{t: New()}
+	pairs := map[string]map[[2]JobType][2]float64{}
+	seen := map[string]int{}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("table csv: %w", err)
+			return nil, bad(&Problem{Err: fmt.Errorf("%w: %v", ErrBadCSV, err)})
 		}
 		line, _ := cr.FieldPos(0)
-		if err := t.addCSVRow(rec); err != nil {
-			return nil, fmt.Errorf("table csv: line %d: %w", line, err)
-		}
+		b.csvRow(rec, line, seen, pairs)
 	}
-	if errs := t.Validate().Errors(); len(errs) > 0 {
+	for _, w := range sortedKeys(pairs) {
+		b.ps = append(b.ps, addPairs(b.t, w, pairs[w])...)
+	}
+	ps := append(b.ps, b.t.Validate()...).withFile(file)
+	if errs := ps.Errors(); len(errs) > 0 {
 		return nil, errs
 	}
-	return t, nil
+	return b.t, nil
 }
 
-func (t *Table) addCSVRow(rec []string) error {
-	sf, err := strconv.Atoi(rec[2])
-	if err != nil || sf < 1 || rec[1] == "" || rec[0] == "" {
-		return fmt.Errorf("%w: worker %q model %q scale factor %q", ErrBadKey, rec[0], rec[1], rec[2])
+// csvRow adds one row, or reports why it cannot be.
+func (b *builder) csvRow(rec []string, line int, seen map[string]int, pairs map[string]map[[2]JobType][2]float64) {
+	w := rec[0]
+	loc := func(job, partner string, err error) {
+		b.add(&Problem{Line: line, Worker: w, Job: job, Partner: partner, Err: err})
 	}
-	j := JobType{rec[1], sf}
+	j, err := csvJobType(rec[1], rec[2])
+	if err != nil || w == "" {
+		if w == "" {
+			err = fmt.Errorf("%w: empty worker type name", ErrBadKey)
+		}
+		loc("", "", err)
+		return
+	}
+	partner, k := isolatedKey, JobType{}
+	if rec[3] != "" || rec[4] != "" {
+		if k, err = csvJobType(rec[3], rec[4]); err != nil {
+			loc(j.Key(), "", fmt.Errorf("partner: %w", err))
+			return
+		}
+		partner = k.Key()
+	}
+	// The worker type goes last: it is the one name that may hold any character.
+	if b.repeatedAt(seen, j.Key()+"\n"+partner+"\n"+w, "the row of this worker type, job and partner", line, 0,
+		&Problem{Worker: w, Job: j.Key(), Partner: partner}) != nil {
+		return
+	}
 	rate, err := parseRate([]byte(rec[6]))
 	if err != nil {
-		return fmt.Errorf("job %s: rate: %w", j.Key(), err)
+		loc(j.Key(), partner, fmt.Errorf("rate: %w", err))
+		return
 	}
-	if rec[3] == "" {
-		t.SetIsolated(rec[0], j, rate)
-		return nil
-	}
-	psf, err := strconv.Atoi(rec[4])
-	if err != nil || psf < 1 {
-		return fmt.Errorf("job %s: %w: partner scale factor %q", j.Key(), ErrBadKey, rec[4])
+	if partner == isolatedKey {
+		b.t.SetIsolated(w, j, rate)
+		return
 	}
 	prate, err := parseRate([]byte(rec[7]))
 	if err != nil {
-		return fmt.Errorf("job %s: partner rate: %w", j.Key(), err)
+		loc(j.Key(), partner, fmt.Errorf("partner rate: %w", err))
+		return
 	}
-	t.SetPair(rec[0], j, JobType{rec[3], psf}, rate, prate)
-	return nil
+	if pairs[w] == nil {
+		pairs[w] = map[[2]JobType][2]float64{}
+	}
+	pairs[w][[2]JobType{j, k}] = [2]float64{rate, prate}
+}
+
+// csvJobType reads a model and scale factor column; the job type must be one a table file can
+// hold.
+func csvJobType(model, sf string) (JobType, error) {
+	n, err := strconv.Atoi(sf)
+	if err != nil || (len(sf) > 1 && sf[0] == '0') {
+		return JobType{}, fmt.Errorf("%w: model %q: scale factor %q is not a positive integer", ErrBadKey, model, sf)
+	}
+	j := JobType{Model: model, ScaleFactor: n}
+	return j, j.Check()
 }

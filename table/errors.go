@@ -9,7 +9,9 @@ import (
 // Sentinel errors wrapped by every Problem, for errors.Is.
 var (
 	ErrSyntax              = errors.New("malformed JSON")
+	ErrBadCSV              = errors.New("malformed CSV")
 	ErrBadKey              = errors.New("bad job type key")
+	ErrDuplicateKey        = errors.New("repeated key")
 	ErrBadValue            = errors.New("bad value")
 	ErrNegativeRate        = errors.New("negative rate")
 	ErrNotFinite           = errors.New("rate is NaN or infinite")
@@ -41,7 +43,10 @@ func (p *Problem) Error() string {
 		b.WriteString(" " + p.File)
 	}
 	if p.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
+		fmt.Fprintf(&b, ":%d", p.Line)
+		if p.Column > 0 {
+			fmt.Fprintf(&b, ":%d", p.Column)
+		}
 	}
 	if p.Worker != "" {
 		fmt.Fprintf(&b, ": worker type %q", p.Worker)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // JobType names a kind of job: a model (with its batch size, as Gavel names
@@ -24,6 +25,9 @@ func ParseJobType(key string) (JobType, error) {
 	if m == nil {
 		return JobType{}, fmt.Errorf("%w: %q is not of the form ('model', scale_factor)", ErrBadKey, key)
 	}
+	if len(m[2]) > 1 && m[2][0] == '0' && strings.TrimLeft(m[2], "0") != "" {
+		return JobType{}, fmt.Errorf("%w: %q: scale factor %s has a leading zero (Gavel writes %q)", ErrBadKey, key, m[2], strings.TrimLeft(m[2], "0"))
+	}
 	sf, err := strconv.Atoi(m[2])
 	if err != nil || sf < 1 {
 		return JobType{}, fmt.Errorf("%w: %q: scale factor must be a positive integer", ErrBadKey, key)
@@ -32,6 +36,21 @@ func ParseJobType(key string) (JobType, error) {
 		return JobType{}, fmt.Errorf("%w: %q: empty model name", ErrBadKey, key)
 	}
 	return JobType{Model: m[1], ScaleFactor: sf}, nil
+}
+
+// Check reports a job type that a table cannot hold: an empty model, a scale factor below 1,
+// or a model name (such as one with a newline) whose key ParseJobType would not read back as j.
+func (j JobType) Check() error {
+	switch {
+	case j.Model == "":
+		return fmt.Errorf("%w: empty model name", ErrBadKey)
+	case j.ScaleFactor < 1:
+		return fmt.Errorf("%w: %q: scale factor %d, want >= 1", ErrBadKey, j.Model, j.ScaleFactor)
+	}
+	if back, err := ParseJobType(j.Key()); err != nil || back != j {
+		return fmt.Errorf("%w: model name %q: its key %q does not read back as the same job type", ErrBadKey, j.Model, j.Key())
+	}
+	return nil
 }
 
 // Key returns Gavel's key form of j, the inverse of ParseJobType.

@@ -53,11 +53,15 @@ func Check(r io.Reader, file string) (*Table, Problems) {
 		return nil, Problems{{File: file, Err: err}}
 	}
 	data = maskNonFinite(data)
-	var raw map[string]map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var whole json.RawMessage
+	if err := json.Unmarshal(data, &whole); err != nil {
 		return nil, Problems{syntaxProblem(data, err)}.withFile(file)
 	}
-	t, ps := build(raw)
+	top, err := members(data, 0)
+	if err != nil {
+		return nil, Problems{{Line: 1, Column: 1, Err: fmt.Errorf("%w: %v (want an object of worker types)", ErrSyntax, err)}}.withFile(file)
+	}
+	t, ps := build(data, top)
 	ps = append(ps, t.Validate()...)
 	return t, ps.withFile(file)
 }
@@ -183,57 +187,140 @@ func parsePair(raw json.RawMessage) ([2]float64, error) {
 }
 
 // build turns the decoded JSON into a table, checking keys, values and the
-// symmetry of pairs. Bad entries are reported and left out.
-func build(raw map[string]map[string]map[string]json.RawMessage) (*Table, Problems) {
+// symmetry of pairs. Bad entries are reported and left out; of repeated keys,
+// the first is kept and the repeats are reported.
+func build(data []byte, top []member) (*Table, Problems) {
 	t := New()
-	var ps Problems
+	b := &builder{data: data, t: t}
 	pairs := map[string]map[[2]JobType][2]float64{}
-	for _, w := range sortedKeys(raw) {
+	seen := map[string]int{}
+	for _, wm := range top {
+		w := wm.key
+		if p := b.repeated(seen, wm, &Problem{Worker: w}, "worker type"); p != nil {
+			continue
+		}
 		if w == "" {
-			ps = append(ps, &Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
+			b.add(&Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
+			continue
+		}
+		jobs, err := members(wm.value, wm.valueAt)
+		if err != nil {
+			b.add(&Problem{Worker: w, Err: fmt.Errorf("%w: %v, want an object of job types", ErrBadValue, err)})
 			continue
 		}
 		t.worker(w, true)
 		pairs[w] = map[[2]JobType][2]float64{}
-		for _, jk := range sortedKeys(raw[w]) {
-			j, err := ParseJobType(jk)
-			if err != nil {
-				ps = append(ps, &Problem{Worker: w, Job: jk, Err: err})
-				continue
-			}
-			for _, pk := range sortedKeys(raw[w][jk]) {
-				v := raw[w][jk][pk]
-				loc := &Problem{Worker: w, Job: jk, Partner: pk}
-				if pk == isolatedKey {
-					r, err := parseRate(v)
-					if err != nil {
-						loc.Err = err
-						ps = append(ps, loc)
-						continue
-					}
-					t.SetIsolated(w, j, r)
-					continue
-				}
-				k, err := ParseJobType(pk)
-				if err != nil {
-					loc.Err = err
-					ps = append(ps, loc)
-					continue
-				}
-				r, err := parsePair(v)
-				if err != nil {
-					loc.Err = err
-					ps = append(ps, loc)
-					continue
-				}
-				pairs[w][[2]JobType{j, k}] = r
-			}
-		}
+		b.worker(w, jobs, pairs[w])
 	}
 	for _, w := range sortedKeys(pairs) {
-		ps = append(ps, addPairs(t, w, pairs[w])...)
+		b.ps = append(b.ps, addPairs(t, w, pairs[w])...)
 	}
-	return t, ps
+	return t, b.ps
+}
+
+// builder collects the entries and problems of one file.
+type builder struct {
+	data []byte
+	t    *Table
+	ps   Problems
+}
+
+func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
+
+// repeated reports m when its key was seen before at this level (loc says where), and
+// otherwise records it.
+func (b *builder) repeated(seen map[string]int, m member, loc *Problem, what string) *Problem {
+	line, col := position(b.data, m.at)
+	return b.repeatedAt(seen, m.key, what+" "+quote(m.key), line, col, loc)
+}
+
+// repeatedAt is repeated for a key at line and col, from any format: seen maps keys to the
+// line they first appeared on; desc names the key in the message.
+func (b *builder) repeatedAt(seen map[string]int, key, desc string, line, col int, loc *Problem) *Problem {
+	first, dup := seen[key]
+	if !dup {
+		seen[key] = line
+		return nil
+	}
+	loc.Line, loc.Column = line, col
+	loc.Err = fmt.Errorf("%w: %s appears again (first at line %d); a table holds one value per key", ErrDuplicateKey, desc, first)
+	b.add(loc)
+	return loc
+}
+
+// sameType reports a key that differs from an earlier one of this level only in how it is
+// written, and otherwise records it.
+func (b *builder) sameType(types map[JobType]member, j JobType, m member, loc *Problem) bool {
+	first, dup := types[j]
+	if !dup {
+		types[j] = m
+		return false
+	}
+	loc.Line, loc.Column = position(b.data, m.at)
+	loc.Err = fmt.Errorf("%w: keys %s and %s are the same job type", ErrDuplicateKey, first.key, m.key)
+	b.add(loc)
+	return true
+}
+
+func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float64) {
+	seen, types := map[string]int{}, map[JobType]member{}
+	for _, jm := range jobs {
+		jk := jm.key
+		if b.repeated(seen, jm, &Problem{Worker: w, Job: jk}, "job") != nil {
+			continue
+		}
+		j, err := ParseJobType(jk)
+		if err != nil {
+			b.add(&Problem{Worker: w, Job: jk, Err: err})
+			continue
+		}
+		if b.sameType(types, j, jm, &Problem{Worker: w, Job: jk}) {
+			continue
+		}
+		entries, err := members(jm.value, jm.valueAt)
+		if err != nil {
+			b.add(&Problem{Worker: w, Job: jk, Err: fmt.Errorf("%w: %v, want an object of partners", ErrBadValue, err)})
+			continue
+		}
+		b.job(w, j, jk, entries, pairs)
+	}
+}
+
+func (b *builder) job(w string, j JobType, jk string, entries []member, pairs map[[2]JobType][2]float64) {
+	seen, types := map[string]int{}, map[JobType]member{}
+	for _, em := range entries {
+		pk, v := em.key, em.value
+		loc := &Problem{Worker: w, Job: jk, Partner: pk}
+		if b.repeated(seen, em, loc, "partner") != nil {
+			continue
+		}
+		if pk == isolatedKey {
+			r, err := parseRate(v)
+			if err != nil {
+				loc.Err = err
+				b.add(loc)
+				continue
+			}
+			b.t.SetIsolated(w, j, r)
+			continue
+		}
+		k, err := ParseJobType(pk)
+		if err != nil {
+			loc.Err = err
+			b.add(loc)
+			continue
+		}
+		if b.sameType(types, k, em, loc) {
+			continue
+		}
+		r, err := parsePair(v)
+		if err != nil {
+			loc.Err = err
+			b.add(loc)
+			continue
+		}
+		pairs[[2]JobType{j, k}] = r
+	}
 }
 
 // symmetryTolerance bounds the relative difference between T[w][a][b] and
@@ -285,8 +372,12 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // Write writes t in Gavel's JSON format: worker types and job types sorted,
 // the isolated rate first in each job's object, four-space indentation.
-// Reading the output gives a table Equal to t.
+// Reading the output gives a table Equal to t: a table holding a key that could not be read
+// back (see JobType.Check) is not written at all.
 func (t *Table) Write(w io.Writer) error {
+	if err := t.CheckKeys(); err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	bw.WriteString("{")
 	for i, wk := range t.WorkerTypes() {
@@ -299,6 +390,21 @@ func (t *Table) Write(w io.Writer) error {
 	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
+}
+
+// CheckKeys reports the first worker type or job type of t that a table file cannot hold.
+func (t *Table) CheckKeys() error {
+	for _, w := range t.WorkerTypes() {
+		if w == "" {
+			return fmt.Errorf("table: %w: empty worker type name", ErrBadKey)
+		}
+	}
+	for _, j := range t.JobTypes() {
+		if err := j.Check(); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	return nil
 }
 
 func (t *Table) writeWorker(bw *bufio.Writer, wt *workerTable) {
@@ -349,10 +455,17 @@ func (t *Table) Save(path string) error {
 	return WriteFileAtomic(path, t.Write)
 }
 
-// WriteFileAtomic writes a file through a temporary file in the same
-// directory, synced and renamed over path.
+// WriteFileAtomic writes a file through a temporary file in the same directory, synced and
+// renamed over path, then syncs the directory so the rename survives a crash. An existing
+// file keeps its permissions (a new one gets 0644), and a symlink is written through: its
+// target is replaced and the link stays.
 func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	target, mode, err := writeTarget(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	dir := filepath.Dir(target)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -365,17 +478,55 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err = f.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = os.Chmod(f.Name(), 0o644); err != nil {
+	if err = os.Rename(f.Name(), target); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = os.Rename(f.Name(), path); err != nil {
+	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTarget resolves the file that writing path replaces (through any symlinks) and the
+// permissions it should get.
+func writeTarget(path string) (string, os.FileMode, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return path, 0o644, nil
+	case err != nil:
+		return "", 0, err
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", 0, fmt.Errorf("symlink: %w", err)
+		}
+		fi, err = os.Stat(target)
+		if err != nil {
+			return "", 0, err
+		}
+		path = target
+	}
+	if !fi.Mode().IsRegular() {
+		return "", 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	return path, fi.Mode().Perm(), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

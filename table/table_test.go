@@ -263,8 +263,8 @@ func TestCSVRoundTrip(t *testing.T) {
 	if !back.Equal(d) {
 		t.Error("CSV round trip changed the table")
 	}
-	if _, err := ReadCSV(strings.NewReader(strings.Join(csvHeader, ",") + "\nv100,m,x,,,measured,1,,1,,,\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Errorf("bad CSV row: %v, want an error naming line 2", err)
+	if _, err := ReadCSVFile(strings.NewReader(strings.Join(csvHeader, ",")+"\nv100,m,x,,,measured,1,,1,,,\n"), "t.csv"); err == nil || !strings.Contains(err.Error(), "t.csv:2:") {
+		t.Errorf("bad CSV row: %v, want an error naming t.csv line 2", err)
 	}
 }
 
@@ -280,5 +280,236 @@ func TestPairStates(t *testing.T) {
 				t.Errorf("PairStates[%d][%d] = %v, want %v", i, k, got[i][k], want[i][k])
 			}
 		}
+	}
+}
+
+// TestReadRepeatedKeys: a key repeated at any level, or two keys naming the same job type, is
+// an error naming the file, worker type, job and key; decoding into maps kept the last one
+// silently, and a later Save dropped the other.
+func TestReadRepeatedKeys(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		worker   string
+		job      string
+		partner  string
+		line     int
+		contains []string
+	}{
+		{"worker type", "{\"p100\": {\"('A', 1)\": {\"null\": 1}},\n \"p100\": {\"('A', 1)\": {\"null\": 2}}}",
+			"p100", "", "", 2, []string{`worker type "p100"`, "first at line 1"}},
+		{"job", "{\"p100\": {\"('A', 1)\": {\"null\": 1},\n \"('A', 1)\": {\"null\": 2}}}",
+			"p100", "('A', 1)", "", 2, []string{"job ('A', 1)"}},
+		{"isolated rate", "{\"p100\": {\"('A', 1)\": {\"null\": 1,\n\n \"null\": 2}}}",
+			"p100", "('A', 1)", "null", 3, []string{"partner null", `"null" appears again`}},
+		{"partner", `{"p100": {"('A', 1)": {"null": 1, "('A', 1)": [1, 1], "('A', 1)": [0.5, 0.5]}}}`,
+			"p100", "('A', 1)", "('A', 1)", 1, []string{"partner ('A', 1)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ps := Check(strings.NewReader(tt.in), "dup.json")
+			errs := ps.Errors()
+			if len(errs) != 1 || !errors.Is(errs[0], ErrDuplicateKey) {
+				t.Fatalf("problems = %v, want one repeated key", ps)
+			}
+			p := errs[0]
+			if p.File != "dup.json" || p.Worker != tt.worker || p.Job != tt.job || p.Partner != tt.partner || p.Line != tt.line {
+				t.Errorf("problem %+v: want worker %q job %q partner %q line %d", p, tt.worker, tt.job, tt.partner, tt.line)
+			}
+			for _, c := range append(tt.contains, "dup.json") {
+				if !strings.Contains(p.Error(), c) {
+					t.Errorf("message %q does not contain %q", p.Error(), c)
+				}
+			}
+		})
+	}
+}
+
+// TestReadSameJobTypeTwice: keys that differ only in how the scale factor is written are
+// rejected: a leading zero is not Gavel's form, and no two keys may name one job type.
+func TestReadSameJobTypeTwice(t *testing.T) {
+	in := `{"p100": {"('A', 01)": {"null": 1}, "('A', 1)": {"null": 2}}}`
+	_, ps := Check(strings.NewReader(in), "f.json")
+	var bad *Problem
+	for _, p := range ps.Errors() {
+		if errors.Is(p, ErrBadKey) && p.Job == "('A', 01)" {
+			bad = p
+		}
+	}
+	if bad == nil || !strings.Contains(bad.Error(), "leading zero") {
+		t.Fatalf("problems = %v, want ('A', 01) rejected for its leading zero", ps)
+	}
+	if _, err := ParseJobType("('A', 10)"); err != nil {
+		t.Errorf("ParseJobType(('A', 10)): %v", err)
+	}
+	for _, k := range []string{"('A', 01)", "('A', 007)", "('A', 00)"} {
+		if _, err := ParseJobType(k); err == nil {
+			t.Errorf("ParseJobType(%s) accepted", k)
+		}
+	}
+	// The same check catches any two spellings of one job type, should the key form ever allow them.
+	b := &builder{data: []byte(in), t: New()}
+	types := map[JobType]member{}
+	j := JobType{"A", 1}
+	b.sameType(types, j, member{key: "('A', 1)"}, &Problem{Worker: "p100", Job: "('A', 1)"})
+	if !b.sameType(types, j, member{key: "('A',  1)", at: 20}, &Problem{Worker: "p100", Job: "('A',  1)"}) ||
+		len(b.ps) != 1 || !strings.Contains(b.ps[0].Error(), "('A', 1) and ('A',  1) are the same job type") {
+		t.Errorf("problems = %v, want one naming both keys", b.ps)
+	}
+}
+
+// TestReadWrongValueType: a value of the wrong JSON type is one problem on its entry, naming
+// worker type and job, and the rest of the file is still read.
+func TestReadWrongValueType(t *testing.T) {
+	tests := []struct {
+		name, in, worker, job, partner string
+	}{
+		{"job is a number", `{"p100": {"('A', 1)": 5, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
+		{"worker is a list", `{"p100": [1], "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
+		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb, ps := Check(strings.NewReader(tt.in), "w.json")
+			errs := ps.Errors()
+			if len(errs) != 1 || !errors.Is(errs[0], ErrBadValue) {
+				t.Fatalf("problems = %v, want one bad value", ps)
+			}
+			p := errs[0]
+			if p.Worker != tt.worker || p.Job != tt.job || p.Partner != tt.partner || strings.Contains(p.Error(), "map[") || strings.Contains(p.Error(), "Go value") {
+				t.Errorf("problem %q: want worker %q job %q partner %q in plain words", p.Error(), tt.worker, tt.job, tt.partner)
+			}
+			if tb == nil || !tb.HasJobType(JobType{"B", 1}) {
+				t.Errorf("the good entry was not read: %v", tb)
+			}
+		})
+	}
+}
+
+// TestWriteRefusesUnreadableKeys: Write and Save refuse a table holding a key that would not
+// read back as the same job type, naming it, and leave the old file alone.
+func TestWriteRefusesUnreadableKeys(t *testing.T) {
+	for _, j := range []JobType{{"a\nb", 1}, {"", 1}, {"A", 0}} {
+		if err := j.Check(); err == nil {
+			t.Errorf("Check(%+v) accepted", j)
+		}
+	}
+	if err := (JobType{"ResNet-18 (batch size 16)", 2}).Check(); err != nil {
+		t.Errorf("Check of an ordinary job type: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "t.json")
+	good := New()
+	good.SetIsolated("cpu", resnet, 1)
+	if err := good.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	bad := good.Clone()
+	bad.SetPair("cpu", resnet, JobType{"line\nbreak", 1}, 1, 1)
+	err := bad.Save(path)
+	if err == nil || !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), `"line\nbreak"`) {
+		t.Fatalf("Save of an unreadable key: %v, want ErrBadKey naming the model", err)
+	}
+	if back, err := Load(path); err != nil || !back.Equal(good) {
+		t.Errorf("the old file changed: %v, %v", back, err)
+	}
+}
+
+// TestReadCSVChecks: CSV rows get the JSON reader's checks: a repeated row, pairs whose two
+// directions disagree or are one-sided, a wrong header; every error names the file and line.
+func TestReadCSVChecks(t *testing.T) {
+	header := strings.Join(csvHeader, ",") + "\n"
+	iso := func(m string, r string) string { return "v100," + m + ",1,,,measured," + r + ",,,,,\n" }
+	pair := func(a, b, ra, rb string) string {
+		return "v100," + a + ",1," + b + ",1,measured," + ra + "," + rb + ",,,,\n"
+	}
+	tests := []struct {
+		name, in string
+		want     error
+		contains []string
+	}{
+		{"isolated twice", header + iso("A", "1") + iso("A", "2"), ErrDuplicateKey, []string{"c.csv:3", "first at line 2", `job ('A', 1)`}},
+		{"pair twice", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1") + pair("B", "A", "1", "1") + pair("A", "B", "1", "1"),
+			ErrDuplicateKey, []string{"c.csv:6"}},
+		{"directions disagree", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1.5") + pair("B", "A", "1", "1"),
+			ErrInconsistent, []string{"c.csv", `worker type "v100"`}},
+		{"one direction", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1"), ErrOneSided, []string{"c.csv"}},
+		{"wrong header", strings.Replace(header, "partner_rate", "rate2", 1) + iso("A", "1"), ErrBadCSV, []string{"c.csv:1", "want"}},
+		{"leading zero", header + "v100,A,01,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
+		{"unreadable name", header + "v100,\"A\nB\",1,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadCSVFile(strings.NewReader(tt.in), "c.csv")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("error %v, want %v", err, tt.want)
+			}
+			for _, c := range tt.contains {
+				if !strings.Contains(err.Error(), c) {
+					t.Errorf("error %q does not contain %q", err, c)
+				}
+			}
+		})
+	}
+	// Without a file name the error is no Problems, so that a caller names the file.
+	_, err := ReadCSV(strings.NewReader(header + iso("A", "1") + iso("A", "2")))
+	var ps Problems
+	if !errors.Is(err, ErrDuplicateKey) || errors.As(err, &ps) {
+		t.Errorf("ReadCSV error %v (%T): want ErrDuplicateKey, not as a Problems", err, err)
+	}
+	good := header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1.5") + pair("B", "A", "1.5", "1")
+	tb, err := ReadCSVFile(strings.NewReader(good), "c.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra, rb, s := tb.Pair("v100", JobType{"A", 1}, JobType{"B", 1}); s != Measured || ra != 1 || rb != 1.5 {
+		t.Errorf("pair = %v, %v, %v", ra, rb, s)
+	}
+}
+
+// TestSaveKeepsModeAndSymlink: saving over an existing file keeps its permissions, and saving
+// through a symlink replaces the target and keeps the link.
+func TestSaveKeepsModeAndSymlink(t *testing.T) {
+	dir := t.TempDir()
+	tb := New()
+	tb.SetIsolated("cpu", resnet, 2)
+	private := filepath.Join(dir, "private.json")
+	if err := os.WriteFile(private, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Save(private); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(private); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode after Save = %v, want 0600", fi.Mode().Perm())
+	}
+	fresh := filepath.Join(dir, "new.json")
+	if err := tb.Save(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode of a new file = %v, want 0644", fi.Mode().Perm())
+	}
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	target := filepath.Join(dir, "real", "t.json")
+	os.WriteFile(target, []byte("{}"), 0o640)
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(filepath.Join("real", "t.json"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Save(link); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the symlink was replaced: %v, %v", fi.Mode(), err)
+	}
+	got, err := Load(target)
+	if err != nil || !got.Equal(tb) {
+		t.Errorf("target after Save through the link: %v, %v", got, err)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o640 {
+		t.Errorf("target mode = %v, want 0640", fi.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 4 { // private, new, real, link
+		t.Errorf("Save left %d entries in the directory, want 4", len(entries))
 	}
 }

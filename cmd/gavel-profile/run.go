@@ -20,30 +20,33 @@ import (
 )
 
 type runOptions struct {
-	name         string
-	scaleFactor  int
-	gpu          string
-	cpu          bool
-	cpuSlots     int
-	workerTypes  string
-	references   string
-	fraction     float64
-	seed         uint64
-	pairs        []string
-	pairsFrom    string
-	noPairs      bool
-	tablePath    string
-	sharing      string
-	forceSharing bool
-	progress     string
-	env          []string
-	shell        bool
-	json         bool
-	settings     profile.Settings
-	refresh      time.Duration
-	mpsControl   string
-	command      []string
-	open         func() (profile.Devices, error) // profile.OpenNVML; tests use fakes
+	name        string
+	scaleFactor int
+	gpu         string
+	cpu         bool
+	cpuSlots    int
+	workerTypes string
+	references  string
+	fraction    float64
+	// fractionSet, pairsSet and pairsFromSet say the flag was given, so that --fraction 0 and
+	// an empty --pairs are not mistaken for an absent flag.
+	fractionSet, pairsSet, pairsFromSet bool
+	seed                                uint64
+	pairs                               []string
+	pairsFrom                           string
+	noPairs                             bool
+	tablePath                           string
+	sharing                             string
+	forceSharing                        bool
+	progress                            string
+	env                                 []string
+	shell                               bool
+	json                                bool
+	settings                            profile.Settings
+	refresh                             time.Duration
+	mpsControl                          string
+	command                             []string
+	open                                func() (profile.Devices, error) // profile.OpenNVML; tests use fakes
 }
 
 func newRunCmd(io *cli.IO) *cobra.Command {
@@ -107,6 +110,8 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.command = args
+			fl := cmd.Flags()
+			opts.fractionSet, opts.pairsSet, opts.pairsFromSet = fl.Changed("fraction"), fl.Changed("pairs"), fl.Changed("pairs-from")
 			return runRun(cmd, opts, io)
 		},
 	}
@@ -118,7 +123,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time")
 	f.StringVar(&opts.workerTypes, "worker-type", "", "override worker types: NAME for every GPU, or IDX=NAME,...")
 	f.StringVar(&opts.references, "references", "", "reference jobs file (JSON, see above)")
-	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P (seeded by --seed)")
+	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P in [0, 1] (seeded by --seed; 0: no pairs)")
 	f.Uint64Var(&opts.seed, "seed", 0, "seed for --fraction")
 	f.StringSliceVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B)")
 	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json' in this file (- for stdin)")
@@ -139,7 +144,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.DurationVar(&opts.settings.StartupTimeout, "startup-timeout", def.StartupTimeout, "longest wait for the first progress report")
 	f.DurationVar(&opts.settings.StallTimeout, "stall-timeout", def.StallTimeout, "a job silent for this long is killed as hung")
 	f.DurationVar(&opts.settings.KillGrace, "kill-grace", def.KillGrace, "time between SIGTERM and SIGKILL")
-	f.DurationVar(&opts.refresh, "refresh-isolated", 30*time.Minute, "re-measure isolated rates older than this before a pair (negative: never)")
+	f.DurationVar(&opts.refresh, "refresh-isolated", 30*time.Minute, "re-measure isolated rates older than this before a pair (0: always; negative: never)")
 	f.StringVar(&opts.mpsControl, "mps-control", profile.DefaultMPSControl, "MPS control program")
 	return cmd
 }
@@ -183,7 +188,7 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 		return nil, noop, cli.UsageError("run: --sharing mps needs GPUs")
 	}
 	tasks, notes, err := profile.Plan(profile.PlanSpec{Model: model, References: refs, WorkerTypes: workerTypes(usable),
-		Fraction: opts.fraction, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs})
+		Fraction: opts.fraction, UseFraction: opts.fractionSet, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs})
 	if err != nil {
 		closeDevs()
 		return nil, noop, cli.UsageError("run: %v", err)
@@ -192,6 +197,9 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 		TablePath: opts.tablePath, Commands: commands, GPUs: usable, Devices: devs,
 		Settings: opts.settings, Sharing: sharing, ForceSharing: opts.forceSharing,
 		MPSControl: opts.mpsControl, Env: env, Refresh: opts.refresh,
+	}
+	if opts.refresh == 0 {
+		r.Refresh = profile.RefreshAlways // 0s: every isolated rate is too old
 	}
 	return &runSetup{runner: r, tasks: tasks, notes: notes}, closeDevs, nil
 }
@@ -207,14 +215,24 @@ func checkRunFlags(opts runOptions) error {
 	if opts.scaleFactor < 1 {
 		return cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
 	}
+	if err := (table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}).Check(); err != nil {
+		return cli.UsageError("run: --name: %v", err)
+	}
 	chosen := 0
-	for _, set := range []bool{opts.fraction != 0, len(opts.pairs) > 0, opts.pairsFrom != "", opts.noPairs} {
+	for _, set := range []bool{opts.fractionSet || opts.fraction != 0, opts.pairsSet || len(opts.pairs) > 0,
+		opts.pairsFromSet || opts.pairsFrom != "", opts.noPairs} {
 		if set {
 			chosen++
 		}
 	}
 	if chosen > 1 {
 		return cli.UsageError("run: give at most one of --fraction, --pairs, --pairs-from and --no-pairs")
+	}
+	if opts.pairsSet && len(opts.pairs) == 0 {
+		return cli.UsageError("run: --pairs is empty; name the partners, or give --no-pairs for isolated rates only")
+	}
+	if opts.pairsFromSet && opts.pairsFrom == "" {
+		return cli.UsageError("run: --pairs-from is empty; give a file, or - for stdin")
 	}
 	if opts.fraction < 0 || opts.fraction > 1 {
 		return cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
@@ -336,6 +354,9 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 	recs, runErr := r.Run(ctx, setup.tasks)
 	rep.finish()
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		if errors.Is(runErr, profile.ErrBadSidecar) {
+			return cli.UsageError("%v", runErr) // bad input: exit 2
+		}
 		if errors.Is(runErr, profile.ErrSharingMismatch) {
 			return cli.UsageError("%v (--force-sharing)", runErr)
 		}
@@ -344,7 +365,7 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 		}
 		return runErr
 	}
-	if err := printRecords(io, opts, r, recs, rep.skipped); err != nil {
+	if err := printRecords(io, opts, r, recs, rep.skipped, runErr != nil); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -431,7 +452,12 @@ func describe(rec profile.Record) string {
 			s += fmt.Sprintf(", partner %.4g steps/s ±%.1f%%", rec.RawPartnerRate, 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
 		}
 		s += fmt.Sprintf(" (%.0f s)", rec.TotalSeconds)
-		if !rec.PrecisionReached {
+		switch {
+		case rec.PrecisionReached:
+		case rec.Reason != "":
+			// An ok record has a reason only when a job exited by itself during the measurement.
+			s += "; " + rec.Reason + ", short of --precision"
+		default:
 			// The rate is usable but noisier than asked; without this the log reads like a pass.
 			s += "; stopped at --max-window short of --precision"
 		}
@@ -472,7 +498,7 @@ type measurementJSON struct {
 	Reason             string   `json:"reason"`
 }
 
-func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile.Record, skipped int) error {
+func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile.Record, skipped int, interrupted bool) error {
 	if opts.json {
 		ms := make([]measurementJSON, 0, len(recs))
 		for _, rec := range recs {
@@ -488,7 +514,11 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 		return cli.WriteJSON(io.Out, map[string]any{"table": opts.tablePath, "sidecar": profile.SidecarPath(opts.tablePath),
 			"sharing": string(r.Sharing), "skipped": skipped, "measurements": ms})
 	}
-	if len(recs) == 0 {
+	switch {
+	case len(recs) == 0 && interrupted:
+		fmt.Fprintf(io.Out, "Interrupted before any measurement finished; nothing was written to %s.\n", opts.tablePath)
+		return nil
+	case len(recs) == 0:
 		fmt.Fprintf(io.Out, "Nothing to measure: %s already holds every measurement (%d).\n", opts.tablePath, skipped)
 		return nil
 	}

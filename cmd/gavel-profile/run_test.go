@@ -275,3 +275,129 @@ func TestRunJSONReportsPrecisionReached(t *testing.T) {
 		t.Errorf("log does not say the precision was missed:\n%s", stderr)
 	}
 }
+
+// TestRunPairSelectionFlagsGivenEmpty: a pair-selection flag given with an empty or zero value
+// is not the same as no flag (which measures every reference pair).
+func TestRunPairSelectionFlagsGivenEmpty(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["`+bin+`","-rate","100"]}]}`), 0o644)
+	base := func(out string, extra ...string) []string {
+		args := append([]string{"--cpu", "--name", "model", "--references", refs, "--table", out, "--json"}, fastFlags()...)
+		return append(append(args, extra...), "--", bin, "-rate", "200")
+	}
+	t.Run("fraction 0 measures no pair", func(t *testing.T) {
+		stdout, stderr, err := runCLI(base(filepath.Join(dir, "f0.json"), "--fraction", "0")...)
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, stderr)
+		}
+		var got runJSON
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		for _, m := range got.Measurements {
+			if m.Partner != nil {
+				t.Errorf("--fraction 0 measured the pair %s + %s", m.Job, *m.Partner)
+			}
+		}
+		if len(got.Measurements) != 1 {
+			t.Errorf("%d measurements, want the model's isolated rate only", len(got.Measurements))
+		}
+	})
+	for _, flag := range []string{"--pairs", "--pairs-from"} {
+		t.Run(flag+" empty", func(t *testing.T) {
+			out := filepath.Join(dir, "empty.json")
+			_, _, err := runCLI(base(out, flag, "")...)
+			if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), flag) {
+				t.Fatalf("%s \"\": %v (exit %d), want a usage error naming the flag", flag, err, cli.ExitCode(err))
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("the table was written")
+			}
+		})
+	}
+}
+
+// TestRunRejectsUnreadableName: a --name whose table key would not read back (a newline) is a
+// usage error before anything runs; the table would otherwise become unreadable.
+func TestRunRejectsUnreadableName(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--name", "two\nlines", "--table", out, "--", "true")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--name") {
+		t.Fatalf("err = %v (exit %d), want a usage error about --name", err, cli.ExitCode(err))
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the table was written")
+	}
+}
+
+// TestRunRefreshIsolatedZero: --refresh-isolated 0s re-measures both isolated rates before the
+// pair; it used to mean the 30-minute default, which re-measures nothing in a fresh run.
+func TestRunRefreshIsolatedZero(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["`+bin+`","-rate","100"]}]}`), 0o644)
+	for _, tc := range []struct {
+		refresh  string
+		refreshs int
+	}{{"0s", 2}, {"30m", 0}} {
+		t.Run(tc.refresh, func(t *testing.T) {
+			out := filepath.Join(dir, tc.refresh+".json")
+			args := append([]string{"--cpu", "--name", "model", "--references", refs, "--pairs", "ref", "--table", out,
+				"--refresh-isolated", tc.refresh}, fastFlags()...)
+			if _, stderr, err := runCLI(append(args, "--", bin, "-rate", "200")...); err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr)
+			}
+			side, err := profile.LoadSidecar(profile.SidecarPath(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, m := range side.Measurements {
+				if m.Kind == profile.KindRefresh {
+					n++
+				}
+			}
+			if n != tc.refreshs {
+				t.Errorf("%d refresh measurements, want %d", n, tc.refreshs)
+			}
+		})
+	}
+}
+
+// TestRunReportWording: the messages say what happened: an interrupt before anything finished is
+// not "nothing to measure", and a job that exited during its measurement did not stop at
+// --max-window.
+func TestRunReportWording(t *testing.T) {
+	streams, out, _ := cli.TestIO()
+	opts := runOptions{tablePath: "t.json"}
+	if err := printRecords(streams, opts, &profile.Runner{}, nil, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "Interrupted") || strings.Contains(s, "Nothing to measure") {
+		t.Errorf("interrupted run with nothing recorded prints %q", s)
+	}
+	exited := profile.Record{WorkerType: "cpu", Job: "a", Status: profile.StatusOK, RawRate: 100, CIHalfWidth: 10,
+		Reason: "a exited during the measurement; rates are from 6 batches"}
+	if s := describe(exited); !strings.Contains(s, "exited during the measurement") || strings.Contains(s, "--max-window") {
+		t.Errorf("describe(exited) = %q", s)
+	}
+	exited.Reason = ""
+	if s := describe(exited); !strings.Contains(s, "--max-window") {
+		t.Errorf("describe(stopped at max window) = %q", s)
+	}
+}
+
+// TestRunBrokenSidecarIsBadInput: a sidecar that cannot be read is bad input (exit 2), named.
+func TestRunBrokenSidecarIsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.json")
+	side := profile.SidecarPath(out)
+	os.WriteFile(side, []byte(`{"version": 1, "measurements": [`), 0o644)
+	_, _, err := runCLI(append([]string{"--cpu", "--name", "m", "--table", out}, append(fastFlags(), "--", "true")...)...)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), side) {
+		t.Fatalf("err = %v (exit %d), want exit 2 naming %s", err, cli.ExitCode(err), side)
+	}
+}
