@@ -55,7 +55,8 @@ every job.
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
 
-The jobs file (JSON) has "jobs": [{"id", "type" (model), "scale_factor"
+The jobs file (JSON) has "jobs": [{"id" (without '+', which joins the ids
+of co-located pairs), "type" (model), "scale_factor"
 (default 1), "total_steps", and optionally "weight", "entity",
 "steps_done", "time_run_seconds" (time since the job arrived),
 "arrival_seconds", "slo_seconds" (deadline, from arrival)}] and optional
