@@ -312,6 +312,7 @@ func TestFidelityBackFill(t *testing.T) {
 		targets []map[string]float64 // per job "0", "1", …
 		want    []map[string]Fidelity
 		maxDev  float64
+		rounds  int // 0: 4
 	}{{
 		// Two jobs share a's GPU half and half; b has no target, so the job
 		// that sits out on a runs on b as back-fill: each job gets 2 of 4
@@ -330,6 +331,16 @@ func TestFidelityBackFill(t *testing.T) {
 		targets: []map[string]float64{{"a": 0.25}},
 		want:    []map[string]Fidelity{{"a": {Target: 0.25, Received: 1, BackFill: 0.75}}},
 		maxDev:  0.75,
+	}, {
+		// Target 0.4 over 10 rounds: it runs every round (received 1), of
+		// which 4 rounds' worth count towards its target and 0.6 is
+		// back-fill. Rounds 1-9 are all marked back-fill in the plans (it is
+		// a round ahead from round 1), which once made backfill 0.9 and the
+		// allocated deviation -0.3, an under-delivery that never happened.
+		name: "ahead, target 0.4", cluster: policy.Cluster{"a": 1}, rounds: 10,
+		targets: []map[string]float64{{"a": 0.4}},
+		want:    []map[string]Fidelity{{"a": {Target: 0.4, Received: 1, BackFill: 0.6}}},
+		maxDev:  0.6,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,7 +355,11 @@ func TestFidelityBackFill(t *testing.T) {
 				jobs = append(jobs, policy.Job{ID: id, Type: jt})
 				alloc.Fractions[policy.Single(id)] = x
 			}
-			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 4})
+			n := tt.rounds
+			if n == 0 {
+				n = 4
+			}
+			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: n})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,16 +41,20 @@ fidelity report, per job and worker type:
   target      the allocation's time fraction (summed over the job's
               combinations);
   received    the fraction of the rounds it actually ran there;
-  backfill    the part of received from rounds where it ran only because the
-              GPUs would otherwise idle: it had no target there, or was already
-              a round ahead of it (--no-backfill leaves out the first kind);
+  backfill    the part of received beyond the target, max(0, received -
+              target): time it got because GPUs would otherwise idle, where
+              it had no target or was already ahead of it (--no-backfill
+              leaves GPUs idle rather than run jobs with no target there);
   deviation   received - target;
-  allocated   received - backfill - target: the deviation where the
-              allocation had a say.
+  allocated   received - backfill - target = min(received, target) - target:
+              the shortfall against the allocation (0 when it got its
+              target or more).
 
 max deviation is the largest |deviation|; on a cluster with spare GPUs it is
 mostly back-fill, which is harmless. max allocated deviation is the largest
-|allocated| and measures how well the rounds realize the allocation.
+|allocated|, the worst shortfall, and measures how well the rounds realize
+the allocation (a job given too much where GPUs are scarce leaves another
+short).
 --json has the same fields: fidelity {job → {worker type → {target,
 received, backfill}}}, max_deviation and max_deviation_allocated.`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
