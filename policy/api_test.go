@@ -109,8 +109,15 @@ func TestNewAndNames(t *testing.T) {
 	if p, err := New("allox_alpha=0.5"); err != nil || p.Name() != "allox_alpha=0.5" {
 		t.Fatalf("%v", err)
 	}
-	if _, err := New("allox_alpha=x"); err == nil {
-		t.Fatal("bad alpha accepted")
+	for _, bad := range []string{"x", "-1", "NaN", "Inf", "+Inf", "-Inf", "1e400"} {
+		if _, err := New("allox_alpha=" + bad); err == nil || !strings.Contains(err.Error(), "finite non-negative") {
+			t.Errorf("allox_alpha=%s: error %v", bad, err)
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), -0.5} {
+		if _, err := New("allox", WithAlloxAlpha(bad)); err == nil {
+			t.Errorf("WithAlloxAlpha(%v) accepted", bad)
+		}
 	}
 }
 
