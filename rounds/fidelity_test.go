@@ -378,3 +378,64 @@ func TestFidelityBackFill(t *testing.T) {
 		})
 	}
 }
+
+// FIFO policies never back-fill, in RunRounds as in Simulate: job c, queued
+// behind b (4 GPUs, which v100=2 cannot hold), has no target and must wait
+// on the idle v100s rather than run there. The policy is known from
+// RoundsConfig.Policy or, without it, from the allocation's policy name.
+func TestRunRoundsFIFONeverBackFills(t *testing.T) {
+	tbl := table.Default()
+	cluster := policy.Cluster{"v100": 2, "k80": 4}
+	topo, err := NewTopology(cluster, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r50 := table.JobType{Model: "ResNet-50 (batch size 32)", ScaleFactor: 4}
+	jobs := []policy.Job{{ID: "a", Type: r50, TotalSteps: 1e5}, {ID: "b", Type: r50, TotalSteps: 1e5, Arrival: 1},
+		{ID: "c", Type: table.JobType{Model: "A3C", ScaleFactor: 1}, TotalSteps: 1e5, Arrival: 2}}
+	for _, name := range []string{"fifo", "fifo_perf", "fifo_packed"} {
+		pol, err := policy.New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc, err := pol.Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: cluster, Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, known := range []policy.Policy{pol, nil} {
+			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 3, Policy: known})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range res.Plans {
+				for _, a := range p.Assignments {
+					if a.Target <= 0 || a.BackFill {
+						t.Errorf("%s (policy given: %v) round %d: %s runs on %s with target %v", name, known != nil, i, a.Combination, a.WorkerType, a.Target)
+					}
+				}
+			}
+		}
+	}
+	// The same allocation under a policy that back-fills does run c.
+	alloc, err := mustPolicy(t, "fifo_perf").Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: cluster, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc.Policy = "max_min_fairness_perf"
+	res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fidelity["c"]["v100"].Received != 1 {
+		t.Errorf("back-filling policy: c received %v on v100, want 1", res.Fidelity["c"]["v100"].Received)
+	}
+}
+
+func mustPolicy(t *testing.T, name string) policy.Policy {
+	t.Helper()
+	p, err := policy.New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

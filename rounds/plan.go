@@ -43,7 +43,26 @@ type RoundsConfig struct {
 	Allocation   *policy.Allocation
 	Rounds       int
 	RoundSeconds float64 // 0: 360
-	NoBackFill   bool
+	// NoBackFill leaves GPUs idle rather than run entries with priority 0.
+	// It is on anyway for FIFO policies, as in Simulate: for Policy, or,
+	// when Policy is nil, for the policy Allocation.Policy names.
+	NoBackFill bool
+	Policy     policy.Policy // the policy that made Allocation; optional
+}
+
+// noBackFill is NoBackFill, or whether the allocation's policy never
+// back-fills.
+func (cfg RoundsConfig) noBackFill() bool {
+	if cfg.NoBackFill {
+		return true
+	}
+	p := cfg.Policy
+	if p == nil && cfg.Allocation != nil {
+		if named, err := policy.New(cfg.Allocation.Policy); err == nil {
+			p = named
+		}
+	}
+	return p != nil && neverBackFills(RuntimeName(p))
 }
 
 // Fidelity compares the time fraction a job received on a worker type with
@@ -94,7 +113,7 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	types := cfg.Topology.WorkerTypes()
 	ledger := NewLedger(cfg.RoundSeconds)
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
-		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.NoBackFill}}
+		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.noBackFill()}}
 	res := &RoundsResult{}
 	for i := 0; i < cfg.Rounds; i++ {
 		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)
