@@ -134,9 +134,6 @@ type problemSetup struct {
 // load checks the flags and builds the policy and its problem. Every error
 // is a usage error.
 func (o *problemFlags) load(streams *cli.IO) (*problemSetup, error) {
-	if o.policyFlags.policy == "" {
-		return nil, cli.UsageError("--policy is required; known policies: %s", strings.Join(policy.Names(), ", "))
-	}
 	tb, cl, perServer, err := o.clusterFlags.load()
 	if err != nil {
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +33,10 @@ consecutive rounds with Gavel's round-based mechanism: each round, jobs (or
 co-located pairs) are picked by priority (target time fraction vs fraction
 received), never one job in two places, multi-GPU jobs on as few servers as
 possible, and jobs kept on the same GPUs when they can be.
+
+The policy takes allocate's flags (--prices for cost policies, --seed,
+--max-partners, --reference, --time-limit) and gives the same allocation;
+FIFO policies never back-fill, as in simulate.
 
 It prints which job or pair runs on which GPUs in every round, then the
 fidelity report, per job and worker type:
@@ -144,9 +147,6 @@ type setup struct {
 }
 
 func (o *setupFlags) load() (*setup, error) {
-	if o.policyFlags.policy == "" {
-		return nil, cli.UsageError("--policy is required; known policies: %s", strings.Join(policy.Names(), ", "))
-	}
 	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return nil, err
 	}
