@@ -73,6 +73,7 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): json: unknown field "color"`},
 		// A wrongly typed field names the entry, not only the Go struct.
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "total_steps": "many"}]}`, `jobs[1] (id "b"): json: cannot unmarshal string`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "a+b", "type": "A", "total_steps": 1}]}`, `jobs file: jobs[1] (id "a+b"): id "a+b" contains '+'`},
 		{"{\"jobs\": [\n{\"id\": \"a\",, }]}", "jobs file: line 2, column 12: invalid character ','"},
 	} {
 		_, err := ReadJobs(strings.NewReader(tc.in))
@@ -108,8 +109,15 @@ func TestNewAndNames(t *testing.T) {
 	if p, err := New("allox_alpha=0.5"); err != nil || p.Name() != "allox_alpha=0.5" {
 		t.Fatalf("%v", err)
 	}
-	if _, err := New("allox_alpha=x"); err == nil {
-		t.Fatal("bad alpha accepted")
+	for _, bad := range []string{"x", "-1", "NaN", "Inf", "+Inf", "-Inf", "1e400"} {
+		if _, err := New("allox_alpha=" + bad); err == nil || !strings.Contains(err.Error(), "finite non-negative") {
+			t.Errorf("allox_alpha=%s: error %v", bad, err)
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), -0.5} {
+		if _, err := New("allox", WithAlloxAlpha(bad)); err == nil {
+			t.Errorf("WithAlloxAlpha(%v) accepted", bad)
+		}
 	}
 }
 
@@ -131,6 +139,8 @@ func TestInputErrors(t *testing.T) {
 		{"empty id", func(p *Problem) { p.Jobs[1].ID = "" }, "job 1 (in the order given): empty id"},
 		{"unknown entity", func(p *Problem) { p.Entities = map[string]Entity{"e": {Weight: 1}}; p.Jobs[0].Entity = "f" }, `entity "f"`},
 		{"negative steps", func(p *Problem) { p.Jobs[0].StepsDone = -1 }, "steps done"},
+		// "0+1" would be the key of the pair of jobs "0" and "1".
+		{"plus in id", func(p *Problem) { p.Jobs = append(p.Jobs, job("0+1", p.Jobs[0].Type, 1)) }, `job "0+1": id "0+1" contains '+'`},
 	} {
 		for _, name := range Names() {
 			p := base()

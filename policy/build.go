@@ -21,6 +21,9 @@ type builder struct {
 	// row, most rows tight at the optimum), where barrier beats dual
 	// simplex once the LP is wide; see solve.
 	tightRows bool
+	// levelRows are the rows that keep jobs at their levels (water
+	// filling), which solveAtLevels may relax.
+	levelRows []int
 }
 
 func (in *instance) newBuilder(sense lp.Sense) *builder {
@@ -114,20 +117,7 @@ func (b *builder) addObjective(coef func(c, w int) float64) {
 // dual is 8-28x faster on makespan, whose rows are mostly slack at the
 // optimum, and 2x faster on throughput sums.
 func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
-	o := lp.Options{TimeLimit: opt.timeLimit, Tolerance: 1e-9}
-	switch opt.method {
-	case MethodDual:
-		o.Method = lp.Dual
-	case MethodBarrier:
-		o.Method = lp.Barrier
-	case MethodSprint:
-		o.Method = lp.Sprint
-	default:
-		o.Method = lp.Dual
-		if b.tightRows && len(b.in.combos) > b.in.m() && b.m.NumCols() > 20000 {
-			o.Method = lp.Barrier
-		}
-	}
+	o := lp.Options{TimeLimit: opt.timeLimit, Tolerance: 1e-9, Method: b.method(opt)}
 	t0 := time.Now()
 	res, err := opt.solver().Solve(ctx, b.m, o)
 	iters := 0
@@ -136,6 +126,22 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 	}
 	st.add(b.m.NumRows(), b.m.NumCols(), iters, time.Since(t0))
 	return res, err
+}
+
+// method is the LP method solve uses (see solve).
+func (b *builder) method(opt *options) lp.Method {
+	switch opt.method {
+	case MethodDual:
+		return lp.Dual
+	case MethodBarrier:
+		return lp.Barrier
+	case MethodSprint:
+		return lp.Sprint
+	}
+	if b.tightRows && len(b.in.combos) > b.in.m() && b.m.NumCols() > 20000 {
+		return lp.Barrier
+	}
+	return lp.Dual
 }
 
 // fractions reads x[c][w] from a solution.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -82,6 +83,16 @@ type instance struct {
 	byJob   [][]int   // job → its combinations, own single first
 }
 
+// checkID rejects job ids that would make combination keys ambiguous: a
+// pair's key is "a+b", so an id "a+b" could not be told from the pair of
+// jobs "a" and "b".
+func checkID(id string) error {
+	if strings.Contains(id, "+") {
+		return fmt.Errorf("id %q contains '+', which joins the ids of co-located pairs (\"a+b\")", id)
+	}
+	return nil
+}
+
 // newInstance validates p and builds the singles.
 func newInstance(p *Problem) (*instance, error) {
 	if p == nil || p.Table == nil {
@@ -94,6 +105,9 @@ func newInstance(p *Problem) (*instance, error) {
 	for i, j := range p.Jobs {
 		if j.ID == "" {
 			return nil, inputErr("job %d (in the order given): empty id", i)
+		}
+		if err := checkID(j.ID); err != nil {
+			return nil, jobErr(j.ID, "%v", err)
 		}
 	}
 	// Jobs in id order make the LP, and so the result, independent of the

@@ -39,7 +39,7 @@ type jsonJobsFile struct {
 
 // ReadJobs reads a jobs file and checks every entry: id, type and
 // total_steps present (scale_factor defaults to 1, weight to 1), ids
-// unique, scale factor ≥ 1, finite non-negative numbers, steps_done ≤ total_steps,
+// unique and free of '+' (it joins pair ids), scale factor ≥ 1, finite non-negative numbers, steps_done ≤ total_steps,
 // entities known with a positive weight and policy "fairness" or "fifo".
 // Errors name the entry: jobs[i] (its position in the file) and its id.
 func ReadJobs(r io.Reader) (*JobsFile, error) { return readJobs(r, "jobs file") }
@@ -154,6 +154,9 @@ func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bo
 	}
 	if j.ID == "" {
 		return Job{}, errors.New("missing id")
+	}
+	if err := checkID(j.ID); err != nil {
+		return Job{}, err
 	}
 	if seen[j.ID] {
 		return Job{}, errors.New("duplicate id")

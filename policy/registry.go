@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,8 +102,8 @@ func New(name string, opts ...Option) (Policy, error) {
 	o.defaults()
 	if a, ok := strings.CutPrefix(name, "allox_alpha="); ok {
 		v, err := strconv.ParseFloat(a, 64)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("policy %q: alpha %q is not a non-negative number", name, a)
+		if err != nil || !validAlpha(v) {
+			return nil, fmt.Errorf("policy %q: alpha %q is not a finite non-negative number", name, a)
 		}
 		o.alloxAlpha = v
 		name = "allox"
@@ -114,8 +115,15 @@ func New(name string, opts ...Option) (Policy, error) {
 	for _, f := range opts {
 		f(&o)
 	}
+	if !validAlpha(o.alloxAlpha) {
+		return nil, fmt.Errorf("policy %q: AlloX alpha %v is not a finite non-negative number", cli, o.alloxAlpha)
+	}
 	return &named{cli: cli, runtime: e.name, fn: e.fn, opt: o}, nil
 }
+
+// validAlpha reports whether a is a usable AlloX alpha: the fraction of
+// waiting jobs AlloX considers, which must be a finite number ≥ 0.
+func validAlpha(a float64) bool { return a >= 0 && !math.IsInf(a, 0) }
 
 // UnknownPolicyError is returned by New for a name that is not registered.
 type UnknownPolicyError struct{ Name string }

@@ -2,8 +2,10 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gavelkit/gavel/policy/lp"
 )
@@ -23,6 +25,12 @@ import (
 // optimum is 0, no job left in U can rise alone (if one could, that single
 // raise would make the sum positive), so U is exactly the bottleneck set.
 // Usually one or two LPs. Solver errors are returned, never hidden.
+//
+// Floating point: each LP's x is pulled inside capacity and the levels set
+// to what it achieves, so every later LP has a feasible point; an LP the
+// solver still calls infeasible is retried (solveAtLevels); and active jobs
+// that keep "rising" without a bottleneck are frozen after wfStalls
+// iterations, with a warning (see wfStalls).
 func waterFilling(md mode) allocator {
 	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
 		in, err := prepare(p, md, opt)
@@ -38,8 +46,9 @@ func waterFilling(md mode) allocator {
 		var x [][]float64
 		groups := in.entityGroups()
 		stall := 0
+		var warnings []string
 		for iter := 0; nFrozen < m; iter++ {
-			if iter > 4*m+10 || stall > 3 {
+			if iter > (wfStalls+2)*m+10 {
 				return nil, &lp.StatusError{Status: lp.Numerical, Detail: fmt.Sprintf("water filling made no progress after %d iterations", iter)}
 			}
 			wts := in.iterationWeights(groups, frozen)
@@ -56,23 +65,24 @@ func waterFilling(md mode) allocator {
 					idx = append(idx, c)
 					val = append(val, -wts[i]/in.sf(i))
 				}
-				b.m.AddRow(level[i], lp.Inf, idx, val)
+				b.levelRows = append(b.levelRows, b.m.AddRow(level[i], lp.Inf, idx, val))
 			}
 			if len(active) == 0 {
 				return nil, &lp.StatusError{Status: lp.Numerical, Detail: "water filling: unfrozen jobs but none with weight"}
 			}
-			res, err := b.solve(ctx, opt, &st)
+			res, err := b.solveAtLevels(ctx, opt, &st)
 			if err != nil {
 				return nil, fmt.Errorf("water filling level LP (iteration %d): %w", iter+1, err)
 			}
-			x = b.fractions(res)
+			x = in.withinCapacity(b.fractions(res))
 			cv := math.Max(0, res.Objective)
 			for _, i := range active {
 				level[i] += cv * wts[i] / in.sf(i)
 			}
-			// The solver meets rows only to its tolerance. Lower each level to
-			// what x actually achieves (a change of about 1e-9), so that x is
-			// an exactly feasible point of every later LP.
+			// The solver meets rows only to its tolerance. x was pulled inside
+			// the capacity and time rows; lower each level to what that x
+			// achieves (a change of about 1e-9), so that x is an exactly
+			// feasible point of every later LP.
 			for i, e := range in.throughputAt(x, rate) {
 				level[i] = math.Min(level[i], e/prop[i])
 			}
@@ -82,7 +92,12 @@ func waterFilling(md mode) allocator {
 			}
 			if len(bott) == 0 {
 				stall++
-				continue
+				if stall <= wfStalls {
+					continue
+				}
+				bott = active
+				warnings = append(warnings, fmt.Sprintf("water filling: %s kept rising only by amounts the LP solver's tolerance allows "+
+					"(rates spread over orders of magnitude); frozen at their levels after %d such rounds", in.idList(active), wfStalls))
 			}
 			stall = 0
 			for _, i := range bott {
@@ -96,9 +111,24 @@ func waterFilling(md mode) allocator {
 		in.setMaxMinTerms(a, x, rate, prop)
 		a.ObjectiveMeaning = maxMinMeaning(md) + "; water filling then raises every job as far as it can"
 		a.Stats = st
+		a.Warnings = append(a.Warnings, warnings...)
 		return a, nil
 	}
 }
+
+// wfRelax is how far (relative) solveAtLevels lowers the levels of an LP
+// the solver wrongly calls infeasible: above its tolerance (1e-9), well
+// below wfRaise.
+const wfRelax = 1e-8
+
+// wfStalls is how many iterations in a row may find no bottleneck before
+// the active jobs are frozen anyway. In exact arithmetic the level LP
+// always leaves one (progressive filling); when none is found, every active
+// job "rises" only by taking, within the solver's tolerance (1e-9), time
+// from frozen jobs, which rates spread over orders of magnitude can turn
+// into visible rises (seen: 1e-8 taken, 3% given, in every iteration).
+// Waiting longer only repeats that.
+const wfStalls = 3
 
 // A job counts as able to rise above its level when it can gain more than
 // wfRaise (relative); Gavel uses a slack of 1e-4.
@@ -122,9 +152,9 @@ func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStat
 				idx = append(idx, y[i])
 				val = append(val, -1)
 			}
-			b.m.AddRow(level[i], lp.Inf, idx, val)
+			b.levelRows = append(b.levelRows, b.m.AddRow(level[i], lp.Inf, idx, val))
 		}
-		res, err := b.solve(ctx, opt, st)
+		res, err := b.solveAtLevels(ctx, opt, st)
 		if err != nil {
 			return nil, err
 		}
@@ -214,4 +244,87 @@ func (in *instance) iterationWeights(groups []entityGroup, frozen []bool) []floa
 		}
 	}
 	return w
+}
+
+// solveAtLevels solves a water-filling LP whose rows b.levelRows keep
+// every job at its level. Such an LP is never truly infeasible: the
+// previous level LP's x, with the new columns at 0, meets every row, since
+// x was pulled inside capacity and each level lowered to what x achieves.
+// When the solver still reports "infeasible" (rates spread over orders of
+// magnitude, rows met only to its tolerance after scaling), it retries with
+// the other method (barrier with presolve, or dual simplex), then with the
+// levels lowered by a relative wfRelax, far below what counts as a rise.
+func (b *builder) solveAtLevels(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
+	res, err := b.solve(ctx, opt, st)
+	if !errors.Is(err, lp.ErrInfeasible) {
+		return res, err
+	}
+	other := *opt
+	other.method = MethodBarrier
+	if b.method(opt) == lp.Barrier {
+		other.method = MethodDual
+	}
+	if res, err = b.solve(ctx, &other, st); !errors.Is(err, lp.ErrInfeasible) {
+		return res, err
+	}
+	for _, r := range b.levelRows {
+		lb, ub := b.m.RowBounds(r)
+		b.m.SetRowBounds(r, lb-wfRelax*math.Max(1, math.Abs(lb)), ub)
+	}
+	for _, o := range []*options{opt, &other} {
+		if res, err = b.solve(ctx, o, st); !errors.Is(err, lp.ErrInfeasible) {
+			return res, err
+		}
+	}
+	return nil, err
+}
+
+// withinCapacity returns x clipped to [0, 1] and scaled down where the
+// solver, meeting rows only to its tolerance, left a worker type over its
+// GPUs or a job over a time fraction of 1. Levels taken from the clipped x
+// are then reachable exactly; from the raw x, a capacity excess of 1e-9
+// could turn into a level that no allocation reaches when rates differ by
+// orders of magnitude, and the next LP would be infeasible.
+func (in *instance) withinCapacity(x [][]float64) [][]float64 {
+	for c := range x {
+		for w := range x[c] {
+			x[c][w] = math.Min(1, math.Max(0, x[c][w]))
+		}
+	}
+	for w := range in.workers {
+		used := 0.0
+		for c := range x {
+			used += float64(in.combos[c].sf) * x[c][w]
+		}
+		if used > in.cap[w] {
+			for c := range x {
+				x[c][w] *= in.cap[w] / used
+			}
+		}
+	}
+	for i := range in.jobs {
+		t := 0.0
+		for _, c := range in.byJob[i] {
+			for w := range x[c] {
+				t += x[c][w]
+			}
+		}
+		if t > 1 {
+			for _, c := range in.byJob[i] {
+				for w := range x[c] {
+					x[c][w] /= t
+				}
+			}
+		}
+	}
+	return x
+}
+
+// idList names jobs by id, for warnings.
+func (in *instance) idList(jobs []int) string {
+	ids := make([]string, len(jobs))
+	for k, i := range jobs {
+		ids[k] = fmt.Sprintf("%q", in.jobs[i].ID)
+	}
+	return "jobs " + strings.Join(ids, ", ")
 }

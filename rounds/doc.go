@@ -20,8 +20,9 @@
 //     type is to its target (Fidelity, RunRounds).
 //   - back-fill: running a combination on GPUs that would otherwise idle,
 //     because it has no target on that type or is already a round ahead of
-//     it (Assignment.BackFill); the time it gets that way is beyond the
-//     allocation, so fidelity reports it apart.
+//     it (Assignment.BackFill). Fidelity reports the time a job received
+//     beyond its target, max(0, received − target), as back-fill, apart
+//     from the time that counts towards the target.
 //   - compat mode (Config.GavelCompat): Gavel's own simulator semantics,
 //     so results compare one to one with Gavel's; see the last paragraphs.
 //

@@ -312,6 +312,7 @@ func TestFidelityBackFill(t *testing.T) {
 		targets []map[string]float64 // per job "0", "1", …
 		want    []map[string]Fidelity
 		maxDev  float64
+		rounds  int // 0: 4
 	}{{
 		// Two jobs share a's GPU half and half; b has no target, so the job
 		// that sits out on a runs on b as back-fill: each job gets 2 of 4
@@ -330,6 +331,16 @@ func TestFidelityBackFill(t *testing.T) {
 		targets: []map[string]float64{{"a": 0.25}},
 		want:    []map[string]Fidelity{{"a": {Target: 0.25, Received: 1, BackFill: 0.75}}},
 		maxDev:  0.75,
+	}, {
+		// Target 0.4 over 10 rounds: it runs every round (received 1), of
+		// which 4 rounds' worth count towards its target and 0.6 is
+		// back-fill. Rounds 1-9 are all marked back-fill in the plans (it is
+		// a round ahead from round 1), which once made backfill 0.9 and the
+		// allocated deviation -0.3, an under-delivery that never happened.
+		name: "ahead, target 0.4", cluster: policy.Cluster{"a": 1}, rounds: 10,
+		targets: []map[string]float64{{"a": 0.4}},
+		want:    []map[string]Fidelity{{"a": {Target: 0.4, Received: 1, BackFill: 0.6}}},
+		maxDev:  0.6,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,7 +355,11 @@ func TestFidelityBackFill(t *testing.T) {
 				jobs = append(jobs, policy.Job{ID: id, Type: jt})
 				alloc.Fractions[policy.Single(id)] = x
 			}
-			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 4})
+			n := tt.rounds
+			if n == 0 {
+				n = 4
+			}
+			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: n})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,4 +377,65 @@ func TestFidelityBackFill(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FIFO policies never back-fill, in RunRounds as in Simulate: job c, queued
+// behind b (4 GPUs, which v100=2 cannot hold), has no target and must wait
+// on the idle v100s rather than run there. The policy is known from
+// RoundsConfig.Policy or, without it, from the allocation's policy name.
+func TestRunRoundsFIFONeverBackFills(t *testing.T) {
+	tbl := table.Default()
+	cluster := policy.Cluster{"v100": 2, "k80": 4}
+	topo, err := NewTopology(cluster, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r50 := table.JobType{Model: "ResNet-50 (batch size 32)", ScaleFactor: 4}
+	jobs := []policy.Job{{ID: "a", Type: r50, TotalSteps: 1e5}, {ID: "b", Type: r50, TotalSteps: 1e5, Arrival: 1},
+		{ID: "c", Type: table.JobType{Model: "A3C", ScaleFactor: 1}, TotalSteps: 1e5, Arrival: 2}}
+	for _, name := range []string{"fifo", "fifo_perf", "fifo_packed"} {
+		pol, err := policy.New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc, err := pol.Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: cluster, Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, known := range []policy.Policy{pol, nil} {
+			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 3, Policy: known})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range res.Plans {
+				for _, a := range p.Assignments {
+					if a.Target <= 0 || a.BackFill {
+						t.Errorf("%s (policy given: %v) round %d: %s runs on %s with target %v", name, known != nil, i, a.Combination, a.WorkerType, a.Target)
+					}
+				}
+			}
+		}
+	}
+	// The same allocation under a policy that back-fills does run c.
+	alloc, err := mustPolicy(t, "fifo_perf").Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: cluster, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc.Policy = "max_min_fairness_perf"
+	res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fidelity["c"]["v100"].Received != 1 {
+		t.Errorf("back-filling policy: c received %v on v100, want 1", res.Fidelity["c"]["v100"].Received)
+	}
+}
+
+func mustPolicy(t *testing.T, name string) policy.Policy {
+	t.Helper()
+	p, err := policy.New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

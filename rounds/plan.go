@@ -43,15 +43,35 @@ type RoundsConfig struct {
 	Allocation   *policy.Allocation
 	Rounds       int
 	RoundSeconds float64 // 0: 360
-	NoBackFill   bool
+	// NoBackFill leaves GPUs idle rather than run entries with priority 0.
+	// It is on anyway for FIFO policies, as in Simulate: for Policy, or,
+	// when Policy is nil, for the policy Allocation.Policy names.
+	NoBackFill bool
+	Policy     policy.Policy // the policy that made Allocation; optional
+}
+
+// noBackFill is NoBackFill, or whether the allocation's policy never
+// back-fills.
+func (cfg RoundsConfig) noBackFill() bool {
+	if cfg.NoBackFill {
+		return true
+	}
+	p := cfg.Policy
+	if p == nil && cfg.Allocation != nil {
+		if named, err := policy.New(cfg.Allocation.Policy); err == nil {
+			p = named
+		}
+	}
+	return p != nil && neverBackFills(RuntimeName(p))
 }
 
 // Fidelity compares the time fraction a job received on a worker type with
-// its target (both summed over the combinations it belongs to). Received
-// includes BackFill: the part received in rounds where the job ran only
-// because the GPUs would otherwise idle (Assignment.BackFill), time beyond
-// what the allocation asked for. Received − BackFill is what the mechanism
-// gave the job towards its allocation.
+// its target (both summed over the combinations it belongs to). BackFill is
+// the part of Received beyond the target, max(0, Received − Target): time
+// the job got because GPUs would otherwise idle (all of Received where it
+// has no target). It is not the sum of the rounds marked
+// Assignment.BackFill: once a job is a round ahead, every round it runs is
+// marked so, including the rounds that later count towards its target.
 type Fidelity struct {
 	Target   float64 `json:"target"`
 	Received float64 `json:"received"`
@@ -61,9 +81,12 @@ type Fidelity struct {
 // Deviation is received minus target, back-fill included.
 func (f Fidelity) Deviation() float64 { return f.Received - f.Target }
 
-// AllocatedDeviation is received minus target, back-fill left out: how far
-// the mechanism is from the allocation where the allocation had a say.
-func (f Fidelity) AllocatedDeviation() float64 { return f.Received - f.BackFill - f.Target }
+// AllocatedDeviation is received minus back-fill minus target, that is
+// min(received, target) − target: never positive, and below zero by how far
+// the job fell short of its target. Time beyond the target is back-fill and
+// harmless; a mechanism that gives one job too much where GPUs are scarce
+// shows up as another job's shortfall.
+func (f Fidelity) AllocatedDeviation() float64 { return math.Min(f.Received, f.Target) - f.Target }
 
 // RoundsResult is a sequence of round plans and how well they realized the
 // allocation.
@@ -90,14 +113,14 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	types := cfg.Topology.WorkerTypes()
 	ledger := NewLedger(cfg.RoundSeconds)
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
-		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.NoBackFill}}
+		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.noBackFill()}}
 	res := &RoundsResult{}
 	for i := 0; i < cfg.Rounds; i++ {
 		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)
 		commitRound(state, ledger, cfg.Allocation, p, cfg.RoundSeconds)
 		res.Plans = append(res.Plans, p)
 	}
-	res.Fidelity = fidelity(cfg, types, ledger, res.Plans)
+	res.Fidelity = fidelity(cfg, types, ledger)
 	for _, f := range res.Fidelity {
 		for _, e := range f {
 			res.MaxDeviation = math.Max(res.MaxDeviation, math.Abs(e.Deviation()))
@@ -107,9 +130,10 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	return res, nil
 }
 
-// fidelity sums targets (from the allocation), received time (from the
-// ledger) and back-filled time (from the plans) per job and worker type.
-func fidelity(cfg RoundsConfig, types []string, ledger *Ledger, plans []*RoundPlan) map[string]map[string]Fidelity {
+// fidelity sums targets (from the allocation) and received time (from the
+// ledger) per job and worker type; back-fill is received time beyond the
+// target.
+func fidelity(cfg RoundsConfig, types []string, ledger *Ledger) map[string]map[string]Fidelity {
 	out := make(map[string]map[string]Fidelity, len(cfg.Jobs))
 	for _, j := range cfg.Jobs {
 		f := make(map[string]Fidelity, len(types))
@@ -141,22 +165,10 @@ func fidelity(cfg RoundsConfig, types []string, ledger *Ledger, plans []*RoundPl
 			add(c, w, func(e *Fidelity) { e.Received += v / total })
 		}
 	}
-	// Seconds first, divided once, as the ledger's received time is: a job
-	// that only ran as back-fill then shows backfill == received exactly.
-	fill := map[policy.Combination]map[string]float64{}
-	for _, p := range plans {
-		for _, a := range p.Assignments {
-			if a.BackFill {
-				if fill[a.Combination] == nil {
-					fill[a.Combination] = map[string]float64{}
-				}
-				fill[a.Combination][a.WorkerType] += cfg.RoundSeconds
-			}
-		}
-	}
-	for c, x := range fill {
-		for w, v := range x {
-			add(c, w, func(e *Fidelity) { e.BackFill += v / total })
+	for _, f := range out {
+		for w, e := range f {
+			e.BackFill = math.Max(0, e.Received-e.Target)
+			f[w] = e
 		}
 	}
 	return out

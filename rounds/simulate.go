@@ -180,7 +180,7 @@ func newSimulator(cfg Config, src JobSource) (*simulator, error) {
 		active: map[string]*active{}, gpuBusy: make([]float64, topo.NumGPUs())}
 	s.runtime = RuntimeName(cfg.Policy)
 	s.packing = strings.Contains(s.runtime, "Packing")
-	s.fifo = strings.HasPrefix(s.runtime, "FIFO")
+	s.fifo = neverBackFills(s.runtime)
 	s.shuffle = !strings.Contains(s.runtime, "Perf") && !s.packing
 	s.rng = rand.New(rand.NewPCG(uint64(cfg.Seed)+5, 0x6761_7665_6c))
 	if j, ok := src.Peek(); ok {
@@ -217,6 +217,12 @@ func RuntimeName(p policy.Policy) string {
 	}
 	return b.String()
 }
+
+// neverBackFills reports whether the mechanism must leave GPUs idle rather
+// than run entries with priority 0 for a policy with Gavel runtime name
+// runtime: Gavel's FIFO policies never back-fill (a job behind a blocked
+// one waits). Simulate and RunRounds both decide by it.
+func neverBackFills(runtime string) bool { return strings.HasPrefix(runtime, "FIFO") }
 
 func (s *simulator) mechJob(j policy.Job, order int) *Job {
 	m := &Job{ID: j.ID, Type: j.Type, ScaleFactor: j.Type.ScaleFactor, Order: order, Rates: map[string]float64{}}

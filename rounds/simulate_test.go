@@ -253,3 +253,35 @@ func TestPrepareRejects(t *testing.T) {
 		})
 	}
 }
+
+// An SLO factor's duration is the job's time alone on the fastest worker
+// type it can run on: a type listed with 0 GPUs, or with fewer GPUs than
+// the job's scale factor, does not count (v100, much faster, did).
+func TestPrepareSLOFactorRunnableTypes(t *testing.T) {
+	tbl := table.Default()
+	a3c := table.JobType{Model: "A3C", ScaleFactor: 1}
+	lm2 := table.JobType{Model: "LM (batch size 20)", ScaleFactor: 2}
+	k80a3c, _ := tbl.Isolated("k80", a3c)
+	k80lm2, _ := tbl.Isolated("k80", lm2)
+	tests := []struct {
+		name    string
+		cluster policy.Cluster
+		job     table.JobType
+		rate    float64 // the rate the deadline must use
+	}{
+		{"v100 listed with 0 GPUs", policy.Cluster{"v100": 0, "k80": 1}, a3c, k80a3c},
+		{"no v100", policy.Cluster{"k80": 1}, a3c, k80a3c},
+		{"v100 too small for scale factor 2", policy.Cluster{"v100": 1, "k80": 2}, lm2, k80lm2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jobs, err := Prepare(tbl, tt.cluster, []TraceJob{{Job: policy.Job{ID: "0", Type: tt.job, TotalSteps: 1000}, SLOFactor: 1.2, Line: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := 1.2 * 1000 / tt.rate; math.Abs(jobs[0].SLO-want) > 1e-9*want {
+				t.Errorf("SLO %v s, want %v s (1.2 × 1000 steps at %v steps/s)", jobs[0].SLO, want, tt.rate)
+			}
+		})
+	}
+}

@@ -21,7 +21,8 @@ type TraceJob struct {
 	policy.Job
 	// SLOFactor is Gavel's SLO multiplier (0 = none): the deadline is
 	// arrival + SLOFactor × the job's duration alone on its fastest worker
-	// type. Ignored when Job.SLO (seconds) is set.
+	// type of the cluster, among those with at least its scale factor of
+	// GPUs. Ignored when Job.SLO (seconds) is set.
 	SLOFactor float64
 	Line      int // line in the trace file, 0 for jobs files
 }
@@ -214,18 +215,23 @@ func Prepare(t *table.Table, c policy.Cluster, in []TraceJob) ([]policy.Job, err
 	return out, nil
 }
 
-// bestRate returns j's best isolated rate on c, or an UnrunnableError when
-// no worker type of c both runs j's type and has its scale factor of GPUs.
+// bestRate returns j's best isolated rate on the worker types of c it can
+// run on (those with at least its scale factor of GPUs, so not types listed
+// with 0), or an UnrunnableError when there is none: the SLO factor's
+// duration is the job's time alone there.
 func bestRate(t *table.Table, c policy.Cluster, j policy.Job) (float64, error) {
-	best := 0.0
+	best, rated := 0.0, false
 	for _, w := range c.WorkerTypes() {
 		r, _ := t.Isolated(w, j.Type)
-		best = math.Max(best, r)
+		rated = rated || r > 0
+		if c[w] >= j.Type.ScaleFactor {
+			best = math.Max(best, r)
+		}
 	}
 	switch {
-	case best == 0:
+	case !rated:
 		return 0, &UnrunnableError{j.ID, j.Type, "rate is zero or missing on every worker type of the cluster"}
-	case !runnable(t, c, j.Type):
+	case best == 0:
 		return 0, &UnrunnableError{j.ID, j.Type, fmt.Sprintf("scale factor %d exceeds the GPU count of every worker type it can run on", j.Type.ScaleFactor)}
 	}
 	return best, nil

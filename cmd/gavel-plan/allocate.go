@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +14,8 @@ import (
 )
 
 type allocateOptions struct {
-	policy, cluster, jobs, table, prices, reference string
-	seed                                            int64
-	maxPartners                                     int
-	timeLimit                                       time.Duration
-	json                                            bool
+	problemFlags
+	json bool
 }
 
 func newAllocateCmd(streams *cli.IO) *cobra.Command {
@@ -55,7 +50,8 @@ every job.
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
 
-The jobs file (JSON) has "jobs": [{"id", "type" (model), "scale_factor"
+The jobs file (JSON) has "jobs": [{"id" (without '+', which joins the ids
+of co-located pairs), "type" (model), "scale_factor"
 (default 1), "total_steps", and optionally "weight", "entity",
 "steps_done", "time_run_seconds" (time since the job arrived),
 "arrival_seconds", "slo_seconds" (deadline, from arrival)}] and optional
@@ -74,17 +70,8 @@ used (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN, A3C;
 			return runAllocate(cmd.Context(), streams, o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.policy, "policy", "", "policy name (required; see above)")
-	f.StringVar(&o.cluster, "cluster", "", "GPUs per worker type, e.g. v100=8,p100=16,k80=24 (required)")
-	f.StringVar(&o.jobs, "jobs", "", "jobs file (JSON; default: a small job set from the embedded table)")
-	f.StringVar(&o.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
-	f.StringVar(&o.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45")
-	f.StringVar(&o.reference, "reference", "", "worker type whose rates agnostic FTF/makespan use (default: each job's fastest)")
-	f.Int64Var(&o.seed, "seed", 0, "seed of randomized policies (fifo, gandiva)")
-	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's top-k partners only (0 = all; use for hundreds of jobs)")
-	f.DurationVar(&o.timeLimit, "time-limit", 0, "time limit per LP solve (0 = none)")
-	f.BoolVar(&o.json, "json", false, "print one JSON object")
+	o.problemFlags.register(cmd, false, "jobs file (JSON; default: a small job set from the embedded table)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
 
@@ -104,35 +91,11 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.policy == "" {
-		return cli.UsageError("allocate: --policy is required; known policies: %s", strings.Join(policy.Names(), ", "))
-	}
-	if o.cluster == "" {
-		return cli.UsageError("allocate: --cluster is required (e.g. v100=8,p100=16,k80=24)")
-	}
-	cl, err := policy.ParseCluster(o.cluster)
+	ps, err := o.problemFlags.load(streams)
 	if err != nil {
-		return cli.UsageError("allocate: --cluster: %v", err)
+		return fmt.Errorf("allocate: %w", err)
 	}
-	if cl.Total() == 0 {
-		return cli.UsageError("allocate: --cluster %q has no GPUs", o.cluster)
-	}
-	if o.maxPartners < 0 {
-		return cli.UsageError("allocate: --max-partners %d must be at least 0", o.maxPartners)
-	}
-	pol, err := policy.New(o.policy, policy.WithSeed(o.seed), policy.WithMaxPartners(o.maxPartners),
-		policy.WithReference(o.reference), policy.WithTimeLimit(o.timeLimit))
-	if err != nil {
-		return cli.UsageError("allocate: %v", err)
-	}
-	prob, err := allocateProblem(streams, o, cl)
-	if err != nil {
-		return err
-	}
-	a, err := pol.Allocate(ctx, prob)
-	if errors.Is(err, policy.ErrInput) {
-		return cli.UsageError("allocate: %s%v", jobsFileEntry(o.jobs, prob.Jobs, err), err)
-	}
+	a, err := ps.allocate(ctx)
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
 	}
@@ -142,53 +105,58 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	if o.json {
 		return cli.WriteJSON(streams.Out, allocationJSON(a))
 	}
-	return printAllocation(streams, cl, a)
+	return printAllocation(streams, ps.problem.Cluster, a)
 }
 
-// allocateProblem reads the prices, the table and the jobs of o (usage
-// errors, exit 2).
-func allocateProblem(streams *cli.IO, o allocateOptions, cl policy.Cluster) (*policy.Problem, error) {
-	var prices policy.Prices
-	var err error
-	if o.prices != "" {
-		if prices, err = policy.ParsePrices(o.prices); err != nil {
-			return nil, cli.UsageError("allocate: --prices: %v", err)
-		}
-	} else if strings.Contains(o.policy, "normalized_by_cost") {
-		return nil, cli.UsageError("allocate: policy %s needs --prices (price per GPU-hour for each of %s)", o.policy, strings.Join(cl.WorkerTypes(), ", "))
-	}
-	tb, err := cli.LoadTable(o.table)
+// problemFlags are the flags allocate and rounds share: the policy and its
+// options, the table, the cluster and the jobs.
+type problemFlags struct {
+	clusterFlags
+	policyFlags
+	jobs string
+}
+
+// register adds the flags; servers adds --gpus-per-server (rounds).
+func (o *problemFlags) register(cmd *cobra.Command, servers bool, jobsUsage string) {
+	o.policyFlags.register(cmd)
+	o.clusterFlags.register(cmd, "", servers)
+	cmd.Flags().StringVar(&o.jobs, "jobs", "", jobsUsage)
+}
+
+// problemSetup is a policy with the problem to allocate.
+type problemSetup struct {
+	policy    policy.Policy
+	problem   *policy.Problem
+	perServer map[string]int
+	source    jobSource
+}
+
+// load checks the flags and builds the policy and its problem. Every error
+// is a usage error.
+func (o *problemFlags) load(streams *cli.IO) (*problemSetup, error) {
+	tb, cl, perServer, err := o.clusterFlags.load()
 	if err != nil {
 		return nil, err
 	}
-	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices, Jobs: defaultJobs()}
-	if o.jobs == "" {
-		return prob, nil
-	}
-	jf, err := policy.LoadJobs(o.jobs)
+	pol, prices, err := o.policyFlags.load(cl)
 	if err != nil {
-		return nil, cli.UsageError("allocate: %v", err)
+		return nil, err
 	}
-	prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
-	if len(jf.Entities) > 0 && !strings.Contains(o.policy, "water_filling") {
-		fmt.Fprintf(streams.Err, "warning: %s: entities are used only by the water-filling policies; %s ignores them\n", o.jobs, o.policy)
+	prob, err := loadProblem(streams, o.jobs, o.policyFlags.policy, tb, cl, prices)
+	if err != nil {
+		return nil, err
 	}
-	return prob, nil
+	return &problemSetup{policy: pol, problem: prob, perServer: perServer, source: jobsFileSource(o.jobs, prob.Jobs)}, nil
 }
 
-// jobsFileEntry returns "FILE: jobs[i] (id "x"): " when err is about a job
-// read from the jobs file, so that the message points at the entry.
-func jobsFileEntry(file string, jobs []policy.Job, err error) string {
-	var ie *policy.InputError
-	if file == "" || !errors.As(err, &ie) || ie.Job == "" {
-		return ""
+// allocate runs the policy; bad input it finds is a usage error naming the
+// jobs file and entry.
+func (ps *problemSetup) allocate(ctx context.Context) (*policy.Allocation, error) {
+	a, err := ps.policy.Allocate(ctx, ps.problem)
+	if err != nil {
+		return nil, ps.source.check(err)
 	}
-	for i, j := range jobs {
-		if j.ID == ie.Job {
-			return fmt.Sprintf("%s: jobs[%d] (id %q): ", file, i, j.ID)
-		}
-	}
-	return file + ": "
+	return a, nil
 }
 
 type allocationOut struct {

@@ -82,8 +82,8 @@ func parseFloats(flag, s string) ([]float64, error) {
 	var out []float64
 	for _, p := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || !(v > 0) {
-			return nil, cli.UsageError("--%s: %q is not a positive number", flag, p)
+		if err != nil || checkFinite(flag, v, true) != nil {
+			return nil, cli.UsageError("--%s: %q is not a positive finite number", flag, p)
 		}
 		out = append(out, v)
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +17,8 @@ import (
 )
 
 type roundsOptions struct {
-	setupFlags
-	jobs             string
+	problemFlags
+	roundSeconds     float64
 	rounds           int
 	noBackFill, json bool
 }
@@ -35,22 +34,30 @@ co-located pairs) are picked by priority (target time fraction vs fraction
 received), never one job in two places, multi-GPU jobs on as few servers as
 possible, and jobs kept on the same GPUs when they can be.
 
+The policy takes allocate's flags (--prices for cost policies, --seed,
+--max-partners, --reference, --time-limit) and gives the same allocation;
+FIFO policies never back-fill, as in simulate.
+
 It prints which job or pair runs on which GPUs in every round, then the
 fidelity report, per job and worker type:
 
   target      the allocation's time fraction (summed over the job's
               combinations);
   received    the fraction of the rounds it actually ran there;
-  backfill    the part of received from rounds where it ran only because the
-              GPUs would otherwise idle: it had no target there, or was already
-              a round ahead of it (--no-backfill leaves out the first kind);
+  backfill    the part of received beyond the target, max(0, received -
+              target): time it got because GPUs would otherwise idle, where
+              it had no target or was already ahead of it (--no-backfill
+              leaves GPUs idle rather than run jobs with no target there);
   deviation   received - target;
-  allocated   received - backfill - target: the deviation where the
-              allocation had a say.
+  allocated   received - backfill - target = min(received, target) - target:
+              the shortfall against the allocation (0 when it got its
+              target or more).
 
 max deviation is the largest |deviation|; on a cluster with spare GPUs it is
 mostly back-fill, which is harmless. max allocated deviation is the largest
-|allocated| and measures how well the rounds realize the allocation.
+|allocated|, the worst shortfall, and measures how well the rounds realize
+the allocation (a job given too much where GPUs are scarce leaves another
+short).
 --json has the same fields: fidelity {job → {worker type → {target,
 received, backfill}}}, max_deviation and max_deviation_allocated.`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
@@ -59,11 +66,11 @@ received, backfill}}}, max_deviation and max_deviation_allocated.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRounds(cmd.Context(), io, o) },
 	}
-	o.setupFlags.register(cmd)
+	o.problemFlags.register(cmd, true, "jobs file (JSON, see cli-contract.md; required)")
+	registerRoundSeconds(cmd, &o.roundSeconds)
 	f := cmd.Flags()
-	f.StringVar(&o.jobs, "jobs", "", "jobs file (JSON, see cli-contract.md)")
 	f.IntVar(&o.rounds, "rounds", 10, "number of rounds to plan")
-	f.BoolVar(&o.noBackFill, "no-backfill", false, "leave GPUs idle rather than run jobs with no allocation there")
+	f.BoolVar(&o.noBackFill, "no-backfill", false, "leave GPUs idle rather than run jobs with no allocation there (always so for FIFO policies)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
@@ -101,50 +108,45 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 	if cluster, err = policy.ParseCluster(c.cluster); err != nil {
 		return nil, nil, nil, cli.UsageError("--cluster: %v", err)
 	}
+	if cluster.Total() == 0 {
+		return nil, nil, nil, cli.UsageError("--cluster %q has no GPUs", c.cluster)
+	}
 	if perServer, err = rounds.ParseGPUsPerServer(c.perServer); err != nil {
 		return nil, nil, nil, cli.UsageError("--gpus-per-server: %v", err)
 	}
 	return tbl, cluster, perServer, nil
 }
 
-// setupFlags are the flags rounds and simulate share: cluster, policy and
-// round length.
+// setupFlags are simulate's flags: cluster, policy and round length.
 type setupFlags struct {
 	clusterFlags
-	policy       string
+	policyFlags
 	roundSeconds float64
 }
 
 func (o *setupFlags) register(cmd *cobra.Command) {
+	o.policyFlags.register(cmd)
 	o.clusterFlags.register(cmd, "", true)
 	registerRoundSeconds(cmd, &o.roundSeconds)
-	cmd.Flags().StringVar(&o.policy, "policy", "", "policy name (Gavel's, e.g. max_min_fairness_perf)")
 }
 
 func registerRoundSeconds(cmd *cobra.Command, v *float64) {
 	cmd.Flags().Float64Var(v, "round-seconds", rounds.DefaultRoundSeconds, "round length in seconds")
 }
 
-func checkRoundSeconds(v float64) error {
-	if !(v > 0) {
-		return cli.UsageError("--round-seconds %v: want a positive number", v)
-	}
-	return nil
-}
+func checkRoundSeconds(v float64) error { return checkFinite("round-seconds", v, true) }
 
-// setup is what rounds and simulate share: table, cluster, topology, policy.
+// setup is what simulate runs on: table, cluster, topology, policy, prices.
 type setup struct {
 	table     *table.Table
 	cluster   policy.Cluster
 	perServer map[string]int
 	topo      *rounds.Topology
 	policy    policy.Policy
+	prices    policy.Prices
 }
 
-func (o *setupFlags) load(opts ...policy.Option) (*setup, error) {
-	if o.policy == "" {
-		return nil, cli.UsageError("--policy is required (one of: %s)", strings.Join(policy.Names(), ", "))
-	}
+func (o *setupFlags) load() (*setup, error) {
 	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return nil, err
 	}
@@ -156,8 +158,8 @@ func (o *setupFlags) load(opts ...policy.Option) (*setup, error) {
 	if s.topo, err = rounds.NewTopology(s.cluster, s.perServer); err != nil {
 		return nil, cli.UsageError("%v", err)
 	}
-	if s.policy, err = policy.New(o.policy, opts...); err != nil {
-		return nil, cli.UsageError("--policy: %v", err)
+	if s.policy, s.prices, err = o.policyFlags.load(s.cluster); err != nil {
+		return nil, err
 	}
 	return &s, nil
 }
@@ -194,34 +196,41 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 	if o.rounds < 1 {
 		return cli.UsageError("--rounds %d: want at least 1", o.rounds)
 	}
-	s, err := o.setupFlags.load()
+	if err := checkRoundSeconds(o.roundSeconds); err != nil {
+		return err
+	}
+	ps, err := o.problemFlags.load(io)
 	if err != nil {
 		return err
 	}
-	jf, err := policy.LoadJobs(o.jobs)
+	prob := ps.problem
+	topo, err := rounds.NewTopology(prob.Cluster, ps.perServer)
 	if err != nil {
 		return cli.UsageError("%v", err)
 	}
-	tj := make([]rounds.TraceJob, len(jf.Jobs))
-	for i, j := range jf.Jobs {
+	tj := make([]rounds.TraceJob, len(prob.Jobs))
+	for i, j := range prob.Jobs {
 		tj[i] = rounds.TraceJob{Job: j}
 	}
-	if _, err := rounds.Prepare(s.table, s.cluster, tj); err != nil {
+	if _, err := rounds.Prepare(prob.Table, prob.Cluster, tj); err != nil {
 		return cli.UsageError("%s: %v", o.jobs, err)
 	}
-	alloc, err := s.policy.Allocate(ctx, &policy.Problem{Table: s.table, Cluster: s.cluster, Jobs: jf.Jobs, Entities: jf.Entities})
+	alloc, err := ps.allocate(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := rounds.RunRounds(rounds.RoundsConfig{Topology: s.topo, Table: s.table, Jobs: jf.Jobs, Allocation: alloc,
-		Rounds: o.rounds, RoundSeconds: o.roundSeconds, NoBackFill: o.noBackFill})
+	for _, w := range alloc.Warnings {
+		fmt.Fprintln(io.Err, "warning:", w)
+	}
+	res, err := rounds.RunRounds(rounds.RoundsConfig{Topology: topo, Table: prob.Table, Jobs: prob.Jobs, Allocation: alloc,
+		Rounds: o.rounds, RoundSeconds: o.roundSeconds, NoBackFill: o.noBackFill, Policy: ps.policy})
 	if err != nil {
 		return err
 	}
 	if o.json {
 		return cli.WriteJSON(io.Out, newRoundsJSON(o, alloc, res))
 	}
-	return printRounds(io, s, res, jf.Jobs)
+	return printRounds(io, topo, res, prob.Jobs)
 }
 
 func newRoundsJSON(o *roundsOptions, alloc *policy.Allocation, res *rounds.RoundsResult) roundsJSON {
@@ -247,12 +256,12 @@ func newRoundsJSON(o *roundsOptions, alloc *policy.Allocation, res *rounds.Round
 	return out
 }
 
-func printRounds(io *cli.IO, s *setup, res *rounds.RoundsResult, jobs []policy.Job) error {
+func printRounds(io *cli.IO, topo *rounds.Topology, res *rounds.RoundsResult, jobs []policy.Job) error {
 	tw := cli.NewTableWriter(io.Out, "round", "worker type", "GPUs", "servers", "job(s)", "priority", "target")
 	for i, p := range res.Plans {
 		for _, a := range p.Assignments {
 			if err := tw.Append([]string{strconv.Itoa(i), a.WorkerType, intsString(a.GPUs),
-				strconv.Itoa(s.topo.ServersSpanned(a.GPUs)), a.Combination.Key(),
+				strconv.Itoa(topo.ServersSpanned(a.GPUs)), a.Combination.Key(),
 				fmt.Sprintf("%.3f", a.Priority), fmt.Sprintf("%.3f", a.Target)}); err != nil {
 				return err
 			}

@@ -10,17 +10,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
-	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/rounds"
 	"github.com/gavelkit/gavel/table"
 )
 
 type simulateOptions struct {
 	setupFlags
-	trace, prices, jobsOut string
-	seed                   int64
-	maxPartners            int
-	compat, json           bool
+	trace, jobsOut string
+	compat, json   bool
 }
 
 func newSimulateCmd(io *cli.IO) *cobra.Command {
@@ -49,10 +46,9 @@ compare one to one with Gavel's.`,
 	o.setupFlags.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file (Gavel TSV) or jobs file (JSON with arrival_seconds)")
-	f.StringVar(&o.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45")
 	f.StringVar(&o.jobsOut, "jobs-out", "", "write per-job results to this CSV file")
-	f.Int64Var(&o.seed, "seed", 0, "seed for randomized policies and Gavel's agnostic worker-type shuffle")
-	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all; packed LPs grow as jobs²)")
+	f.Lookup("seed").Usage = "seed for randomized policies and Gavel's agnostic worker-type shuffle"
+	f.Lookup("prices").Usage = "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45 (cost policies need it; reports cost)"
 	f.BoolVar(&o.compat, "gavel-compat", false, "reproduce Gavel's simulator semantics")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
@@ -65,18 +61,9 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if o.trace == "" {
 		return cli.UsageError("--trace is required")
 	}
-	if o.maxPartners < 0 {
-		return cli.UsageError("--max-partners %d: want 0 or more", o.maxPartners)
-	}
-	s, err := o.setupFlags.load(policy.WithSeed(o.seed), policy.WithMaxPartners(o.maxPartners))
+	s, err := o.setupFlags.load()
 	if err != nil {
 		return err
-	}
-	var prices policy.Prices
-	if o.prices != "" {
-		if prices, err = policy.ParsePrices(o.prices); err != nil {
-			return cli.UsageError("--prices: %v", err)
-		}
 	}
 	tj, entities, err := rounds.LoadTrace(o.trace)
 	if err != nil {
@@ -87,10 +74,10 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 		return cli.UsageError("%s: %v", o.trace, err)
 	}
 	res, err := rounds.Simulate(ctx, rounds.Config{Table: s.table, Cluster: s.cluster, GPUsPerServer: s.perServer,
-		Policy: s.policy, Entities: entities, Prices: prices, RoundSeconds: o.roundSeconds,
+		Policy: s.policy, Entities: entities, Prices: s.prices, RoundSeconds: o.roundSeconds,
 		GavelCompat: o.compat, Seed: o.seed}, jobs)
 	if err != nil {
-		return err
+		return traceSource(o.trace, tj).check(err)
 	}
 	if o.jobsOut != "" {
 		if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
@@ -100,7 +87,7 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if o.json {
 		return cli.WriteJSON(io.Out, res)
 	}
-	return printSimulation(io, res, prices != nil)
+	return printSimulation(io, res, s.prices != nil)
 }
 
 func writeJobsCSV(w goio.Writer, res *rounds.Result) error {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gavelkit/gavel/internal/cli"
 )
 
@@ -23,5 +25,16 @@ func TestRootHelpListsTable(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "table") {
 		t.Errorf("root help does not list the table command:\n%s", out)
+	}
+}
+
+// Bad usage of any command exits 2: unknown flags and subcommands, bad flag
+// values, stray arguments.
+func TestEveryCommandBadUsageExits2(t *testing.T) {
+	for _, p := range cli.UsageProblems(func() *cobra.Command {
+		streams, _, _ := cli.TestIO()
+		return newRootCmd(streams)
+	}) {
+		t.Error(p)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -34,10 +36,22 @@ func TestIO() (*IO, *bytes.Buffer, *bytes.Buffer) {
 // ErrUsage marks bad usage or bad input: the command exits with status 2.
 var ErrUsage = errors.New("usage")
 
-type usageError struct{ msg string }
+type usageError struct {
+	msg string
+	err error // what cobra or a validator returned, when wrapping one
+}
 
 func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Is(target error) bool { return target == ErrUsage }
+func (e *usageError) Unwrap() error        { return e.err }
+
+// asUsage marks err as bad usage, keeping its message and chain.
+func asUsage(err error) error {
+	if err == nil || errors.Is(err, ErrUsage) {
+		return err
+	}
+	return &usageError{msg: err.Error(), err: err}
+}
 
 // UsageError returns an error that makes the command exit with status 2.
 // Wrap it with %w to add context; the mark survives.
@@ -46,18 +60,25 @@ func UsageError(format string, args ...any) error {
 }
 
 // ExitCode maps an error to the process exit status: 0 for nil, 2 for bad
-// usage or bad input (ErrUsage, or problems in a table), 1 for anything
-// else, such as a solver or profiling failure.
+// usage or bad input (ErrUsage, problems in a table, or cobra's unknown
+// command), 1 for anything else, such as a solver or profiling failure.
 func ExitCode(err error) int {
 	if err == nil {
 		return 0
 	}
 	var p *table.Problem
 	var ps table.Problems
-	if errors.Is(err, ErrUsage) || errors.As(err, &p) || errors.As(err, &ps) {
+	if errors.Is(err, ErrUsage) || errors.As(err, &p) || errors.As(err, &ps) || unknownCommand(err) {
 		return 2
 	}
 	return 1
+}
+
+// unknownCommand reports whether err is cobra's "unknown command" error for
+// a root command given a subcommand it lacks (cobra returns it untyped,
+// from its command lookup, before any validator runs).
+func unknownCommand(err error) bool {
+	return strings.HasPrefix(err.Error(), "unknown command ")
 }
 
 // WriteJSON writes v as one indented JSON object followed by a newline.
@@ -99,11 +120,36 @@ func LoadTable(path string) (*table.Table, error) {
 }
 
 // Main runs a root command and returns the exit status, printing the error
-// (if any) to Err. cmd/*/main.go are one line around it.
+// (if any) to Err. cmd/*/main.go are one line around it. A *cobra.Command
+// root first gets MarkUsageErrors.
 func Main(root interface{ Execute() error }, streams *IO) int {
+	if c, ok := root.(*cobra.Command); ok {
+		MarkUsageErrors(c)
+	}
 	err := root.Execute()
 	if err != nil {
 		fmt.Fprintln(streams.Err, "Error:", err)
 	}
 	return ExitCode(err)
+}
+
+// MarkUsageErrors makes the errors cobra finds before a command runs bad
+// usage (exit status 2) in the whole tree under root: unknown flags and
+// unparsable flag values (root's flag error function, which every command
+// inherits), and wrong arguments (each command's Args validator, wrapped).
+// An unknown subcommand of root is reported by cobra's command lookup
+// itself, as an untyped error; Main's ExitCode recognizes it by its text.
+// Calling it twice changes nothing more.
+func MarkUsageErrors(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(cmd *cobra.Command, a []string) error { return asUsage(args(cmd, a)) }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }

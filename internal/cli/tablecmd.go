@@ -22,6 +22,12 @@ func NewTableCmd(streams *IO, bin string) *cobra.Command {
 		Long: `Throughput tables hold the rate (steps/s) of each job type on each worker
 type, alone and sharing a GPU with each other job type, in Gavel's JSON format.
 Without --table, commands use the embedded Gavel simulation table.`,
+		Example: fmt.Sprintf(`  %[1]s table show
+  %[1]s table validate mytable.json`, bin),
+		// Runnable, so that an unknown subcommand is an error (exit 2)
+		// rather than cobra's help for a command group (exit 0).
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newTableShowCmd(streams, bin), newTableValidateCmd(streams, bin), newTableConvertCmd(streams, bin))
 	return cmd

@@ -101,6 +101,12 @@ func (m *Model) AddRow(lb, ub float64, idx []int, val []float64) int {
 	return int(r)
 }
 
+// RowBounds returns row r's bounds.
+func (m *Model) RowBounds(r int) (lb, ub float64) { return m.rowLB[r], m.rowUB[r] }
+
+// SetRowBounds sets row r's bounds.
+func (m *Model) SetRowBounds(r int, lb, ub float64) { m.rowLB[r], m.rowUB[r] = lb, ub }
+
 // NumCols returns the number of columns.
 func (m *Model) NumCols() int { return len(m.obj) }
 

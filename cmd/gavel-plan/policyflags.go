@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/rounds"
+	"github.com/gavelkit/gavel/table"
+)
+
+// policyFlags choose and configure the policy. allocate, rounds and simulate
+// share them, so that a policy takes the same flags and runs the same way
+// in each.
+type policyFlags struct {
+	policy, prices, reference string
+	seed                      int64
+	maxPartners               int
+	timeLimit                 time.Duration
+}
+
+func (p *policyFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&p.policy, "policy", "", "policy name (required; Gavel's, e.g. max_min_fairness_perf)")
+	f.StringVar(&p.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45 (cost policies need it)")
+	f.StringVar(&p.reference, "reference", "", "worker type whose rates agnostic FTF/makespan use (default: each job's fastest)")
+	f.Int64Var(&p.seed, "seed", 0, "seed of randomized policies (fifo, gandiva)")
+	f.IntVar(&p.maxPartners, "max-partners", 0, "packed policies: keep each job's top-k partners only (0 = all; use for hundreds of jobs)")
+	f.DurationVar(&p.timeLimit, "time-limit", 0, "time limit per LP solve (0 = none)")
+}
+
+// needsPrices reports whether the named policy weighs throughput by cost.
+func needsPrices(name string) bool { return strings.Contains(name, "normalized_by_cost") }
+
+// load checks the flags against cluster cl and returns the policy and the
+// prices (nil without --prices). Every error is a usage error.
+func (p *policyFlags) load(cl policy.Cluster) (policy.Policy, policy.Prices, error) {
+	if p.policy == "" {
+		return nil, nil, cli.UsageError("--policy is required; known policies: %s", strings.Join(policy.Names(), ", "))
+	}
+	if p.maxPartners < 0 {
+		return nil, nil, cli.UsageError("--max-partners %d must be at least 0", p.maxPartners)
+	}
+	if p.timeLimit < 0 {
+		return nil, nil, cli.UsageError("--time-limit %v must be at least 0", p.timeLimit)
+	}
+	pol, err := policy.New(p.policy, policy.WithSeed(p.seed), policy.WithMaxPartners(p.maxPartners),
+		policy.WithReference(p.reference), policy.WithTimeLimit(p.timeLimit))
+	if err != nil {
+		return nil, nil, cli.UsageError("%v", err)
+	}
+	prices, err := p.loadPrices(cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pol, prices, nil
+}
+
+// loadPrices parses --prices; cost policies need a price for every worker
+// type of the cluster that has GPUs, checked here rather than after the
+// jobs are read (or, in simulate, at the first allocation).
+func (p *policyFlags) loadPrices(cl policy.Cluster) (policy.Prices, error) {
+	if p.prices == "" {
+		if needsPrices(p.policy) {
+			return nil, cli.UsageError("policy %s needs --prices (price per GPU-hour for each of %s)", p.policy, strings.Join(cl.WorkerTypes(), ", "))
+		}
+		return nil, nil
+	}
+	prices, err := policy.ParsePrices(p.prices)
+	if err != nil {
+		return nil, cli.UsageError("--prices: %v", err)
+	}
+	if needsPrices(p.policy) {
+		for _, w := range cl.WorkerTypes() {
+			if _, ok := prices[w]; !ok && cl[w] > 0 {
+				return nil, cli.UsageError("--prices %q: no price for worker type %q (policy %s needs one per worker type)", p.prices, w, p.policy)
+			}
+		}
+	}
+	return prices, nil
+}
+
+// loadProblem builds the policy's problem on tb and cl with prices: the
+// jobs of the jobs file at path, or, when path is "", defaultJobs.
+func loadProblem(streams *cli.IO, path, policyName string, tb *table.Table, cl policy.Cluster, prices policy.Prices) (*policy.Problem, error) {
+	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices}
+	if path == "" {
+		prob.Jobs = defaultJobs()
+		return prob, nil
+	}
+	jf, err := policy.LoadJobs(path)
+	if err != nil {
+		return nil, cli.UsageError("%v", err)
+	}
+	prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
+	if len(jf.Entities) > 0 && !strings.Contains(policyName, "water_filling") {
+		fmt.Fprintf(streams.Err, "warning: %s: entities are used only by the water-filling policies; %s ignores them\n", path, policyName)
+	}
+	return prob, nil
+}
+
+// jobSource says where jobs came from, so that bad input found by a policy
+// can name the file and the entry.
+type jobSource struct {
+	file  string
+	entry map[string]string // job id → "jobs[i] (id "x")" or "line n"
+}
+
+// jobsFileSource is the source of jobs read from jobs file file, in order.
+func jobsFileSource(file string, jobs []policy.Job) jobSource {
+	s := jobSource{file: file, entry: map[string]string{}}
+	for i, j := range jobs {
+		s.entry[j.ID] = fmt.Sprintf("jobs[%d] (id %q)", i, j.ID)
+	}
+	return s
+}
+
+// traceSource is the source of jobs read by rounds.LoadTrace from file: a
+// Gavel trace (lines) or a jobs file (entries).
+func traceSource(file string, jobs []rounds.TraceJob) jobSource {
+	s := jobSource{file: file, entry: map[string]string{}}
+	for i, j := range jobs {
+		if j.Line > 0 {
+			s.entry[j.ID] = fmt.Sprintf("line %d", j.Line)
+		} else {
+			s.entry[j.ID] = fmt.Sprintf("jobs[%d] (id %q)", i, j.ID)
+		}
+	}
+	return s
+}
+
+// check returns err as a usage error (exit 2) when it is bad input found by
+// the policy (policy.ErrInput), prefixed with the file and entry of the
+// job it is about; other errors come back unchanged.
+func (s jobSource) check(err error) error {
+	if !errors.Is(err, policy.ErrInput) {
+		return err
+	}
+	var ie *policy.InputError
+	if s.file != "" && errors.As(err, &ie) && ie.Job != "" {
+		if e, ok := s.entry[ie.Job]; ok {
+			return cli.UsageError("%s: %s: %v", s.file, e, err)
+		}
+		return cli.UsageError("%s: %v", s.file, err)
+	}
+	return cli.UsageError("%v", err)
+}
+
+// checkFinite rejects a float flag's value that is NaN or infinite, or not
+// positive when positive is set.
+func checkFinite(flag string, v float64, positive bool) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return cli.UsageError("--%s %v: want a finite number", flag, v)
+	case positive && !(v > 0):
+		return cli.UsageError("--%s %v: want a positive number", flag, v)
+	}
+	return nil
+}

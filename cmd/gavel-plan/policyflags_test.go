@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gavelkit/gavel/internal/cli"
+)
+
+// rounds and simulate take every policy flag allocate takes (they share
+// policyFlags), so a policy that needs --prices, --seed, --max-partners or
+// --reference runs in each.
+func TestPolicyFlagsShared(t *testing.T) {
+	streams, _, _ := cli.TestIO()
+	alloc := newAllocateCmd(streams)
+	for _, mk := range []func(*cli.IO) *cobra.Command{newRoundsCmd, newSimulateCmd} {
+		cmd := mk(streams)
+		alloc.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "jobs" && cmd.Name() == "simulate" {
+				return // simulate reads --trace
+			}
+			if cmd.Flags().Lookup(f.Name) == nil {
+				t.Errorf("%s lacks allocate's --%s", cmd.Name(), f.Name)
+			}
+		})
+	}
+}
+
+// The cost policy in rounds: --prices reaches the policy (rounds built its
+// problem without prices, so it could not run cost policies at all).
+func TestRoundsCostPolicyWithPrices(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", rtJobs)
+	args := []string{"--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=2,k80=2",
+		"--prices", "v100=2.48,k80=0.45", "--jobs", jobs, "--seed", "3", "--max-partners", "2",
+		"--reference", "v100", "--json"}
+	out, _, err := rtRun(t, newRoundsCmd, append([]string{"--rounds", "3"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got roundsJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	// The same allocation as allocate's with the same flags.
+	aout, _, err := rtRun(t, newAllocateCmd, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want allocationOut
+	if err := json.Unmarshal([]byte(aout), &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Allocation) == 0 || len(got.Allocation) != len(want.Allocation) {
+		t.Fatalf("rounds allocation %v, allocate's %v", got.Allocation, want.Allocation)
+	}
+	for c, x := range want.Allocation {
+		for w, v := range x {
+			if d := got.Allocation[c][w] - v; d > 1e-9 || d < -1e-9 {
+				t.Errorf("%s on %s: rounds %v, allocate %v", c, w, got.Allocation[c][w], v)
+			}
+		}
+	}
+	// Without --prices it is bad usage, up front.
+	_, _, err = rtRun(t, newRoundsCmd, "--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=2,k80=2",
+		"--jobs", jobs)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "needs --prices") {
+		t.Errorf("no prices: %v (exit %d)", err, cli.ExitCode(err))
+	}
+}
+
+// FIFO never back-fills in rounds, as in simulate: c waits behind b (4
+// GPUs, which v100=2 cannot hold) instead of running on the idle v100s.
+func TestRoundsFIFONoBackFill(t *testing.T) {
+	jobs := rtFile(t, "fifo.json", `{"jobs":[{"id":"a","type":"ResNet-50 (batch size 32)","scale_factor":4,"total_steps":100000,"arrival_seconds":0},
+{"id":"b","type":"ResNet-50 (batch size 32)","scale_factor":4,"total_steps":100000,"arrival_seconds":1},
+{"id":"c","type":"A3C","total_steps":100000,"arrival_seconds":2}]}`)
+	for _, pol := range []string{"fifo", "fifo_perf", "fifo_packed"} {
+		out, _, err := rtRun(t, newRoundsCmd, "--policy", pol, "--cluster", "v100=2,k80=4", "--jobs", jobs, "--rounds", "2", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got roundsJSON
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got.Rounds {
+			for _, a := range r.Assignments {
+				for _, id := range a.Jobs {
+					if got.Fidelity[id][a.WorkerType].Target == 0 {
+						t.Errorf("%s round %d: %s runs on %s with target 0", pol, r.Index, id, a.WorkerType)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Bad input the policy finds (policy.ErrInput) is bad usage in rounds and
+// simulate as in allocate, naming the file and the entry.
+func TestPolicyInputErrorsNameEntry(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", rtJobs)
+	wide := rtFile(t, "wide.trace", "A3C\tc\t/tmp\t--s\t0\t100\t1\t1\t-1\t0\n"+
+		"LM (batch size 20)\tc\t/tmp\t--s\t0\t100\t2\t1\t-1\t0\n")
+	tests := []struct {
+		name string
+		mk   func(*cli.IO) *cobra.Command
+		args []string
+		want string
+	}{
+		// tpu has GPUs but no rates in the table.
+		{"rounds: worker type not in table", newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
+			"--jobs", jobs}, jobs + `: jobs[0] (id "a"): policy max_min_fairness_perf: job "a": job type ('ResNet-18 (batch size 64)', 1) has no isolated rate on worker type "tpu"`},
+		{"simulate: worker type not in table", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
+			"--trace", workedTrace}, workedTrace + `: line 1: `},
+		{"simulate: jobs file", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
+			"--trace", jobs}, jobs + `: jobs[0] (id "a"): `},
+		{"simulate: AlloX, scale factor 2", newSimulateCmd, []string{"--policy", "allox", "--cluster", "v100=2,k80=2",
+			"--trace", wide}, wide + `: line 2: allocation at t=0.000 s (2 jobs): policy allox: job "1": AlloX supports scale factor 1 only`},
+		{"simulate: cost policy without prices", newSimulateCmd, []string{"--policy", "max_sum_throughput_normalized_by_cost_perf",
+			"--cluster", "v100=2,k80=2", "--trace", workedTrace}, "needs --prices"},
+		{"simulate: cost policy, price missing", newSimulateCmd, []string{"--policy", "max_sum_throughput_normalized_by_cost_perf",
+			"--cluster", "v100=2,k80=2", "--prices", "v100=1", "--trace", workedTrace}, `no price for worker type "k80"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := rtRun(t, tt.mk, tt.args...)
+			if err == nil || cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err %v (exit %d), want exit 2 mentioning %q", err, cli.ExitCode(err), tt.want)
+			}
+		})
+	}
+}
+
+// Float flags must be finite: --round-seconds Inf made every round endless.
+func TestFloatFlagsFinite(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", rtJobs)
+	for _, v := range []string{"Inf", "+Inf", "NaN", "-1", "0"} {
+		for _, tc := range []struct {
+			mk   func(*cli.IO) *cobra.Command
+			args []string
+		}{
+			{newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2", "--jobs", jobs}},
+			{newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2", "--trace", workedTrace}},
+			{newContinuousCmd, []string{"--rates", "1"}},
+		} {
+			_, _, err := rtRun(t, tc.mk, append(tc.args, "--round-seconds", v)...)
+			if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--round-seconds") {
+				t.Errorf("%v --round-seconds %s: %v (exit %d)", tc.args, v, err, cli.ExitCode(err))
+			}
+		}
+		_, _, err := rtRun(t, newContinuousCmd, "--rates", "1,"+v)
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--rates") {
+			t.Errorf("--rates 1,%s: %v (exit %d)", v, err, cli.ExitCode(err))
+		}
+	}
+}
