@@ -119,6 +119,9 @@ func maskNonFinite(data []byte) []byte {
 			inString = true
 			continue
 		}
+		if c != 'N' && c != 'I' && c != '-' { // what a literal starts with; the map is slow per byte
+			continue
+		}
 		for lit, repl := range nonFinite {
 			if bytes.HasPrefix(data[i:], []byte(lit)) && (lit[0] != 'I' || i == 0 || data[i-1] != '-') {
 				if !copied {
@@ -171,6 +174,9 @@ func parseRate(raw json.RawMessage) (float64, error) {
 }
 
 func parsePair(raw json.RawMessage) ([2]float64, error) {
+	if r, ok := plainPair(raw); ok {
+		return r, nil
+	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil || len(parts) != 2 {
 		return [2]float64{}, fmt.Errorf("%w: %s: want a list [rate_self, rate_partner]", ErrBadValue, raw)
@@ -184,6 +190,74 @@ func parsePair(raw json.RawMessage) ([2]float64, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// plainPair reads the common form of a pair, [x, y] with two JSON numbers that are finite
+// rates, without the decoder (most of the time of reading a large table); anything else is left
+// to parsePair's full path, which says what is wrong.
+func plainPair(raw []byte) ([2]float64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 5 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return [2]float64{}, false
+	}
+	a, b, ok := bytes.Cut(raw[1:len(raw)-1], []byte(","))
+	if !ok {
+		return [2]float64{}, false
+	}
+	var out [2]float64
+	for i, f := range [][]byte{bytes.TrimSpace(a), bytes.TrimSpace(b)} {
+		if !isJSONNumber(f) {
+			return out, false
+		}
+		v, err := strconv.ParseFloat(string(f), 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) {
+			return out, false
+		}
+		out[i] = v
+	}
+	return out, true
+}
+
+// isJSONNumber reports whether b is a number as JSON writes it:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(b []byte) bool {
+	digits := func(i int) int { // index after the digits starting at i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		if j := digits(i + 1); j > i+1 {
+			i = j
+		} else {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if j := digits(i); j > i {
+			i = j
+		} else {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 // build turns the decoded JSON into a table, checking keys, values and the
@@ -220,9 +294,49 @@ func build(data []byte, top []member) (*Table, Problems) {
 
 // builder collects the entries and problems of one file.
 type builder struct {
-	data []byte
-	t    *Table
-	ps   Problems
+	data  []byte
+	t     *Table
+	ps    Problems
+	lines []int // offsets of data's newlines, found on the first position asked for
+	types map[string]parsedKey
+}
+
+type parsedKey struct {
+	j   JobType
+	err error
+}
+
+// jobType is ParseJobType, remembered: a table of n job types repeats each key n times.
+func (b *builder) jobType(key string) (JobType, error) {
+	if p, ok := b.types[key]; ok {
+		return p.j, p.err
+	}
+	if b.types == nil {
+		b.types = map[string]parsedKey{}
+	}
+	j, err := ParseJobType(key)
+	b.types[key] = parsedKey{j, err}
+	return j, err
+}
+
+// position is position(b.data, offset) by binary search: every key's line is recorded, and
+// counting from the start each time made reading a table quadratic (137 s for 32 MB).
+func (b *builder) position(offset int64) (line, col int) {
+	if b.lines == nil {
+		b.lines = make([]int, 0, bytes.Count(b.data, []byte("\n")))
+		for x, c := range b.data {
+			if c == '\n' {
+				b.lines = append(b.lines, x)
+			}
+		}
+	}
+	offset = min(offset, int64(len(b.data)))
+	n, _ := slices.BinarySearch(b.lines, int(offset)) // newlines before offset
+	start := 0
+	if n > 0 {
+		start = b.lines[n-1] + 1
+	}
+	return n + 1, max(int(offset)-start, 1)
 }
 
 func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
@@ -230,7 +344,7 @@ func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
 // repeated reports m when its key was seen before at this level (loc says where), and
 // otherwise records it.
 func (b *builder) repeated(seen map[string]int, m member, loc *Problem, what string) *Problem {
-	line, col := position(b.data, m.at)
+	line, col := b.position(m.at)
 	return b.repeatedAt(seen, m.key, what+" "+quote(m.key), line, col, loc)
 }
 
@@ -256,7 +370,7 @@ func (b *builder) sameType(types map[JobType]member, j JobType, m member, loc *P
 		types[j] = m
 		return false
 	}
-	loc.Line, loc.Column = position(b.data, m.at)
+	loc.Line, loc.Column = b.position(m.at)
 	loc.Err = fmt.Errorf("%w: keys %s and %s are the same job type", ErrDuplicateKey, first.key, m.key)
 	b.add(loc)
 	return true
@@ -269,7 +383,7 @@ func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float6
 		if b.repeated(seen, jm, &Problem{Worker: w, Job: jk}, "job") != nil {
 			continue
 		}
-		j, err := ParseJobType(jk)
+		j, err := b.jobType(jk)
 		if err != nil {
 			b.add(&Problem{Worker: w, Job: jk, Err: err})
 			continue
@@ -304,7 +418,7 @@ func (b *builder) job(w string, j JobType, jk string, entries []member, pairs ma
 			b.t.SetIsolated(w, j, r)
 			continue
 		}
-		k, err := ParseJobType(pk)
+		k, err := b.jobType(pk)
 		if err != nil {
 			loc.Err = err
 			b.add(loc)
@@ -415,29 +529,41 @@ func (t *Table) writeWorker(bw *bufio.Writer, wt *workerTable) {
 	for j := range wt.pairs {
 		jobs[j] = true
 	}
-	for i, j := range slices.SortedFunc(mapsKeys(jobs), compareJobTypes) {
-		if i > 0 {
-			bw.WriteString(",")
+	// Each key is formatted once and rows are ordered by rank, not by comparing names: a
+	// table of 1,000 job types has a million pair entries per worker type.
+	order := slices.SortedFunc(mapsKeys(jobs), compareJobTypes)
+	rank := make(map[JobType]int, len(order))
+	keys := make([][]byte, len(order))
+	for x, j := range order {
+		rank[j], keys[x] = x, []byte(quote(j.Key()))
+	}
+	var buf []byte
+	var row []int
+	for x, j := range order {
+		if x > 0 {
+			buf = append(buf, ',')
 		}
-		fmt.Fprintf(bw, "\n        %s: {", quote(j.Key()))
-		first := true
-		sep := func() {
-			if !first {
-				bw.WriteString(",")
-			}
-			first = false
-		}
+		buf = append(append(append(buf, "\n        "...), keys[x]...), ": {"...)
+		sep := ""
 		if r, ok := wt.isolated[j]; ok {
-			sep()
-			fmt.Fprintf(bw, "\n            %q: %s", isolatedKey, formatRate(r))
+			buf = appendRate(append(buf, "\n            \""+isolatedKey+"\": "...), r)
+			sep = ","
 		}
-		row := wt.pairs[j]
-		for _, k := range slices.SortedFunc(mapsKeys(row), compareJobTypes) {
-			sep()
-			r := row[k]
-			fmt.Fprintf(bw, "\n            %s: [%s, %s]", quote(k.Key()), formatRate(r[0]), formatRate(r[1]))
+		row = row[:0]
+		for k := range wt.pairs[j] {
+			row = append(row, rank[k])
 		}
-		bw.WriteString("\n        }")
+		slices.Sort(row)
+		for _, y := range row {
+			r := wt.pairs[j][order[y]]
+			buf = append(append(append(buf, sep...), "\n            "...), keys[y]...)
+			buf = appendRate(append(appendRate(append(buf, ": ["...), r[0]), ", "...), r[1])
+			buf = append(buf, ']')
+			sep = ","
+		}
+		buf = append(buf, "\n        }"...)
+		bw.Write(buf)
+		buf = buf[:0]
 	}
 }
 
@@ -448,6 +574,9 @@ func quote(s string) string {
 
 // formatRate writes the shortest decimal that reads back as the same float64.
 func formatRate(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// appendRate appends formatRate(v) to buf.
+func appendRate(buf []byte, v float64) []byte { return strconv.AppendFloat(buf, v, 'g', -1, 64) }
 
 // Save writes t to path atomically: readers see the old file or the new
 // one, never a partial write, and a failure leaves the old file intact.

@@ -2,7 +2,10 @@ package table
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -511,5 +514,92 @@ func TestSaveKeepsModeAndSymlink(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 4 { // private, new, real, link
 		t.Errorf("Save left %d entries in the directory, want 4", len(entries))
+	}
+}
+
+// denseTable is a table of n job types on 4 worker types with every pair measured, the shape
+// estimate --out writes.
+func denseTable(n int) *Table {
+	t := New()
+	jobs := make([]JobType, n)
+	for i := range jobs {
+		jobs[i] = JobType{Model: fmt.Sprintf("model-%03d (batch size %d)", i, 16<<(i%4)), ScaleFactor: 1}
+	}
+	for w := 0; w < 4; w++ {
+		wt := fmt.Sprintf("gpu%d", w)
+		for i, a := range jobs {
+			t.SetIsolated(wt, a, 10+float64(i)/7)
+			for k := i; k < n; k++ {
+				t.SetPair(wt, a, jobs[k], 0.3+float64(i%17)/41, 0.4+float64(k%13)/37)
+			}
+		}
+	}
+	return t
+}
+
+// BenchmarkWrite writes a dense table of 300 job types (360,000 pair entries).
+func BenchmarkWrite(b *testing.B) {
+	t := denseTable(300)
+	b.ResetTimer()
+	for range b.N {
+		if err := t.Write(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRead reads the table BenchmarkWrite writes.
+func BenchmarkRead(b *testing.B) {
+	var buf bytes.Buffer
+	if err := denseTable(300).Write(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Read(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The fast paths of reading must agree with the slow ones they skip.
+func TestReadFastPathsAgree(t *testing.T) {
+	for _, raw := range []string{
+		"[1, 2]", "[0.5,1.5]", " [ 1e-3 , 2E+2 ] ", "[0, -0]", "[1e-400, 1]", "[1e400, 1]",
+		"[-1, 2]", "[+1, 2]", "[01, 2]", "[.5, 2]", "[1., 2]", "[1e, 2]", "[0x1p3, 2]",
+		"[Inf, 1]", "[NaN, 1]", "[1, 2, 3]", "[1]", `["1", 2]`, "[1 2]", "[1, 2]]",
+	} {
+		fast, ok := plainPair([]byte(raw))
+		var parts []json.RawMessage
+		slowErr := json.Unmarshal([]byte(raw), &parts)
+		var slow [2]float64
+		if slowErr == nil && len(parts) == 2 {
+			for i, p := range parts {
+				if slow[i], slowErr = parseRate(p); slowErr != nil {
+					break
+				}
+			}
+		} else if slowErr == nil {
+			slowErr = errors.New("not two values")
+		}
+		switch {
+		case ok && slowErr != nil:
+			t.Errorf("%s: fast path reads %v, the decoder rejects it: %v", raw, fast, slowErr)
+		case ok && fast != slow:
+			t.Errorf("%s: fast path reads %v, the decoder %v", raw, fast, slow)
+		}
+		got, err := parsePair(json.RawMessage(raw))
+		if (err == nil) != (slowErr == nil) || err == nil && got != slow {
+			t.Errorf("%s: parsePair %v, %v; the decoder %v, %v", raw, got, err, slow, slowErr)
+		}
+	}
+	data := []byte("{\n\"a\": 1,\n\n  \"b\": [1,\n2]\n}\n")
+	b := &builder{data: data}
+	for off := int64(0); off <= int64(len(data))+2; off++ {
+		l1, c1 := position(data, off)
+		if l2, c2 := b.position(off); l1 != l2 || c1 != c2 {
+			t.Errorf("offset %d: position %d:%d, builder %d:%d", off, l1, c1, l2, c2)
+		}
 	}
 }
