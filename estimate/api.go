@@ -82,37 +82,46 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 
 // fill writes r's estimate of every pair d is missing into out and records each estimated
 // entry ((job, partner) and (partner, job) separately) in rep.
+//
+// A large table has millions of such entries (about 4 million for 1,000 job types on 4 worker
+// types), so they are counted first and rep.Entries grown once: appending them one at a time
+// copied the growing slice over and over and dominated the time of Table after the fit.
 func (rep *Report) fill(out *table.Table, d *Data, r *Result) {
 	sf := d.Jobs[0].ScaleFactor
+	rep.Entries = slices.Grow(rep.Entries, d.Missing())
 	for w, wt := range d.Workers {
-		for i := range d.Jobs {
+		for i, a := range d.Jobs {
 			for k := i; k < len(d.Jobs); k++ {
 				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
 					continue
 				}
-				inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
-				if inf {
-					out.SetInfeasible(wt, d.Jobs[i], d.Jobs[k])
-				} else {
-					out.SetPair(wt, d.Jobs[i], d.Jobs[k], r.Norm[w][i][k]*d.Iso[w][i], r.Norm[w][k][i]*d.Iso[w][k])
-				}
-				dirs := [][2]int{{i, k}, {k, i}}
-				if i == k {
-					dirs = dirs[:1]
-				}
-				for _, p := range dirs {
-					e := Entry{WorkerType: wt, Job: d.Jobs[p[0]].Model, Partner: d.Jobs[p[1]].Model, ScaleFactor: sf, Infeasible: inf}
-					if !inf {
-						e.Normalized = r.Norm[w][p[0]][p[1]]
-						e.Rate = e.Normalized * d.Iso[w][p[0]]
-					} else {
-						rep.InfeasiblePredicted++
+				b := d.Jobs[k]
+				if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+					out.SetInfeasible(wt, a, b)
+					rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Infeasible: true})
+					if i != k {
+						rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Infeasible: true})
 					}
-					rep.Entries = append(rep.Entries, e)
-					rep.Estimated++
+					continue
+				}
+				na, nb := r.Norm[w][i][k], r.Norm[w][k][i]
+				ra, rb := na*d.Iso[w][i], nb*d.Iso[w][k]
+				out.SetPair(wt, a, b, ra, rb)
+				rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Normalized: na, Rate: ra})
+				if i != k {
+					rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Normalized: nb, Rate: rb})
 				}
 			}
 		}
+	}
+}
+
+// add records one estimated entry.
+func (rep *Report) add(e Entry) {
+	rep.Entries = append(rep.Entries, e)
+	rep.Estimated++
+	if e.Infeasible {
+		rep.InfeasiblePredicted++
 	}
 }
 
