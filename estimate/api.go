@@ -293,6 +293,10 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	if err != nil {
 		return nil, nil, err
 	}
+	perSF := map[int]int{} // blocks per scale factor, for blockName
+	for _, d := range blocks {
+		perSF[d.Jobs[0].ScaleFactor]++
+	}
 	var all []Suggestion
 	anyRef, anyMissing := false, false
 	blocksPicked, calibrated := 0, true
@@ -302,7 +306,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		}
 		anyMissing = true
 		if len(d.References()) == 0 {
-			notes = append(notes, fmt.Sprintf("scale factor %d: %v; skipped", d.Jobs[0].ScaleFactor, ErrNoReference))
+			notes = append(notes, fmt.Sprintf("%s: %v; skipped", blockName(d, perSF[d.Jobs[0].ScaleFactor]), ErrNoReference))
 			continue
 		}
 		anyRef = true
@@ -312,7 +316,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		}
 		r, err := method.Estimate(ctx, d)
 		if err != nil {
-			return nil, nil, fmt.Errorf("scale factor %d: %w", d.Jobs[0].ScaleFactor, err)
+			return nil, nil, fmt.Errorf("%s: %w", blockName(d, perSF[d.Jobs[0].ScaleFactor]), err)
 		}
 		ms, err := Suggest(d, r, budget)
 		if err != nil {
@@ -330,7 +334,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	if !anyRef && budget > 0 {
 		for _, d := range blocks {
 			if d.Missing() > 0 {
-				return nil, nil, fmt.Errorf("scale factor %d: %w", d.Jobs[0].ScaleFactor, ErrNoReference)
+				return nil, nil, fmt.Errorf("%s: %w", blockName(d, perSF[d.Jobs[0].ScaleFactor]), ErrNoReference)
 			}
 		}
 	}
