@@ -119,12 +119,12 @@ func FitFootprints(ctx context.Context, obs []FeasObs, workers, jobs int, featur
 	}
 	m := &FootprintModel{Workers: workers, Jobs: jobs, Capacity: make([]float64, workers), Size: make([]float64, jobs),
 		Dev: grid(jobs, workers), Beta: grid(workers, nf), X: grid(jobs, nf)}
+	if err := finiteFeatures(features); err != nil {
+		return nil, err
+	}
 	for i := 0; i < jobs; i++ {
 		for f := 0; f < nf; f++ {
 			m.X[i][f] = features.At(i, f)
-			if v := m.X[i][f]; math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("completion: feature %d of job %d is %v", f, i, v)
-			}
 		}
 	}
 	fp := footprintProblem{m: m, obs: obs, s: s, nf: nf}

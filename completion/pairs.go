@@ -170,8 +170,8 @@ func (m *PairModel) refreshCoupling(w, j int) {
 // with every job fixed, then each job's biases and embedding with everything else fixed
 // (Gauss-Seidel over jobs). features may be nil; otherwise it has one row per job. A job with no
 // observations keeps zero biases and embedding, so its predictions come from its features alone
-// (a cold start). It checks ctx before every iteration and, once ctx is done, returns no model
-// and an error wrapping ctx.Err().
+// (a cold start). A NaN or infinite feature is an error, as in [FitFootprints]. It checks ctx
+// before every iteration and, once ctx is done, returns no model and an error wrapping ctx.Err().
 func FitPairs(ctx context.Context, obs []PairObs, workers, jobs int, features *mat.Dense, s PairSettings) (*PairModel, error) {
 	return FitPairsWithPrior(ctx, obs, workers, jobs, features, nil, s)
 }
@@ -217,6 +217,10 @@ func FitPairsWithPrior(ctx context.Context, obs []PairObs, workers, jobs int, fe
 		return nil, err
 	}
 	checkPrior(prior, workers, jobs)
+	featureCount(features, jobs) // panics on a row count other than jobs, before the check below
+	if err := finiteFeatures(features); err != nil {
+		return nil, err // a NaN feature would make every prediction NaN
+	}
 	m := newPairModel(workers, jobs, features, s)
 	m.prior = prior
 	rng := rand.New(rand.NewPCG(s.Seed, 0x2545f4914f6cdd1d))
@@ -346,6 +350,23 @@ func featureCount(features *mat.Dense, jobs int) int {
 		panic(fmt.Sprintf("completion: %d feature rows for %d jobs", r, jobs))
 	}
 	return c
+}
+
+// finiteFeatures returns an error naming the first feature (job, then feature index) that is
+// NaN or infinite; nil features have none.
+func finiteFeatures(features *mat.Dense) error {
+	if features == nil {
+		return nil
+	}
+	r, c := features.Dims()
+	for i := 0; i < r; i++ {
+		for f := 0; f < c; f++ {
+			if v := features.At(i, f); math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("completion: feature %d of job %d is %v", f, i, v)
+			}
+		}
+	}
+	return nil
 }
 
 // newPairModel returns the starting model: everything zero but the features and each worker

@@ -1,11 +1,14 @@
 package completion
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // TestFitPairsRecoversPlantedModel plants a pairwise model with one shared embedding per job,
@@ -380,4 +383,26 @@ func splitPairs(rng *rand.Rand, W, n int, p float64, truth func(w, i, k int) flo
 		}
 	}
 	return obs, held
+}
+
+// A NaN or infinite side feature used to be accepted and to make every prediction NaN; it is an
+// error naming the job and feature, as in FitFootprints.
+func TestFitPairsRejectsNonFiniteFeatures(t *testing.T) {
+	obs := []PairObs{{W: 0, I: 0, K: 1, Y: -0.1}, {W: 0, I: 1, K: 0, Y: -0.2}, {W: 0, I: 1, K: 1, Y: -0.3}}
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		x := mat.NewDense(2, 2, []float64{0.5, 1, 0, v})
+		want := fmt.Sprintf("feature 1 of job 1 is %v", v)
+		if _, err := FitPairs(context.Background(), obs, 1, 2, x, PairSettings{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("FitPairs with feature %v: err %v, want %q", v, err, want)
+		}
+		prior := &PairPrior{Mix: [][]JobWeight{nil, {{Job: 0, Weight: 1}}}, Lambda: 1}
+		if _, err := FitPairsWithPrior(context.Background(), obs, 1, 2, x, prior, PairSettings{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("FitPairsWithPrior with feature %v: err %v, want %q", v, err, want)
+		}
+	}
+	x := mat.NewDense(2, 2, []float64{0.5, 1, 0, -1})
+	m, err := FitPairs(context.Background(), obs, 1, 2, x, PairSettings{})
+	if err != nil || math.IsNaN(m.Predict(0, 0, 0)) {
+		t.Errorf("finite features: err %v, prediction %v", err, m.Predict(0, 0, 0))
+	}
 }

@@ -34,6 +34,9 @@ func (a ALS) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	}
 	W, n := len(d.Workers), len(d.Jobs)
 	m, cells, mask := a.layout(d)
+	if mat.Sum(mask) == 0 {
+		return noRates(d), nil // nothing to complete from (see noRates)
+	}
 	s, _, err := completion.CrossValidate(ctx, m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},
 		completion.CVGrid{Ranks: []int{1, 2, 3, 5, 8}, Lambdas: []float64{0.01, 0.1, 1}, Folds: 5})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -15,7 +16,7 @@ var ErrNoReference = errors.New("no fully measured reference job type (a job mea
 
 // Options configures [Table] and [SuggestTable].
 type Options struct {
-	Workers []string // worker types to use; nil means every type with all job types of a block
+	Workers []string // worker types to use; nil means every worker type of the table
 	Seed    uint64   // seed of the estimator's random starts; the same seed gives the same result
 	// Method nil means Pairwise{Seed: Seed}; SuggestTable then adds bootstrap fits and a
 	// cross-validated sum error, as the active protocol does.
@@ -35,10 +36,17 @@ type Entry struct {
 
 // Report says what [Table] did.
 type Report struct {
-	Estimated           int      `json:"estimated"`
-	InfeasiblePredicted int      `json:"infeasible_predicted"`
-	Entries             []Entry  `json:"entries"`
-	Notes               []string `json:"notes,omitempty"`
+	Estimated           int     `json:"estimated"`
+	InfeasiblePredicted int     `json:"infeasible_predicted"`
+	Entries             []Entry `json:"entries"`
+	// KnownInfeasible counts the missing entries filled as infeasible because a job of the pair
+	// cannot run alone on the worker type (isolated rate 0): facts, not estimates, so they are
+	// not in Entries.
+	KnownInfeasible int `json:"known_infeasible,omitempty"`
+	// LeftMissing counts the entries still missing in the returned table: pairs with a job that
+	// has no isolated rate on the worker type, and blocks without a reference job type.
+	LeftMissing int      `json:"left_missing,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
 }
 
 func (o Options) method() Method {
@@ -50,69 +58,215 @@ func (o Options) method() Method {
 
 // Table returns a copy of t with every missing pair filled in by the estimator (our pairwise
 // model unless o.Method says otherwise), and a report of the entries it estimated (ordered
-// entries: (job, partner) and (partner, job) count separately). A table with nothing missing is
-// returned unchanged, with a note.
+// entries: (job, partner) and (partner, job) count separately).
+//
+// A pair whose job cannot run alone on the worker type (isolated rate 0) cannot share a GPU
+// either: it is filled as infeasible, a fact rather than an estimate (Report.KnownInfeasible,
+// not in Entries). A pair whose job has no isolated rate on the worker type cannot be
+// normalized, so the model cannot estimate it: it stays missing (Report.LeftMissing), and a
+// note names the job and worker type. So does every pair of a block (see [Blocks]) with no
+// reference job type, which is skipped with a note; only when no block with missing entries
+// has one is that an error ([ErrNoReference]). A table with nothing missing is returned
+// unchanged, with a note.
 func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Report, error) {
-	blocks, notes, err := Blocks(t, o.Workers, false)
+	l, err := layout(t, o.Workers)
 	if err != nil {
 		return nil, nil, err
 	}
 	out := t.Clone()
-	rep := &Report{Notes: notes, Entries: []Entry{}}
-	for _, d := range blocks {
-		sf := d.Jobs[0].ScaleFactor
-		if d.Missing() == 0 {
+	rep := &Report{Entries: []Entry{}}
+	var noRef error // the first block skipped for want of references
+	estimated := false
+	for _, sf := range l.sfs {
+		var blocks []*Data
+		var outs []*outside
+		missing := 0
+		for _, g := range l.groups {
+			switch {
+			case g.sf != sf:
+			case g.missing != nil:
+				outs = append(outs, g.missing)
+				missing += g.missing.count(t)
+			default:
+				d, err := FromTable(t, g.jobs, g.workers)
+				if err != nil {
+					return nil, nil, err
+				}
+				blocks = append(blocks, d)
+				missing += d.Missing()
+			}
+		}
+		if missing == 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("scale factor %d: no missing entries; unchanged", sf))
 			continue
 		}
-		if len(d.References()) == 0 {
-			return nil, nil, fmt.Errorf("scale factor %d: %w", sf, ErrNoReference)
+		for _, d := range blocks {
+			name := blockName(d, len(blocks))
+			switch {
+			case d.Missing() == 0:
+				rep.Notes = append(rep.Notes, name+": no missing entries; unchanged")
+				continue
+			case len(d.References()) == 0:
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v; its %d missing entries are not estimated", name, ErrNoReference, d.Missing()))
+				rep.LeftMissing += d.Missing()
+				if noRef == nil {
+					noRef = fmt.Errorf("%s: %w", name, ErrNoReference)
+				}
+				continue
+			}
+			r, err := o.method().Estimate(ctx, d)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", name, err)
+			}
+			rep.fill(out, d, r)
+			estimated = true
 		}
-		r, err := o.method().Estimate(ctx, d)
-		if err != nil {
-			return nil, nil, fmt.Errorf("scale factor %d: %w", sf, err)
+		for _, x := range outs {
+			rep.fillOutside(out, t, x)
 		}
-		rep.fill(out, d, r)
 	}
-	if rep.Estimated == 0 && len(blocks) > 0 {
+	if noRef != nil && !estimated {
+		return nil, nil, noRef
+	}
+	if rep.Estimated == 0 && rep.KnownInfeasible == 0 && rep.LeftMissing == 0 {
 		rep.Notes = append(rep.Notes, "the table has no missing entries; returned unchanged")
+	} else if rep.LeftMissing > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d entries stay missing (see the notes above)", rep.LeftMissing))
 	}
 	return out, rep, nil
 }
 
+// blockName names a block in messages: by its scale factor, and its worker types when the scale
+// factor has several blocks.
+func blockName(d *Data, blocksOfSF int) string {
+	if blocksOfSF == 1 {
+		return fmt.Sprintf("scale factor %d", d.Jobs[0].ScaleFactor)
+	}
+	return fmt.Sprintf("scale factor %d on %s", d.Jobs[0].ScaleFactor, strings.Join(d.Workers, ","))
+}
+
+// outsidePairs calls f for every ordered entry (a, b) of x's scale factor on its worker type
+// with a or b outside the blocks, once each.
+func (x *outside) outsidePairs(f func(a, b table.JobType)) {
+	out := map[table.JobType]bool{}
+	for _, j := range x.zero {
+		out[j] = true
+	}
+	for _, j := range x.none {
+		out[j] = true
+	}
+	for _, a := range x.all {
+		if !out[a] {
+			continue
+		}
+		for _, b := range x.all {
+			f(a, b)
+			if !out[b] {
+				f(b, a)
+			}
+		}
+	}
+}
+
+// count returns the number of x's entries missing in t.
+func (x *outside) count(t *table.Table) int {
+	n := 0
+	x.outsidePairs(func(a, b table.JobType) {
+		if _, _, s := t.Pair(x.worker, a, b); s == table.Missing {
+			n++
+		}
+	})
+	return n
+}
+
+// fillOutside fills x's entries missing in t whose pair has a job that cannot run alone as
+// infeasible in out, counts those that stay missing, and notes both per job.
+func (rep *Report) fillOutside(out, t *table.Table, x *outside) {
+	zero, none := map[table.JobType]bool{}, map[table.JobType]bool{}
+	for _, j := range x.zero {
+		zero[j] = true
+	}
+	for _, j := range x.none {
+		none[j] = true
+	}
+	filled, left := map[table.JobType]int{}, map[table.JobType]int{}
+	x.outsidePairs(func(a, b table.JobType) {
+		if _, _, s := t.Pair(x.worker, a, b); s != table.Missing {
+			return
+		}
+		// Each entry is told under one job: the one that cannot run alone, else the first
+		// without an isolated rate.
+		switch {
+		case zero[a]:
+			out.SetInfeasible(x.worker, a, b)
+			filled[a]++
+		case zero[b]:
+			out.SetInfeasible(x.worker, a, b)
+			filled[b]++
+		case none[a]:
+			left[a]++
+		default:
+			left[b]++
+		}
+	})
+	for _, j := range x.zero {
+		if n := filled[j]; n > 0 {
+			rep.KnownInfeasible += n
+			rep.Notes = append(rep.Notes, fmt.Sprintf("scale factor %d: worker type %s: %s cannot run alone there (isolated rate 0): its %d missing entries filled as infeasible",
+				x.sf, x.worker, j.Model, n))
+		}
+	}
+	for _, j := range x.none {
+		if n := left[j]; n > 0 {
+			rep.LeftMissing += n
+			rep.Notes = append(rep.Notes, fmt.Sprintf("scale factor %d: worker type %s: %s has no isolated rate there: its %d missing entries cannot be normalized and stay missing",
+				x.sf, x.worker, j.Model, n))
+		}
+	}
+}
+
 // fill writes r's estimate of every pair d is missing into out and records each estimated
 // entry ((job, partner) and (partner, job) separately) in rep.
+//
+// A large table has millions of such entries (about 4 million for 1,000 job types on 4 worker
+// types), so they are counted first and rep.Entries grown once: appending them one at a time
+// copied the growing slice over and over and dominated the time of Table after the fit.
 func (rep *Report) fill(out *table.Table, d *Data, r *Result) {
 	sf := d.Jobs[0].ScaleFactor
+	rep.Entries = slices.Grow(rep.Entries, d.Missing())
 	for w, wt := range d.Workers {
-		for i := range d.Jobs {
+		for i, a := range d.Jobs {
 			for k := i; k < len(d.Jobs); k++ {
 				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
 					continue
 				}
-				inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
-				if inf {
-					out.SetInfeasible(wt, d.Jobs[i], d.Jobs[k])
-				} else {
-					out.SetPair(wt, d.Jobs[i], d.Jobs[k], r.Norm[w][i][k]*d.Iso[w][i], r.Norm[w][k][i]*d.Iso[w][k])
-				}
-				dirs := [][2]int{{i, k}, {k, i}}
-				if i == k {
-					dirs = dirs[:1]
-				}
-				for _, p := range dirs {
-					e := Entry{WorkerType: wt, Job: d.Jobs[p[0]].Model, Partner: d.Jobs[p[1]].Model, ScaleFactor: sf, Infeasible: inf}
-					if !inf {
-						e.Normalized = r.Norm[w][p[0]][p[1]]
-						e.Rate = e.Normalized * d.Iso[w][p[0]]
-					} else {
-						rep.InfeasiblePredicted++
+				b := d.Jobs[k]
+				if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+					out.SetInfeasible(wt, a, b)
+					rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Infeasible: true})
+					if i != k {
+						rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Infeasible: true})
 					}
-					rep.Entries = append(rep.Entries, e)
-					rep.Estimated++
+					continue
+				}
+				na, nb := r.Norm[w][i][k], r.Norm[w][k][i]
+				ra, rb := na*d.Iso[w][i], nb*d.Iso[w][k]
+				out.SetPair(wt, a, b, ra, rb)
+				rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Normalized: na, Rate: ra})
+				if i != k {
+					rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Normalized: nb, Rate: rb})
 				}
 			}
 		}
+	}
+}
+
+// add records one estimated entry.
+func (rep *Report) add(e Entry) {
+	rep.Entries = append(rep.Entries, e)
+	rep.Estimated++
+	if e.Infeasible {
+		rep.InfeasiblePredicted++
 	}
 }
 
@@ -139,6 +293,10 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	if err != nil {
 		return nil, nil, err
 	}
+	perSF := map[int]int{} // blocks per scale factor, for blockName
+	for _, d := range blocks {
+		perSF[d.Jobs[0].ScaleFactor]++
+	}
 	var all []Suggestion
 	anyRef, anyMissing := false, false
 	blocksPicked, calibrated := 0, true
@@ -148,7 +306,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		}
 		anyMissing = true
 		if len(d.References()) == 0 {
-			notes = append(notes, fmt.Sprintf("scale factor %d: %v; skipped", d.Jobs[0].ScaleFactor, ErrNoReference))
+			notes = append(notes, fmt.Sprintf("%s: %v; skipped", blockName(d, perSF[d.Jobs[0].ScaleFactor]), ErrNoReference))
 			continue
 		}
 		anyRef = true
@@ -158,7 +316,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		}
 		r, err := method.Estimate(ctx, d)
 		if err != nil {
-			return nil, nil, fmt.Errorf("scale factor %d: %w", d.Jobs[0].ScaleFactor, err)
+			return nil, nil, fmt.Errorf("%s: %w", blockName(d, perSF[d.Jobs[0].ScaleFactor]), err)
 		}
 		ms, err := Suggest(d, r, budget)
 		if err != nil {
@@ -176,7 +334,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	if !anyRef && budget > 0 {
 		for _, d := range blocks {
 			if d.Missing() > 0 {
-				return nil, nil, fmt.Errorf("scale factor %d: %w", d.Jobs[0].ScaleFactor, ErrNoReference)
+				return nil, nil, fmt.Errorf("%s: %w", blockName(d, perSF[d.Jobs[0].ScaleFactor]), ErrNoReference)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -158,44 +159,39 @@ func (d *Data) WriteTo(t *table.Table) {
 	}
 }
 
-// Blocks splits a table into estimation blocks, one per scale factor, on the worker types that
-// have an isolated rate for every job type of that scale factor (so a type that lacks some job
-// types, like Gavel's k80_unconsolidated at scale factors above 1, is left out of that block).
-// workers, when not nil, restricts the worker types. A worker type that repeats an earlier one
+// ErrUnknownWorkerType is returned when a requested worker type is not in the table.
+var ErrUnknownWorkerType = errors.New("not in the table")
+
+// Blocks splits a table into estimation blocks: per scale factor, one block per group of worker
+// types that have a positive isolated rate for the same job types of that scale factor, on
+// those job types. No worker type is left out: one that lacks some job types (Gavel's
+// k80_unconsolidated at scale factors above 1 has no ResNet-50 (batch size 64) or (batch size
+// 128); its k80 has ResNet-50 (batch size 128) with isolated rate 0 there) is modelled, in a
+// block of its own, with the job types it has. Pairs with a job type left out of a block are
+// not in any block: [Table] fills those whose job cannot run alone (isolated rate 0) as
+// infeasible and leaves, with a note, those whose job has no isolated rate (a pair rate cannot
+// be normalized without one); the notes Blocks returns name the latter. Blocks of a scale
+// factor come in the order of their first worker type.
+//
+// workers, when not nil, restricts the worker types; a name the table does not have is an error
+// wrapping [ErrUnknownWorkerType]. A worker type that repeats an earlier one of its block
 // exactly (same isolated and pair entries, as Gavel's "_unconsolidated" types do at scale factor
 // 1) is dropped when dedupe is set: it carries no information and would count every error twice.
 func Blocks(t *table.Table, workers []string, dedupe bool) ([]*Data, []string, error) {
-	if workers == nil {
-		workers = t.WorkerTypes()
+	l, err := layout(t, workers)
+	if err != nil {
+		return nil, nil, err
 	}
-	sfs := map[int]bool{}
-	for _, j := range t.JobTypes() {
-		sfs[j.ScaleFactor] = true
-	}
-	var notes []string
 	var out []*Data
-	keys := mapsKeys(sfs)
-	slices.Sort(keys)
-	for _, sf := range keys {
-		jobs := t.JobTypesWithScaleFactor(sf)
-		var ws []string
-		for _, w := range workers {
-			all := true
-			for _, j := range jobs {
-				if r, ok := t.Isolated(w, j); !ok || r <= 0 {
-					all = false
-					break
-				}
+	var notes []string
+	for _, g := range l.groups {
+		if g.missing != nil {
+			if len(g.missing.none) > 0 {
+				notes = append(notes, g.missing.note())
 			}
-			if all {
-				ws = append(ws, w)
-			}
-		}
-		if len(ws) == 0 {
-			notes = append(notes, fmt.Sprintf("scale factor %d: no worker type has an isolated rate for all %d job types; skipped", sf, len(jobs)))
 			continue
 		}
-		d, err := FromTable(t, jobs, ws)
+		d, err := FromTable(t, g.jobs, g.workers)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -207,7 +203,100 @@ func Blocks(t *table.Table, workers []string, dedupe bool) ([]*Data, []string, e
 	return out, notes, nil
 }
 
-func mapsKeys(m map[int]bool) []int {
+// group is one block of a table's layout (workers and jobs), or, with missing set, one worker
+// type's job types of a scale factor that no block holds.
+type group struct {
+	sf      int
+	workers []string
+	jobs    []table.JobType
+	missing *outside
+}
+
+// outside lists, for one scale factor and worker type, the job types no block holds there: those
+// that cannot run alone (isolated rate 0) and those with no isolated rate.
+type outside struct {
+	sf         int
+	worker     string
+	all        []table.JobType // the scale factor's job types
+	zero, none []table.JobType
+}
+
+func (o *outside) note() string {
+	names := make([]string, len(o.none))
+	for x, j := range o.none {
+		names[x] = j.Model
+	}
+	return fmt.Sprintf("scale factor %d: worker type %s: no isolated rate for %s; pairs with them there cannot be normalized and are not estimated",
+		o.sf, o.worker, strings.Join(names, ", "))
+}
+
+// tableLayout is how Blocks splits a table: blocks (groups without missing) and the job types
+// outside them (groups with missing set), by scale factor.
+type tableLayout struct {
+	groups []group
+	sfs    []int
+}
+
+// layout groups, per scale factor, the worker types by the job types with a positive isolated
+// rate there.
+func layout(t *table.Table, workers []string) (*tableLayout, error) {
+	have := t.WorkerTypes()
+	if workers == nil {
+		workers = have
+	}
+	var unknown []string
+	for _, w := range workers {
+		if _, found := slices.BinarySearch(have, w); !found {
+			unknown = append(unknown, w)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("worker type %s: %w (it has %s)", strings.Join(unknown, ", "), ErrUnknownWorkerType, strings.Join(have, ", "))
+	}
+	bySF := map[int][]table.JobType{}
+	for _, j := range t.JobTypes() {
+		bySF[j.ScaleFactor] = append(bySF[j.ScaleFactor], j)
+	}
+	l := &tableLayout{sfs: mapsKeys(bySF)}
+	slices.Sort(l.sfs)
+	for _, sf := range l.sfs {
+		jobs := bySF[sf]
+		var blocks []group
+		var outs []group
+		for _, w := range workers {
+			o := &outside{sf: sf, worker: w, all: jobs}
+			var runs []table.JobType
+			for _, j := range jobs {
+				r, ok := t.Isolated(w, j)
+				switch {
+				case !ok || math.IsNaN(r):
+					o.none = append(o.none, j)
+				case r <= 0:
+					o.zero = append(o.zero, j)
+				default:
+					runs = append(runs, j)
+				}
+			}
+			if len(o.zero)+len(o.none) > 0 {
+				outs = append(outs, group{sf: sf, workers: []string{w}, missing: o})
+			}
+			if len(runs) == 0 {
+				continue
+			}
+			x := slices.IndexFunc(blocks, func(g group) bool { return slices.Equal(g.jobs, runs) })
+			if x < 0 {
+				blocks = append(blocks, group{sf: sf, jobs: runs})
+				x = len(blocks) - 1
+			}
+			blocks[x].workers = append(blocks[x].workers, w)
+		}
+		l.groups = append(l.groups, blocks...)
+		l.groups = append(l.groups, outs...)
+	}
+	return l, nil
+}
+
+func mapsKeys[V any](m map[int]V) []int {
 	out := make([]int, 0, len(m))
 	for k := range m {
 		out = append(out, k)

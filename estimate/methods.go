@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -76,7 +75,7 @@ type Method interface {
 
 // PartnerMean is the baseline that predicts i's rate next to k on w as the mean rate of every
 // job measured next to k on w (the partner's mean effect), or the mean of all measured entries
-// on w when k has none. A pair is predicted infeasible when most of k's measured entries on w are.
+// on w when k has none (1/2 when w has none either). A pair is predicted infeasible when most of k's measured entries on w are.
 type PartnerMean struct{}
 
 // Name returns "partner_mean".
@@ -98,8 +97,9 @@ func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
 				}
 			}
 		}
-		if nall == 0 {
-			return nil, fmt.Errorf("worker type %s: no measured pair", d.Workers[w])
+		wmean := fallbackNorm // no feasible measured pair on w (see Pairwise.withoutRates)
+		if nall > 0 {
+			wmean = all / float64(nall)
 		}
 		for k := range d.Jobs {
 			sum, n, inf := 0.0, 0, 0
@@ -112,7 +112,7 @@ func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
 					inf++
 				}
 			}
-			mean := all / float64(nall)
+			mean := wmean
 			if n > 0 {
 				mean = sum / float64(n)
 			}

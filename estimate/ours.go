@@ -180,6 +180,9 @@ func (p Pairwise) Estimate(ctx context.Context, d *Data) (*Result, error) {
 // sums of pairs measured feasible and the model never changes Norm.
 func (p Pairwise) estimate(ctx context.Context, d *Data, infeasible bool) (*Result, error) {
 	vals, ind := observations(d)
+	if len(vals) == 0 {
+		return p.withoutRates(ctx, d)
+	}
 	x := features(d)
 	grids, err := p.fitMembers(ctx, d, vals, x)
 	if err != nil {
@@ -205,6 +208,62 @@ func (p Pairwise) estimate(ctx context.Context, d *Data, infeasible bool) (*Resu
 	}
 	r.keepMeasured(d)
 	return r, nil
+}
+
+// fallbackNorm is the normalized rate [Pairwise] gives every entry of a block with no feasible
+// measured pair, where no rate can be fitted: the two jobs of a pair split the GPU evenly (their
+// normalized rates sum to 1, the packing decision's boundary).
+const fallbackNorm = 0.5
+
+// withoutRates is [Pairwise]'s estimate of a block with no feasible measured pair (every scale
+// factor above 1 of Gavel's table: multi-GPU jobs never share there), where there is nothing to
+// fit rates to: see noRates. SumError, when asked for, is its prior.
+func (p Pairwise) withoutRates(ctx context.Context, d *Data) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := noRates(d)
+	if p.Calibrate > 0 {
+		var err error
+		if r.SumError, err = p.sumError(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// noRates is the estimate of a block with no feasible measured pair, from what can be said
+// without a rate to fit: when the block knows some pairs and every one of them is infeasible,
+// every pair is predicted infeasible (InfeasibleScore 1); otherwise every missing entry gets
+// fallbackNorm, feasible. Measured entries are kept.
+func noRates(d *Data) *Result {
+	r := newResult(d)
+	known, allInfeasible := false, true
+	for w := range d.State {
+		for i := range d.State[w] {
+			for _, s := range d.State[w][i] {
+				known = known || s != table.Missing
+				allInfeasible = allInfeasible && s != table.Measured
+			}
+		}
+	}
+	allInfeasible = allInfeasible && known
+	if allInfeasible {
+		r.InfeasibleScore = grid3(len(d.Workers), len(d.Jobs))
+	}
+	for w := range r.Norm {
+		for i := range r.Norm[w] {
+			for k := range r.Norm[w][i] {
+				r.Norm[w][i][k] = fallbackNorm
+				if allInfeasible {
+					r.Infeasible[w][i][k] = true
+					r.InfeasibleScore[w][i][k] = 1
+				}
+			}
+		}
+	}
+	r.keepMeasured(d)
+	return r
 }
 
 func (p Pairwise) ensemble() int {

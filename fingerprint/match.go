@@ -6,8 +6,13 @@ import (
 	"sort"
 )
 
-// Distance compares two fingerprints on the entries both have (NaN marks a missing entry).
+// Distance compares two fingerprints on the entries both have. NaN marks a missing entry, and so
+// does ±Inf: an infinite rate is no measurement, and counted it would make every distance,
+// weight and confidence NaN.
 type Distance int
+
+// observed reports whether a fingerprint entry counts: a finite number.
+func observed(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // The distances.
 const (
@@ -29,15 +34,15 @@ func (d Distance) String() string {
 	return fmt.Sprintf("Distance(%d)", int(d))
 }
 
-// Between returns the distance over the entries observed in both a and b, and how many there
-// were; NaN when there are none.
+// Between returns the distance over the entries observed (finite) in both a and b, and how many
+// there were; NaN when there are none.
 func (d Distance) Between(a, b []float64) (float64, int) {
 	if len(a) != len(b) {
 		panic("fingerprint: vectors of different lengths")
 	}
 	var x, y []float64
 	for i := range a {
-		if !math.IsNaN(a[i]) && !math.IsNaN(b[i]) {
+		if observed(a[i]) && observed(b[i]) {
 			x, y = append(x, a[i]), append(y, b[i])
 		}
 	}
@@ -79,11 +84,12 @@ type Result struct {
 	Compared   int // observed entries compared with the nearest reference
 }
 
-// Predict returns the neighbours' weighted average of entry j of the references.
+// Predict returns the neighbours' weighted average of entry j of the references observed there
+// (finite); NaN when none is.
 func (r Result) Predict(refs [][]float64, j int) float64 {
 	s, w := 0.0, 0.0
 	for _, n := range r.Neighbors {
-		if v := refs[n.Index][j]; !math.IsNaN(v) {
+		if v := refs[n.Index][j]; observed(v) {
 			s += n.Weight * v
 			w += n.Weight
 		}
@@ -113,7 +119,7 @@ func (s Settings) k() (int, error) {
 }
 
 // Match finds the s.K nearest references (rows of refs) to the partial fingerprint row under
-// s.Distance, using only entries observed (not NaN) in both. Weights are proportional to
+// s.Distance, using only entries observed in both (finite: NaN and ±Inf are missing). Weights are proportional to
 // 1/(distance + eps) with eps = 1e-3. It returns an error when no reference shares an observed
 // entry with row.
 func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
@@ -173,13 +179,13 @@ func Nearest(ns []Neighbor, k int) []Neighbor {
 // alone (one per worker type, same order as each reference's) to its s.K nearest references:
 // the distance is the mean absolute difference of log rates after removing each vector's mean
 // (s.Distance is not used), so it compares how a job's speed varies across worker types rather
-// than its absolute speed.
+// than its absolute speed. A rate that is not a positive finite number is missing.
 func ColdStart(isolated []float64, refIsolated [][]float64, s Settings) (Result, error) {
 	center := func(x []float64) []float64 {
 		out := make([]float64, len(x))
 		m, n := 0.0, 0
 		for i, v := range x {
-			if v > 0 {
+			if v > 0 && observed(v) {
 				out[i] = math.Log(v)
 				m += out[i]
 				n++

@@ -123,3 +123,43 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+// ±Inf entries used to enter the distances and make weights and confidence NaN; they are
+// missing, like NaN: the match equals the one with those entries NaN.
+func TestMatchTreatsInfiniteAsMissing(t *testing.T) {
+	refs, row := plantedRefs(6, 20, 2, 0.03, 0.2, 7)
+	withInf := append([]float64(nil), row...)
+	withNaN := append([]float64(nil), row...)
+	withInf[0], withInf[5] = math.Inf(1), math.Inf(-1)
+	withNaN[0], withNaN[5] = math.NaN(), math.NaN()
+	refs[3][7] = math.Inf(1) // in a reference too
+	refsNaN := make([][]float64, len(refs))
+	for i := range refs {
+		refsNaN[i] = append([]float64(nil), refs[i]...)
+	}
+	refsNaN[3][7] = math.NaN()
+	for _, d := range []Distance{Cosine, MeanAbs, MeanAbsLog} {
+		got, err := Match(withInf, refs, Settings{Distance: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Match(withNaN, refsNaN, Settings{Distance: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.IsNaN(got.Confidence) || got.Confidence != want.Confidence || got.Compared != want.Compared || len(got.Neighbors) != len(want.Neighbors) {
+			t.Fatalf("%v: with ±Inf %+v, with NaN %+v", d, got, want)
+		}
+		for x := range got.Neighbors {
+			if got.Neighbors[x] != want.Neighbors[x] || math.IsNaN(got.Neighbors[x].Weight) {
+				t.Errorf("%v: neighbour %d: with ±Inf %+v, with NaN %+v", d, x, got.Neighbors[x], want.Neighbors[x])
+			}
+		}
+		if p := got.Predict(refs, 7); math.IsNaN(p) || math.IsInf(p, 0) {
+			t.Errorf("%v: Predict over an infinite reference entry: %v", d, p)
+		}
+	}
+	if res, err := ColdStart([]float64{1, math.Inf(1), 2}, [][]float64{{1, 5, 2}, {2, 1, 1}}, Settings{K: 1}); err != nil || math.IsNaN(res.Confidence) || res.Neighbors[0].Index != 0 {
+		t.Errorf("ColdStart with +Inf: %+v, %v", res, err)
+	}
+}

@@ -22,7 +22,7 @@ type estimatorFlags struct {
 
 func (f *estimatorFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.table, "table", "", "partial throughput table (Gavel JSON); required")
-	cmd.Flags().StringVar(&f.workers, "worker-types", "", "comma-separated worker types (default: all with every job type)")
+	cmd.Flags().StringVar(&f.workers, "worker-types", "", "comma-separated worker types (default: all)")
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed of the estimator")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object")
 }
@@ -32,8 +32,12 @@ func (f estimatorFlags) options() estimate.Options {
 }
 
 // tableError wraps an estimator error with the table's path; a table without reference job
-// types is bad input (exit 2), anything else a failure while working.
+// types, or a --worker-types name it does not have, is bad input (exit 2), anything else a
+// failure while working.
 func (f estimatorFlags) tableError(err error) error {
+	if errors.Is(err, estimate.ErrUnknownWorkerType) {
+		return cli.UsageError("table %s: --worker-types: %v", f.table, err)
+	}
 	if errors.Is(err, estimate.ErrNoReference) {
 		return cli.UsageError("table %s: %v", f.table, err)
 	}
@@ -68,8 +72,12 @@ spread: a planner loses more by packing a pair that is not free than by forgoing
 Infeasible pairs are a class of their own and are predicted separately, never averaged
 in as zero throughput.
 
-Each scale factor is estimated on its own, on the worker types that have an isolated
-rate for every job type of that scale factor (--worker-types restricts them).
+Each scale factor is estimated on its own; its worker types (--worker-types restricts
+them) are grouped by the job types that have a positive isolated rate on them, and each
+group is estimated on those job types. A pair whose job cannot run alone on the worker
+type (isolated rate 0) is filled as infeasible (a fact, counted apart from the estimates);
+a pair whose job has no isolated rate there cannot be normalized and stays missing, and so
+do the pairs of a group without reference job types; notes on stderr name them.
 
 The output counts the estimated entries per worker type; --list prints each one
 (--json always includes them).`,
@@ -114,6 +122,12 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 		return err
 	}
 	fmt.Fprintf(io.Out, "%d entries estimated (%d predicted infeasible); wrote %s\n", rep.Estimated, rep.InfeasiblePredicted, o.out)
+	if rep.KnownInfeasible > 0 {
+		fmt.Fprintf(io.Out, "%d entries filled as infeasible: a job of the pair cannot run alone there\n", rep.KnownInfeasible)
+	}
+	if rep.LeftMissing > 0 {
+		fmt.Fprintf(io.Out, "%d entries still missing (see the notes)\n", rep.LeftMissing)
+	}
 	return nil
 }
 

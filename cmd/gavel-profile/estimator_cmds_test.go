@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
 	"github.com/gavelkit/gavel/table"
 )
@@ -214,6 +215,10 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"evaluate no GPUs", newEvaluateCmd, []string{"--gpus", "0"}, "gpus"},
 		{"evaluate no such scale factor", newEvaluateCmd, []string{"--scale-factor", "3"}, "scale factor 3"},
 		{"suggest without --table", newSuggestCmd, []string{"--budget", "3"}, "--table"},
+		{"estimate unknown worker type", newEstimateCmd, []string{"--table", in, "--out", out, "--worker-types", "v10"}, "worker type v10"},
+		{"suggest unknown worker type", newSuggestCmd, []string{"--table", in, "--worker-types", "p100,v10"}, "worker type v10"},
+		{"evaluate unknown worker type", newEvaluateCmd, []string{"--worker-types", "v10"}, "worker type v10"},
+		{"evaluate unknown policy", newEvaluateCmd, []string{"--policy", "max_min_fairnes", "--seeds", "0"}, "max_min_fairnes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,5 +305,44 @@ func TestEstimateSuggestDeterministic(t *testing.T) {
 	}
 	if s1, s2 := suggestRun(), suggestRun(); s1 != s2 {
 		t.Errorf("suggest --seed 7 twice printed different JSON:\n%s\n%s", s1, s2)
+	}
+}
+
+// evaluate's output has a row per estimate.DefaultMethods; its help names every one.
+func TestEvaluateHelpNamesEveryMethod(t *testing.T) {
+	help := newEvaluateCmd(nil).Long
+	for _, m := range estimate.DefaultMethods(0) {
+		if !strings.Contains(help, m.Name()) {
+			t.Errorf("evaluate --help does not name method %s", m.Name())
+		}
+	}
+}
+
+// A k80 without A3C's isolated rate: the other jobs' k80 entries are estimated, A3C's stay
+// missing, and the command says so (exit 0, as the table is written).
+func TestEstimateCmdReportsEntriesLeftMissing(t *testing.T) {
+	full := table.Default().Select(nil, []string{"k80", "p100", "v100"})
+	jobs := full.JobTypesWithScaleFactor(1)
+	p := full.Select(jobs, nil)
+	a3c := table.JobType{Model: "A3C", ScaleFactor: 1}
+	p.DeleteIsolated("k80", a3c)
+	for _, k := range jobs {
+		p.DeletePair("k80", a3c, k)
+	}
+	p.DeletePair("k80", jobs[len(jobs)-1], jobs[len(jobs)-2])
+	in := filepath.Join(t.TempDir(), "partial.json")
+	if err := p.Save(in); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := execCmd(newEstimateCmd, "--table", in, "--out", filepath.Join(t.TempDir(), "full.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d entries still missing", 2*len(jobs)-1)
+	if !strings.Contains(stdout, "2 entries estimated") || !strings.Contains(stdout, want) {
+		t.Errorf("stdout %q, want 2 estimated and %q", stdout, want)
+	}
+	if !strings.Contains(stderr, "worker type k80: A3C has no isolated rate") || strings.Contains(stderr, "no missing entries; returned unchanged") {
+		t.Errorf("stderr %q", stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
 )
 
 type evaluateOptions struct {
@@ -33,7 +34,8 @@ of about 12, re-estimating between them.
 
 Methods: ours (the pairwise model 'estimate' uses), gavel (Gavel's rank-10 completion,
 nearest reference by cosine distance, that reference's row), partner_mean (the mean
-effect of each partner per worker type), and als / als_raw (biased low-rank completion of
+effect of each partner per worker type), neighbors (each job a weighted mix of its 3
+nearest references by fingerprint), and als / als_raw (biased low-rank completion of
 Gavel's job × (worker type, partner) matrix of normalized / raw rates, rank and
 regularization by cross-validation).
 
@@ -48,7 +50,8 @@ estimated table and evaluated with true rates, over the objective on the true ta
 The JSON also carries "estimated_only": the same metrics over the entries that were not
 measured, and "std" and "per_seed".
 
-Worker types default to those with every job type of --scale-factor, dropping any that
+Worker types default to those with every job type of --scale-factor (more exactly: the
+largest group of worker types that can run the same job types alone), dropping any that
 repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 1).`,
 		Example: `  gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2
   gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2 --active --json`,
@@ -98,6 +101,13 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if o.gpus < 1 {
 		return cli.UsageError("evaluate: --gpus %d: must be at least 1", o.gpus)
 	}
+	if o.policy != "none" {
+		// Checked here: the downstream score makes its first policy only after the first
+		// seed's fits, minutes in.
+		if _, err := policy.New(o.policy); err != nil {
+			return cli.UsageError("evaluate: --policy: %v", err)
+		}
+	}
 	truth, err := o.truth()
 	if err != nil {
 		return err
@@ -130,11 +140,13 @@ func (o evaluateOptions) truth() (*estimate.Data, error) {
 	}
 	blocks, _, err := estimate.Blocks(t, estimate.ParseWorkers(o.workers), true)
 	if err != nil {
-		return nil, cli.UsageError("table %s: %v", name, err)
+		return nil, cli.UsageError("table %s: --worker-types: %v", name, err)
 	}
+	// A scale factor may have several blocks (worker types grouped by the job types they can
+	// run alone); evaluate the one with the most job types, the first of those on a tie.
 	var truth *estimate.Data
 	for _, b := range blocks {
-		if b.Jobs[0].ScaleFactor == o.scaleFactor {
+		if b.Jobs[0].ScaleFactor == o.scaleFactor && (truth == nil || len(b.Jobs) > len(truth.Jobs)) {
 			truth = b
 		}
 	}
