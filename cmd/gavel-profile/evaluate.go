@@ -40,11 +40,12 @@ Gavel's job × (worker type, partner) matrix of normalized / raw rates, rank and
 regularization by cross-validation).
 
 Metrics, over every entry (job i next to k on worker type w) except pairs of two
-references, including the measured ones: mae and mape on normalized rates (mape where the
-true rate is above 0.05; infeasible entries only count in infeasible precision/recall),
-raw_mape on rates (equal to mape here, since isolated rates are measured),
-packing_agreement (same call on "is the pair feasible and do its normalized rates sum to
-more than 1?"), and downstream_ratio: the max-min fairness objective (policy --policy,
+references, including the measured ones. An entry or pair infeasible in the truth or in
+the estimate counts only in infeasible_precision and infeasible_recall. The others give
+mae and mape on normalized rates (mape where the true rate is above 0.05), raw_mape on
+rates (equal to mape here, since isolated rates are measured), packing_agreement (same
+call on "do the two normalized rates sum to more than 1?", over scored_pairs pairs), and
+downstream_ratio: the max-min fairness objective (policy --policy,
 one job per job type, --gpus of each worker type) of the allocation computed on the
 estimated table and evaluated with true rates, over the objective on the true table.
 The JSON also carries "estimated_only": the same metrics over the entries that were not
