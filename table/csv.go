@@ -121,7 +121,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[string]int, pairs map[
 	loc := func(job, partner string, err error) {
 		b.add(&Problem{Line: line, Worker: w, Job: job, Partner: partner, Err: err})
 	}
-	j, err := csvJobType(rec[1], rec[2])
+	j, err := b.csvJobType(rec[1], rec[2])
 	if err != nil || w == "" {
 		if w == "" {
 			err = fmt.Errorf("%w: empty worker type name", ErrBadKey)
@@ -131,7 +131,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[string]int, pairs map[
 	}
 	partner, k := isolatedKey, JobType{}
 	if rec[3] != "" || rec[4] != "" {
-		if k, err = csvJobType(rec[3], rec[4]); err != nil {
+		if k, err = b.csvJobType(rec[3], rec[4]); err != nil {
 			loc(j.Key(), "", fmt.Errorf("partner: %w", err))
 			return
 		}
@@ -160,6 +160,20 @@ func (b *builder) csvRow(rec []string, line int, seen map[string]int, pairs map[
 		pairs[w] = map[[2]JobType][2]float64{}
 	}
 	pairs[w][[2]JobType{j, k}] = [2]float64{rate, prate}
+}
+
+// csvJobType is csvJobType, remembered: a table of n job types names each one about 2n times.
+func (b *builder) csvJobType(model, sf string) (JobType, error) {
+	key := model + "\x00" + sf
+	if p, ok := b.types[key]; ok {
+		return p.j, p.err
+	}
+	if b.types == nil {
+		b.types = map[string]parsedKey{}
+	}
+	j, err := csvJobType(model, sf)
+	b.types[key] = parsedKey{j, err}
+	return j, err
 }
 
 // csvJobType reads a model and scale factor column; the job type must be one a table file can

@@ -149,6 +149,12 @@ func isMaskedNonFinite(s string) bool {
 // parseRate reads one JSON number, rejecting anything that is not a finite,
 // non-negative rate.
 func parseRate(raw json.RawMessage) (float64, error) {
+	if isJSONNumber(raw) { // the common case, without the decoder
+		v, err := strconv.ParseFloat(string(raw), 64)
+		if err == nil && v >= 0 && !math.IsInf(v, 0) {
+			return v, nil
+		}
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if isMaskedNonFinite(s) {
@@ -319,8 +325,10 @@ func (b *builder) jobType(key string) (JobType, error) {
 	return j, err
 }
 
-// position is position(b.data, offset) by binary search: every key's line is recorded, and
-// counting from the start each time made reading a table quadratic (137 s for 32 MB).
+// position is the 1-based line and column of the byte at offset (a key's first byte; unlike
+// position, which takes a syntax error's offset, one past the bad byte), by binary search:
+// every key's line is recorded, and counting from the start each time made reading a table
+// quadratic (137 s for 32 MB).
 func (b *builder) position(offset int64) (line, col int) {
 	if b.lines == nil {
 		b.lines = make([]int, 0, bytes.Count(b.data, []byte("\n")))
@@ -336,7 +344,7 @@ func (b *builder) position(offset int64) (line, col int) {
 	if n > 0 {
 		start = b.lines[n-1] + 1
 	}
-	return n + 1, max(int(offset)-start, 1)
+	return n + 1, int(offset) - start + 1 // offset is the key's own first byte
 }
 
 func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
@@ -636,6 +644,10 @@ func writeTarget(path string) (string, os.FileMode, error) {
 		return "", 0, err
 	case fi.Mode()&os.ModeSymlink != 0:
 		target, err := filepath.EvalSymlinks(path)
+		if errors.Is(err, os.ErrNotExist) {
+			// A dangling link: create its target, as a shell's > would.
+			return danglingTarget(path)
+		}
 		if err != nil {
 			return "", 0, fmt.Errorf("symlink: %w", err)
 		}
@@ -649,6 +661,32 @@ func writeTarget(path string) (string, os.FileMode, error) {
 		return "", 0, fmt.Errorf("%s is not a regular file", path)
 	}
 	return path, fi.Mode().Perm(), nil
+}
+
+// danglingTarget follows the links from path to the first name that does not exist, the file
+// a write through path creates.
+func danglingTarget(path string) (string, os.FileMode, error) {
+	for range 40 { // as many links as Linux follows
+		fi, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return path, 0o644, nil
+		}
+		if err != nil {
+			return "", 0, err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return "", 0, fmt.Errorf("symlink: %s exists but %s did not resolve", path, path)
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", 0, fmt.Errorf("symlink: %w", err)
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", 0, fmt.Errorf("symlink: too many links at %s", path)
 }
 
 func syncDir(dir string) error {

@@ -515,6 +515,22 @@ func TestSaveKeepsModeAndSymlink(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 4 { // private, new, real, link
 		t.Errorf("Save left %d entries in the directory, want 4", len(entries))
 	}
+
+	// A link whose target does not exist yet: the target is created and the link kept.
+	dangling := filepath.Join(dir, "real", "dangling.json")
+	if err := os.Symlink(filepath.Join("..", "later", "t.json"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "later"), 0o755)
+	if err := tb.Save(dangling); err != nil {
+		t.Fatalf("Save through a dangling link: %v", err)
+	}
+	if fi, err := os.Lstat(dangling); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the dangling link was replaced: %v", err)
+	}
+	if got, err := Load(filepath.Join(dir, "later", "t.json")); err != nil || !got.Equal(tb) {
+		t.Errorf("the dangling link's target after Save: %v, %v", got, err)
+	}
 }
 
 // denseTable is a table of n job types on 4 worker types with every pair measured, the shape
@@ -594,12 +610,35 @@ func TestReadFastPathsAgree(t *testing.T) {
 			t.Errorf("%s: parsePair %v, %v; the decoder %v, %v", raw, got, err, slow, slowErr)
 		}
 	}
+	// A key's position is that of its own first byte: "b" opens line 4 at column 3.
 	data := []byte("{\n\"a\": 1,\n\n  \"b\": [1,\n2]\n}\n")
 	b := &builder{data: data}
-	for off := int64(0); off <= int64(len(data))+2; off++ {
-		l1, c1 := position(data, off)
-		if l2, c2 := b.position(off); l1 != l2 || c1 != c2 {
-			t.Errorf("offset %d: position %d:%d, builder %d:%d", off, l1, c1, l2, c2)
+	line, col := 1, 1
+	for off := range int64(len(data)) {
+		if l, c := b.position(off); l != line || c != col {
+			t.Errorf("offset %d (%q): builder says %d:%d, want %d:%d", off, data[off], l, c, line, col)
+		}
+		col++
+		if data[off] == '\n' {
+			line, col = line+1, 1
+		}
+	}
+	if l, c := b.position(int64(bytes.Index(data, []byte(`"b"`)))); l != 4 || c != 3 {
+		t.Errorf(`"b" at %d:%d, want 4:3`, l, c)
+	}
+}
+
+// BenchmarkReadCSV reads the table of BenchmarkWrite as CSV.
+func BenchmarkReadCSV(b *testing.B) {
+	var buf bytes.Buffer
+	if err := denseTable(300).WriteCSV(&buf); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := ReadCSVFile(bytes.NewReader(buf.Bytes()), "t.csv"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

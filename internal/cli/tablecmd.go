@@ -305,7 +305,7 @@ func readAny(path string) (*table.Table, error) {
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
 		return LoadTable(path)
 	}
-	t, err := table.ReadCSV(bytes.NewReader(data))
+	t, err := table.ReadCSVFile(bytes.NewReader(data), path)
 	if err != nil {
 		var ps table.Problems
 		if errors.As(err, &ps) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,6 +107,20 @@ func TestTableConvertRoundTrip(t *testing.T) {
 	}
 	if err := TableConvert(streams, "-", "xml", ""); ExitCode(err) != 2 {
 		t.Errorf("--to xml: exit %d, want 2", ExitCode(err))
+	}
+
+	// A repeated row is bad input named by file and line.
+	data, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte(string(data)+lines[4]), 0o644)
+	err = TableConvert(streams, bad, "json", "")
+	want := fmt.Sprintf("%s:%d:", bad, len(lines)) // the last line, after the final newline's empty piece
+	if ExitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("repeated CSV row: exit %d, %v; want exit 2 naming %s", ExitCode(err), err, want)
 	}
 }
 
