@@ -131,6 +131,20 @@ func TestScoreHandComputed(t *testing.T) {
 	if m.InfeasiblePrecision != 0 || m.InfeasibleRecall != 0 {
 		t.Errorf("with (0,1) predicted infeasible: precision %v recall %v, want 0 and 0", m.InfeasiblePrecision, m.InfeasibleRecall)
 	}
+	if m.ScoredEntries != 2 {
+		t.Errorf("scored entries %d, want 2 ((0,0) and (1,0))", m.ScoredEntries)
+	}
+
+	// Everything called infeasible leaves nothing to score a rate or a decision on.
+	for i := range r.Infeasible[0] {
+		for k := range r.Infeasible[0][i] {
+			r.Infeasible[0][i][k] = true
+		}
+	}
+	if m = Score(d, r, nil); m.ScoredEntries != 0 || m.ScoredPairs != 0 || m.Entries != 4 || m.Pairs != 3 {
+		t.Errorf("all predicted infeasible: %d of %d entries, %d of %d pairs scored; want 0 of 4, 0 of 3",
+			m.ScoredEntries, m.Entries, m.ScoredPairs, m.Pairs)
+	}
 }
 
 // With every job type a reference and everything measured, Gavel's estimator matches each job to

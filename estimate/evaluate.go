@@ -71,9 +71,13 @@ type Metrics struct {
 	DownstreamRatio *float64 `json:"downstream_ratio,omitempty"`
 	Entries         int      `json:"entries"` // scored entries, infeasible ones included
 	Pairs           int      `json:"pairs"`   // scored unordered pairs, infeasible ones included
-	// ScoredPairs is how many of Pairs are feasible in the truth and the estimate: packing
-	// agreement's denominator. It depends on the method; over seeds it is the rounded mean.
-	ScoredPairs int `json:"scored_pairs"`
+	// ScoredEntries is how many of Entries are feasible in the truth and the estimate (MAE's
+	// denominator; MAPE's leaves out true rates of 0.05 or less), and ScoredPairs how many of
+	// Pairs (packing agreement's). They depend on the method (one that calls an entry infeasible
+	// is not scored on its rate); over seeds each is the rounded mean. When one is 0 the metrics
+	// it counts for are undefined and written as 0.
+	ScoredEntries int `json:"scored_entries"`
+	ScoredPairs   int `json:"scored_pairs"`
 }
 
 // Score measures r against truth on every entry (w, i, k) except those where both jobs are
@@ -157,6 +161,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 			}
 		}
 	}
+	m.ScoredEntries = nAbs
 	m.MAE = ratio(absSum, nAbs)
 	m.MAPE = ratio(apeSum, nApe)
 	m.RawMAPE = ratio(rawSum, nApe)
@@ -325,7 +330,7 @@ func onlyReferences(d *Data, refs []int) *Data {
 
 // meanStd returns the mean and (population) standard deviation of each rate of xs (the
 // downstream ratio when every seed has one); Entries and Pairs, the same for every seed, are
-// copied; ScoredPairs is the rounded mean.
+// copied; ScoredEntries and ScoredPairs are rounded means.
 func meanStd(xs []Metrics) (mean, std Metrics) {
 	rates := func(m *Metrics) []*float64 {
 		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
@@ -344,8 +349,13 @@ func meanStd(xs []Metrics) (mean, std Metrics) {
 	}
 	mean.Entries, mean.Pairs = xs[0].Entries, xs[0].Pairs
 	std.Entries, std.Pairs = xs[0].Entries, xs[0].Pairs
-	scored, _ := meanStdOf(len(xs), func(x int) float64 { return float64(xs[x].ScoredPairs) })
-	mean.ScoredPairs = int(math.Round(scored))
+	for _, f := range []func(*Metrics) *int{
+		func(m *Metrics) *int { return &m.ScoredEntries },
+		func(m *Metrics) *int { return &m.ScoredPairs },
+	} {
+		v, _ := meanStdOf(len(xs), func(x int) float64 { return float64(*f(&xs[x])) })
+		*f(&mean) = int(math.Round(v))
+	}
 	return mean, std
 }
 

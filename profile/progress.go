@@ -102,13 +102,13 @@ func clip(s string, n int) string {
 	return s
 }
 
-// oomPattern matches the messages CUDA, PyTorch, TensorFlow and JAX print when an allocation on
+// oomPattern matches the messages CUDA, PyTorch, TensorFlow, JAX and NCCL print when an allocation on
 // the device failed for good. A bare "out of memory" is not enough: TensorFlow's BFC allocator
 // logs "ran out of memory trying to allocate ... this is not a failure" and retries, and one
 // such line must not mark a job infeasible for ever.
 var oomPattern = regexp.MustCompile(`(?i)(CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|` +
 	`CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|` +
-	`RESOURCE_EXHAUSTED: (OOM|Out of memory)|ResourceExhaustedError)`)
+	`RESOURCE_EXHAUSTED: (OOM|Out of memory)|ResourceExhaustedError|Cuda failure '?out of memory)`)
 
 // notFailure matches allocator warnings that say themselves they are harmless.
 var notFailure = regexp.MustCompile(`(?i)not a failure`)

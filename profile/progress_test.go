@@ -100,8 +100,9 @@ func TestIsOOM(t *testing.T) {
 		"jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB": true,
 		"tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor":               true,
 		"W tensorflow/core/common_runtime/bfc_allocator.cc:290] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.13GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.": false,
-		"I allocator: garbage collection freed memory; not out of memory yet": false,
-		"dataloader worker: host out of memory, retrying":                     false,
+		"I allocator: garbage collection freed memory; not out of memory yet":         false,
+		"dataloader worker: host out of memory, retrying":                             false,
+		"node1:123:456 [0] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'": true,
 	} {
 		if isOOM(line) != want {
 			t.Errorf("isOOM(%q) = %v", line, !want)

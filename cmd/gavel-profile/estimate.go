@@ -56,7 +56,9 @@ func newEstimateCmd(io *cli.IO) *cobra.Command {
 		Use:   "estimate",
 		Short: "Fill in the co-location pairs a partial table is missing",
 		Long: `Estimate every missing co-location pair of a partially profiled throughput table and
-write the completed table. The table needs reference job types: jobs measured with
+write the completed table (pairs that cannot be estimated, such as those of a job with no
+isolated rate on a worker type, stay missing and are listed in a note). The table needs
+reference job types: jobs measured with
 themselves and with each other on every worker type. Other jobs need their isolated
 rates and, ideally, a few pairs with references.
 

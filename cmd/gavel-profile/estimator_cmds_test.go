@@ -346,3 +346,30 @@ func TestEstimateCmdReportsEntriesLeftMissing(t *testing.T) {
 		t.Errorf("stderr %q", stderr)
 	}
 }
+
+// A method with nothing feasible to score shows n/a, not a perfect 0% error.
+func TestPrintEvaluationNothingScored(t *testing.T) {
+	none := &estimate.MethodReport{}
+	none.Entries, none.Pairs = 10, 6
+	some := &estimate.MethodReport{}
+	some.Entries, some.Pairs, some.ScoredEntries, some.ScoredPairs = 10, 6, 8, 5
+	some.MAPE, some.PackingAgreement = 0.125, 0.8
+	some.EstimatedOnly.ScoredEntries, some.EstimatedOnly.ScoredPairs = 4, 2
+	ev := &estimate.Evaluation{Methods: map[string]*estimate.MethodReport{"none": none, "some": some}, Order: []string{"none", "some"}}
+	streams, out, _ := cli.TestIO()
+	if err := printEvaluation(streams, ev, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		switch {
+		case strings.Contains(line, " none "):
+			if strings.Count(line, "n/a") != 6 || strings.Contains(line, "%") {
+				t.Errorf("nothing scored: want n/a for mae, mape, raw_mape, agreement and both estimated-only, got %q", line)
+			}
+		case strings.Contains(line, " some "):
+			if strings.Contains(line, "n/a") || !strings.Contains(line, "12.50%") || !strings.Contains(line, "80.0% ± 0.0 (5 pairs)") {
+				t.Errorf("scored method: got %q", line)
+			}
+		}
+	}
+}

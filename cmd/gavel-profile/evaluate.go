@@ -44,16 +44,17 @@ references, including the measured ones. An entry or pair infeasible in the trut
 the estimate counts only in infeasible_precision and infeasible_recall. The others give
 mae and mape on normalized rates (mape where the true rate is above 0.05), raw_mape on
 rates (equal to mape here, since isolated rates are measured), packing_agreement (same
-call on "do the two normalized rates sum to more than 1?", over scored_pairs pairs), and
-downstream_ratio: the max-min fairness objective (policy --policy,
-one job per job type, --gpus of each worker type) of the allocation computed on the
-estimated table and evaluated with true rates, over the objective on the true table.
-The JSON also carries "estimated_only": the same metrics over the entries that were not
-measured, and "std" and "per_seed".
+call on "do the two normalized rates sum to more than 1?"), and downstream_ratio: the
+max-min fairness objective (policy --policy, one job per job type, --gpus of each worker
+type) of the allocation computed on the estimated table and evaluated with true rates,
+over the objective on the true table. scored_entries and scored_pairs count the entries
+and pairs feasible in both, the other metrics' denominators (they differ by method; n/a
+when 0). The JSON also carries "estimated_only": the same metrics over the entries that
+were not measured, and "std" and "per_seed".
 
-Worker types default to those with every job type of --scale-factor (more exactly: the
-largest group of worker types that can run the same job types alone), dropping any that
-repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 1).`,
+Worker types default to those of the block with the most job types of --scale-factor
+(worker types are grouped by the job types they have an isolated rate for), dropping any
+that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 1).`,
 		Example: `  gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2
   gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2 --active --json`,
 		Args: cobra.NoArgs,
@@ -173,10 +174,18 @@ func printEvaluation(io *cli.IO, ev *estimate.Evaluation, downstream bool) error
 		if downstream && m.DownstreamRatio != nil {
 			ds = fmt.Sprintf("%.3f ± %.3f", *m.DownstreamRatio, *m.Std.DownstreamRatio)
 		}
-		_ = tw.Append([]string{n, fmt.Sprintf("%.4f ± %.4f", m.MAE, m.Std.MAE), fmt.Sprintf("%.2f%% ± %.2f", 100*m.MAPE, 100*m.Std.MAPE),
-			fmt.Sprintf("%.2f%%", 100*m.RawMAPE), fmt.Sprintf("%.1f%% ± %.1f", 100*m.PackingAgreement, 100*m.Std.PackingAgreement),
+		// A method that calls every entry infeasible has no rate to score: say so, not 0%.
+		rated := func(n int, format string, v ...any) string {
+			if n == 0 {
+				return "n/a"
+			}
+			return fmt.Sprintf(format, v...)
+		}
+		e, p, eo := m.ScoredEntries, m.ScoredPairs, m.EstimatedOnly
+		_ = tw.Append([]string{n, rated(e, "%.4f ± %.4f", m.MAE, m.Std.MAE), rated(e, "%.2f%% ± %.2f", 100*m.MAPE, 100*m.Std.MAPE),
+			rated(e, "%.2f%%", 100*m.RawMAPE), rated(p, "%.1f%% ± %.1f (%d pairs)", 100*m.PackingAgreement, 100*m.Std.PackingAgreement, p),
 			fmt.Sprintf("%.3f", m.InfeasiblePrecision), fmt.Sprintf("%.3f", m.InfeasibleRecall), ds,
-			fmt.Sprintf("%.2f%% / %.1f%%", 100*m.EstimatedOnly.MAPE, 100*m.EstimatedOnly.PackingAgreement)})
+			rated(eo.ScoredEntries, "%.2f%%", 100*eo.MAPE) + " / " + rated(eo.ScoredPairs, "%.1f%%", 100*eo.PackingAgreement)})
 	}
 	return tw.Render()
 }
