@@ -71,6 +71,16 @@ type Result struct {
 	// GPUs in the next round / combinations still active after a round.
 	LeaseExtensions    int `json:"lease_extensions"`
 	LeaseOpportunities int `json:"lease_opportunities"`
+	// Warnings are what the policy's allocations said they had to relax (SLOs dropped, an
+	// iteration cap reached), each message once, in the order first seen.
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// Warning is one message of the policy's allocations during a simulation.
+type Warning struct {
+	Message string  `json:"message"`
+	First   float64 `json:"first_seconds"` // simulated time of the first allocation that said it
+	Count   int     `json:"count"`         // allocations that said it
 }
 
 // JobSource yields jobs in arrival order.
@@ -284,7 +294,23 @@ func (s *simulator) allocate(ctx context.Context, now float64) (*policy.Allocati
 	if err != nil {
 		return nil, fmt.Errorf("allocation at t=%.3f s (%d jobs): %w", now, len(p.Jobs), err)
 	}
+	for x, w := range alloc.Warnings {
+		if !slices.Contains(alloc.Warnings[:x], w) {
+			s.warn(w, now)
+		}
+	}
 	return alloc, nil
+}
+
+// warn records a policy warning at simulated time now.
+func (s *simulator) warn(msg string, now float64) {
+	for x := range s.res.Warnings {
+		if s.res.Warnings[x].Message == msg {
+			s.res.Warnings[x].Count++
+			return
+		}
+	}
+	s.res.Warnings = append(s.res.Warnings, Warning{Message: msg, First: now, Count: 1})
 }
 
 func (s *simulator) activeIDs() []string {

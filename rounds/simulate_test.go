@@ -159,6 +159,41 @@ func TestSimulateSLOViolations(t *testing.T) {
 	}
 }
 
+// warnOnce is equalShare with a warning (said twice) on the allocations of more than one job,
+// which it counts.
+type warnOnce struct {
+	equalShare
+	n int
+}
+
+func (w *warnOnce) Allocate(ctx context.Context, p *policy.Problem) (*policy.Allocation, error) {
+	a, err := w.equalShare.Allocate(ctx, p)
+	if len(p.Jobs) > 1 {
+		a.Warnings = []string{"crowded", "crowded"}
+		w.n++
+	}
+	return a, err
+}
+
+func TestSimulateKeepsPolicyWarnings(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"m": 1}, 1)
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	jobs := []policy.Job{
+		{ID: "a", Type: jt, TotalSteps: 300},
+		{ID: "b", Type: jt, TotalSteps: 3000, Arrival: 1000},
+		{ID: "c", Type: jt, TotalSteps: 300, Arrival: 1000},
+	}
+	pol := &warnOnce{}
+	res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 1}, Policy: pol}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a runs alone; from t = 1000 b and c share until c is done, then b runs alone.
+	if pol.n == 0 || len(res.Warnings) != 1 || res.Warnings[0].Message != "crowded" || res.Warnings[0].First != 1000 || res.Warnings[0].Count != pol.n {
+		t.Errorf("warnings %+v, want one \"crowded\" first at 1000 s, counted once for each of the %d allocations that said it", res.Warnings, pol.n)
+	}
+}
+
 func TestSimulateCost(t *testing.T) {
 	tbl := oneTypeTable(map[string]float64{"m": 1}, 2)
 	jobs := []policy.Job{{ID: "0", Type: table.JobType{Model: "m", ScaleFactor: 2}, TotalSteps: 1800}}

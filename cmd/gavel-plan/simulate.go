@@ -79,6 +79,9 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if err != nil {
 		return traceSource(o.trace, tj).check(err)
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(io.Err, "warning: %s (first at %.0f s, said by %d allocations)\n", w.Message, w.First, w.Count)
+	}
 	if o.jobsOut != "" {
 		if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
 			return fmt.Errorf("--jobs-out: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,6 +63,26 @@ func TestSimulateDefaultHuman(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The policy's warnings during a simulation reach stderr: three jobs whose SLOs (1.01 times
+// their best run time, one V100 for all three) cannot all be met.
+func TestSimulatePrintsPolicyWarnings(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "slo.trace")
+	lines := "ResNet-18 (batch size 64)\tpython3 main.py\t/tmp\t--num_steps\t0\t86735\t1\t1\t1.01\t0\n" +
+		"Transformer (batch size 32)\tpython3 train.py\t/tmp\t--step\t1\t200000\t1\t1\t1.01\t0\n" +
+		"A3C\tpython3 main.py\t/tmp\t--max-steps\t0\t100000\t1\t1\t1.01\t0\n"
+	if err := os.WriteFile(trace, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := rtRun(t, newSimulateCmd, "--trace", trace, "--policy", "max_sum_throughput_normalized_by_cost_perf_SLOs",
+		"--cluster", "v100=1", "--prices", "v100=2.48")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "warning: SLOs cannot all be met") {
+		t.Errorf("stderr lacks the SLO warning:\n%s", errOut)
 	}
 }
 
