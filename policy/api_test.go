@@ -296,42 +296,50 @@ func TestWaterFillingRefinesLAS(t *testing.T) {
 	}
 }
 
+// randomTable draws 6 job types m0-m5 on worker types g1-g3 with scale factors from sfs,
+// isolated rates rate(u) for u uniform in [0, 1) (a sixth of them 0), and every pair of one
+// scale factor infeasible with probability 1/4, else each job keeping lo + span·u of its rate.
+func randomTable(r *rand.Rand, sfs []int, rate func(float64) float64, lo, span float64) (*table.Table, []table.JobType) {
+	ws := []string{"g1", "g2", "g3"}
+	tb := table.New()
+	var types []table.JobType
+	for k := 0; k < 6; k++ {
+		ty := table.JobType{Model: fmt.Sprintf("m%d", k), ScaleFactor: sfs[r.IntN(len(sfs))]}
+		types = append(types, ty)
+		for _, w := range ws {
+			v := rate(r.Float64())
+			if r.IntN(6) == 0 {
+				v = 0
+			}
+			tb.SetIsolated(w, ty, v)
+		}
+	}
+	for _, a := range types {
+		for _, b := range types {
+			if a.ScaleFactor != b.ScaleFactor || a.Model > b.Model {
+				continue
+			}
+			for _, w := range ws {
+				ra, _ := tb.Isolated(w, a)
+				rb, _ := tb.Isolated(w, b)
+				if r.IntN(4) == 0 {
+					tb.SetInfeasible(w, a, b)
+				} else {
+					tb.SetPair(w, a, b, ra*(lo+span*r.Float64()), rb*(lo+span*r.Float64()))
+				}
+			}
+		}
+	}
+	return tb, types
+}
+
 // Random instances: every LP policy succeeds and is feasible, and water
 // filling refines max-min, with random rates (some zero), weights, scale
 // factors and pairs.
 func TestRandomInstances(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
 		r := rand.New(rand.NewPCG(seed, 1))
-		ws := []string{"g1", "g2", "g3"}
-		tb := table.New()
-		var types []table.JobType
-		for k := 0; k < 6; k++ {
-			ty := table.JobType{Model: fmt.Sprintf("m%d", k), ScaleFactor: 1 + r.IntN(2)}
-			types = append(types, ty)
-			for _, w := range ws {
-				rate := 0.5 + 4*r.Float64()
-				if r.IntN(6) == 0 {
-					rate = 0
-				}
-				tb.SetIsolated(w, ty, rate)
-			}
-		}
-		for _, a := range types {
-			for _, b := range types {
-				if a.ScaleFactor != b.ScaleFactor || a.Model > b.Model {
-					continue
-				}
-				for _, w := range ws {
-					ra, _ := tb.Isolated(w, a)
-					rb, _ := tb.Isolated(w, b)
-					if r.IntN(4) == 0 {
-						tb.SetInfeasible(w, a, b)
-					} else {
-						tb.SetPair(w, a, b, ra*(0.3+0.6*r.Float64()), rb*(0.3+0.6*r.Float64()))
-					}
-				}
-			}
-		}
+		tb, types := randomTable(r, []int{1, 2}, func(u float64) float64 { return 0.5 + 4*u }, 0.3, 0.6)
 		p := &Problem{Table: tb, Cluster: Cluster{"g1": 1 + r.IntN(6), "g2": 2 + r.IntN(6), "g3": 2 + r.IntN(3)},
 			Prices: Prices{"g1": 1, "g2": 2, "g3": 3}}
 		n := 5 + r.IntN(40)

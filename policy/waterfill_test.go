@@ -19,36 +19,7 @@ import (
 // LP, with those levels as lower bounds, came back infeasible.
 func wideRateProblem(seed uint64) *Problem {
 	r := rand.New(rand.NewPCG(seed, 275))
-	ws := []string{"g1", "g2", "g3"}
-	tb := table.New()
-	var types []table.JobType
-	for k := 0; k < 6; k++ {
-		ty := table.JobType{Model: fmt.Sprintf("m%d", k), ScaleFactor: []int{1, 2, 4}[r.IntN(3)]}
-		types = append(types, ty)
-		for _, w := range ws {
-			rate := 0.01 * math.Pow(4e4, r.Float64())
-			if r.IntN(6) == 0 {
-				rate = 0
-			}
-			tb.SetIsolated(w, ty, rate)
-		}
-	}
-	for _, a := range types {
-		for _, b := range types {
-			if a.ScaleFactor != b.ScaleFactor || a.Model > b.Model {
-				continue
-			}
-			for _, w := range ws {
-				ra, _ := tb.Isolated(w, a)
-				rb, _ := tb.Isolated(w, b)
-				if r.IntN(4) == 0 {
-					tb.SetInfeasible(w, a, b)
-				} else {
-					tb.SetPair(w, a, b, ra*(0.2+0.8*r.Float64()), rb*(0.2+0.8*r.Float64()))
-				}
-			}
-		}
-	}
+	tb, types := randomTable(r, []int{1, 2, 4}, func(u float64) float64 { return 0.01 * math.Pow(4e4, u) }, 0.2, 0.8)
 	p := &Problem{Table: tb, Cluster: Cluster{"g1": 1 + r.IntN(6), "g2": 1 + r.IntN(8), "g3": 1 + r.IntN(4)}}
 	n := 4 + r.IntN(20)
 	for i := 0; i < n; i++ {
