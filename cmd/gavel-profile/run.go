@@ -178,7 +178,7 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 	if err != nil {
 		return nil, noop, err
 	}
-	devs, usable, err := openDevices(ctx, opts, io)
+	devs, all, usable, err := openDevices(ctx, opts, io)
 	if err != nil {
 		return nil, noop, err
 	}
@@ -192,6 +192,10 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 	if err != nil {
 		closeDevs()
 		return nil, noop, cli.UsageError("run: %v", err)
+	}
+	if err := checkScaleFactors(opts, tasks, all, usable); err != nil {
+		closeDevs()
+		return nil, noop, err
 	}
 	r := &profile.Runner{
 		TablePath: opts.tablePath, Commands: commands, GPUs: usable, Devices: devs,
@@ -289,28 +293,28 @@ func loadSuggestions(path string, io *cli.IO) ([]profile.Suggestion, error) {
 	return s, nil
 }
 
-// openDevices opens NVML (or the CPU pseudo devices) and returns the selected devices that can
-// be profiled; the caller closes devs.
-func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile.Devices, usable []profile.GPU, err error) {
+// openDevices opens NVML (or the CPU pseudo devices) and returns all its devices and the
+// selected ones that can be profiled; the caller closes devs.
+func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile.Devices, all, usable []profile.GPU, err error) {
 	overrides, err := profile.ParseWorkerTypeOverrides(opts.workerTypes)
 	if err != nil {
-		return nil, nil, cli.UsageError("run: --worker-type: %v", err)
+		return nil, nil, nil, cli.UsageError("run: --worker-type: %v", err)
 	}
 	if opts.cpu {
 		devs = profile.CPUDevices(opts.cpuSlots)
 	} else if devs, err = opts.open(); err != nil {
-		return nil, nil, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
+		return nil, nil, nil, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
 	}
-	all, err := devs.List(ctx)
+	all, err = devs.List(ctx)
 	if err != nil {
 		devs.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	overrides.Apply(all)
 	gpus, err := profile.SelectGPUs(all, opts.gpu)
 	if err != nil {
 		devs.Close()
-		return nil, nil, cli.UsageError("run: %v", err)
+		return nil, nil, nil, cli.UsageError("run: %v", err)
 	}
 	for _, g := range gpus {
 		if g.MIG == "enabled" {
@@ -321,9 +325,68 @@ func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile
 	}
 	if len(usable) == 0 {
 		devs.Close()
-		return nil, nil, fmt.Errorf("run: no usable device (selected %q); use --cpu to profile on the CPU", opts.gpu)
+		return nil, nil, nil, fmt.Errorf("run: no usable device (selected %q); use --cpu to profile on the CPU", opts.gpu)
 	}
-	return devs, usable, nil
+	return devs, all, usable, nil
+}
+
+// checkScaleFactors rejects, before anything is measured, jobs that need more devices of a
+// worker type than are selected: each would only be recorded failed. The error says how to
+// get enough devices: --cpu-slots on the CPU, or the node's devices per worker type.
+func checkScaleFactors(opts runOptions, tasks []profile.Task, all, usable []profile.GPU) error {
+	count := map[string]int{}
+	for _, g := range usable {
+		count[g.WorkerType]++
+	}
+	var short []string
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		n := count[t.WorkerType]
+		key := fmt.Sprintf("%s/%d", t.WorkerType, t.Job.ScaleFactor)
+		if n >= t.Job.ScaleFactor || seen[key] {
+			continue
+		}
+		seen[key] = true
+		who := "--scale-factor"
+		if t.Job.Model != opts.name {
+			who = fmt.Sprintf("reference %q: scale_factor", t.Job.Model)
+		}
+		short = append(short, fmt.Sprintf("%s %d needs %d devices of worker type %s, %d selected",
+			who, t.Job.ScaleFactor, t.Job.ScaleFactor, t.WorkerType, n))
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	msg := "run: " + strings.Join(short, "; ")
+	if opts.cpu {
+		most := 0
+		for _, t := range tasks {
+			most = max(most, t.Job.ScaleFactor)
+		}
+		return cli.UsageError("%s; give --cpu-slots %d (or more) for %d CPU devices", msg, most, most)
+	}
+	return cli.UsageError("%s; this node has %s: select enough devices of one worker type with --gpu (or merge types with --worker-type)",
+		msg, describeDevices(all))
+}
+
+// describeDevices lists devices per worker type, in device order: "h200: GPUs 0,1; a100: GPU 2".
+func describeDevices(gpus []profile.GPU) string {
+	if len(gpus) == 0 {
+		return "no devices"
+	}
+	idx := map[string][]string{}
+	for _, g := range gpus {
+		idx[g.WorkerType] = append(idx[g.WorkerType], strconv.Itoa(g.Index))
+	}
+	var parts []string
+	for _, w := range workerTypes(gpus) {
+		noun := "GPU"
+		if len(idx[w]) > 1 {
+			noun = "GPUs"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s %s", w, noun, strings.Join(idx[w], ",")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // workerTypes lists the worker types of gpus once each, in device order.

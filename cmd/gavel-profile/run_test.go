@@ -401,3 +401,43 @@ func TestRunBrokenSidecarIsBadInput(t *testing.T) {
 		t.Fatalf("err = %v (exit %d), want exit 2 naming %s", err, cli.ExitCode(err), side)
 	}
 }
+
+// TestRunScaleFactorNeedsDevices: a scale factor larger than the selected devices of a worker
+// type is bad usage, found before anything runs, with a hint at how to get the devices.
+func TestRunScaleFactorNeedsDevices(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--scale-factor", "2", "--name", "m", "--table", out, "--", "true")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--cpu-slots 2") || !strings.Contains(err.Error(), "1 selected") {
+		t.Errorf("--cpu --scale-factor 2: %v (exit %d), want exit 2 suggesting --cpu-slots 2", err, cli.ExitCode(err))
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the table was written (%v); nothing should run", err)
+	}
+
+	gpus := append(twoH200(), profile.GPU{Index: 2, UUID: "GPU-0002", Name: "NVIDIA A100", WorkerType: "a100", MIG: "disabled"})
+	ctx := t.Context()
+	tests := []struct {
+		gpu, want string
+		ok        bool
+	}{
+		{"0", "needs 2 devices of worker type h200, 1 selected", false},
+		{"0,2", "h200: GPUs 0,1; a100: GPU 2", false},
+		{"0,1", "", true},
+	}
+	for _, tc := range tests {
+		opts := runOptions{name: "m", scaleFactor: 2, gpu: tc.gpu, tablePath: out, sharing: "time-slicing",
+			command: []string{"true"}, open: func() (profile.Devices, error) { return fakeDevices(gpus), nil }}
+		streams, _, _ := cli.TestIO()
+		_, closeDevs, err := setupRun(ctx, opts, streams)
+		closeDevs()
+		if tc.ok {
+			if err != nil {
+				t.Errorf("--gpu %s: %v", tc.gpu, err)
+			}
+			continue
+		}
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--gpu") {
+			t.Errorf("--gpu %s --scale-factor 2: %v (exit %d), want exit 2 mentioning %q and --gpu", tc.gpu, err, cli.ExitCode(err), tc.want)
+		}
+	}
+}
