@@ -120,7 +120,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.IntVar(&opts.scaleFactor, "scale-factor", 1, "GPUs per job (a job with scale factor n gets n GPUs of one type)")
 	f.StringVar(&opts.gpu, "gpu", "all", "GPUs to use: all, or indices IDX,...")
 	f.BoolVar(&opts.cpu, "cpu", false, "profile on the CPU (worker type cpu), without NVML")
-	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time")
+	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time (1 or more)")
 	f.StringVar(&opts.workerTypes, "worker-type", "", "override worker types: NAME for every GPU, or IDX=NAME,...")
 	f.StringVar(&opts.references, "references", "", "reference jobs file (JSON, see above)")
 	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P in [0, 1] (seeded by --seed; 0: no pairs)")
@@ -136,7 +136,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.BoolVar(&opts.shell, "shell", false, "run the command through /bin/sh -c (joined by spaces)")
 	f.BoolVar(&opts.json, "json", false, "print one JSON object")
 	f.DurationVar(&opts.settings.Window, "window", def.Window, "batch length of the rate estimator")
-	f.Float64Var(&opts.settings.Precision, "precision", def.Precision, "target relative 95% confidence half-width")
+	f.Float64Var(&opts.settings.Precision, "precision", def.Precision, "target relative 95% confidence half-width, in (0, 1)")
 	f.IntVar(&opts.settings.MinBatches, "min-batches", def.MinBatches, "least number of batches measured")
 	f.DurationVar(&opts.settings.MaxWindow, "max-window", def.MaxWindow, "longest measurement (after warm-up)")
 	f.DurationVar(&opts.settings.MaxWarmup, "max-warmup", def.MaxWarmup, "longest warm-up")
@@ -241,8 +241,40 @@ func checkRunFlags(opts runOptions) error {
 	if opts.fraction < 0 || opts.fraction > 1 {
 		return cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
 	}
+	if err := checkPositive(opts); err != nil {
+		return err
+	}
 	if err := opts.settings.Validate(); err != nil {
 		return cli.UsageError("run: --%v", err)
+	}
+	return nil
+}
+
+// checkPositive rejects zero and negative measurement flags. profile.Settings reads a zero as
+// "the default", but on the command line the defaults are already the flags' values, so a 0
+// was typed and would be silently replaced.
+func checkPositive(opts runOptions) error {
+	s, def := opts.settings, profile.DefaultSettings()
+	durations := []struct {
+		flag   string
+		d, def time.Duration
+	}{{"window", s.Window, def.Window}, {"max-window", s.MaxWindow, def.MaxWindow}, {"max-warmup", s.MaxWarmup, def.MaxWarmup},
+		{"startup-timeout", s.StartupTimeout, def.StartupTimeout}, {"stall-timeout", s.StallTimeout, def.StallTimeout},
+		{"kill-grace", s.KillGrace, def.KillGrace}}
+	for _, d := range durations {
+		if d.d <= 0 {
+			return cli.UsageError("run: --%s %s: want a positive duration (default %s)", d.flag, d.d, d.def)
+		}
+	}
+	switch {
+	case !(s.Precision > 0 && s.Precision < 1):
+		return cli.UsageError("run: --precision %g: want a relative half-width in (0, 1) (default %g)", s.Precision, def.Precision)
+	case s.MinBatches < 2:
+		return cli.UsageError("run: --min-batches %d: want 2 or more (a confidence interval needs two batches; default %d)", s.MinBatches, def.MinBatches)
+	case !(s.Settle > 0):
+		return cli.UsageError("run: --settle %g: want a positive relative tolerance (default %g)", s.Settle, def.Settle)
+	case opts.cpuSlots < 1:
+		return cli.UsageError("run: --cpu-slots %d: want 1 or more", opts.cpuSlots)
 	}
 	return nil
 }

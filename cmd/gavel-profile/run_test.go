@@ -441,3 +441,39 @@ func TestRunScaleFactorNeedsDevices(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRejectsNonPositiveFlags: zero is rejected like a negative value, with the flag, the
+// value and the reason, instead of being replaced by the default.
+func TestRunRejectsNonPositiveFlags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	tests := []struct{ flag, value, want string }{
+		{"window", "0s", "want a positive duration"},
+		{"window", "-1s", "want a positive duration"},
+		{"max-window", "0s", "want a positive duration"},
+		{"max-warmup", "0s", "want a positive duration"},
+		{"startup-timeout", "0s", "want a positive duration"},
+		{"startup-timeout", "-5s", "want a positive duration"},
+		{"stall-timeout", "0s", "want a positive duration"},
+		{"kill-grace", "0s", "want a positive duration"},
+		{"precision", "0", "(0, 1)"},
+		{"precision", "-1", "(0, 1)"},
+		{"precision", "1", "(0, 1)"},
+		{"precision", "1.5", "(0, 1)"},
+		{"min-batches", "0", "2 or more"},
+		{"min-batches", "1", "2 or more"},
+		{"min-batches", "-3", "2 or more"},
+		{"settle", "0", "positive"},
+		{"cpu-slots", "0", "1 or more"},
+		{"cpu-slots", "-2", "1 or more"},
+	}
+	for _, tc := range tests {
+		_, _, err := runCLI("--cpu", "--name", "m", "--table", out, "--"+tc.flag, tc.value, "--", "true")
+		name := "--" + tc.flag + " " + tc.value
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (exit %d), want exit 2 naming %q: %q", name, err, cli.ExitCode(err), name, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the table was written (%v); nothing should run", err)
+	}
+}
