@@ -244,6 +244,11 @@ func checkRunFlags(opts runOptions) error {
 	if err := checkPositive(opts); err != nil {
 		return err
 	}
+	if s := opts.settings; s.MaxWindow < time.Duration(s.MinBatches)*s.Window {
+		return cli.UsageError("run: --max-window %s is shorter than --min-batches %d × --window %s = %s, so no measurement could finish; "+
+			"give --max-window %s or more, or lower --min-batches or --window", s.MaxWindow, s.MinBatches, s.Window,
+			time.Duration(s.MinBatches)*s.Window, time.Duration(s.MinBatches)*s.Window)
+	}
 	if err := opts.settings.Validate(); err != nil {
 		return cli.UsageError("run: --%v", err)
 	}

@@ -477,3 +477,17 @@ func TestRunRejectsNonPositiveFlags(t *testing.T) {
 		t.Errorf("the table was written (%v); nothing should run", err)
 	}
 }
+
+// TestRunMaxWindowFitsMinBatches: a --max-window too short for --min-batches batches of
+// --window is bad usage found up front, not a failed measurement after the warm-up.
+func TestRunMaxWindowFitsMinBatches(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--name", "m", "--table", out, "--window", "0.3s", "--max-window", "1s", "--", "true")
+	want := "--max-window 1s is shorter than --min-batches 5 × --window 300ms = 1.5s"
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v (exit %d), want exit 2 with %q", err, cli.ExitCode(err), want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the table was written (%v); nothing should run", err)
+	}
+}
