@@ -551,7 +551,7 @@ func describe(rec profile.Record) string {
 		if rec.Partner != "" {
 			s += fmt.Sprintf(", partner %.4g steps/s ±%.1f%%", rec.RawPartnerRate, 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
 		}
-		s += fmt.Sprintf(" (%.0f s)", rec.TotalSeconds)
+		s += fmt.Sprintf(" (measured %.0f s, %.0f s in all)", rec.Seconds, rec.TotalSeconds)
 		switch {
 		case rec.PrecisionReached:
 		case rec.Reason != "":
@@ -622,7 +622,9 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 		fmt.Fprintf(io.Out, "Nothing to measure: %s already holds every measurement (%d).\n", opts.tablePath, skipped)
 		return nil
 	}
-	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "rate", "partner rate", "±CI", "samples", "seconds", "status", "reason")
+	// "measured s" is --json's seconds (the measurement phase); "total s" its total_seconds,
+	// warm-up and start-up included.
+	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "rate", "partner rate", "±CI", "samples", "measured s", "total s", "status", "reason")
 	for _, rec := range recs {
 		job := rec.Job
 		if rec.Kind == profile.KindRefresh {
@@ -643,7 +645,7 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 			rate = "0"
 		}
 		if err := tw.Append(rec.WorkerType, job, rec.Partner, rate, prate, ci, strconv.Itoa(rec.Samples),
-			fmt.Sprintf("%.1f", rec.TotalSeconds), string(rec.Status), rec.Reason); err != nil {
+			fmt.Sprintf("%.1f", rec.Seconds), fmt.Sprintf("%.1f", rec.TotalSeconds), string(rec.Status), rec.Reason); err != nil {
 			return err
 		}
 	}

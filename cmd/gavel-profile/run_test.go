@@ -218,7 +218,7 @@ func TestRunPairsFromSuggestOnStdin(t *testing.T) {
 // on the H200 five of six measurements did, and the log line read like a pass.
 func TestDescribeMarksMissedPrecision(t *testing.T) {
 	ok := profile.Record{WorkerType: "h200", Job: "a", Kind: profile.KindIsolated, Status: profile.StatusOK,
-		RawRate: 100, CIHalfWidth: 4, TotalSeconds: 30, PrecisionReached: true}
+		RawRate: 100, CIHalfWidth: 4, Seconds: 20, TotalSeconds: 30, PrecisionReached: true}
 	missed := ok
 	missed.PrecisionReached = false
 	pair := missed
@@ -232,9 +232,9 @@ func TestDescribeMarksMissedPrecision(t *testing.T) {
 		want string
 		mark bool
 	}{
-		{"reached", ok, "h200: a: 100 steps/s ±4.0% (30 s)", false},
-		{"missed", missed, "h200: a: 100 steps/s ±4.0% (30 s)", true},
-		{"pair missed", pair, "h200: a + b: 100 steps/s ±4.0%, partner 50 steps/s ±2.0% (30 s)", true},
+		{"reached", ok, "h200: a: 100 steps/s ±4.0% (measured 20 s, 30 s in all)", false},
+		{"missed", missed, "h200: a: 100 steps/s ±4.0% (measured 20 s, 30 s in all)", true},
+		{"pair missed", pair, "h200: a + b: 100 steps/s ±4.0%, partner 50 steps/s ±2.0% (measured 20 s, 30 s in all)", true},
 		{"failed", failed, "h200: a: failed: exited with status 3", false},
 	}
 	for _, tt := range tests {
@@ -489,5 +489,40 @@ func TestRunMaxWindowFitsMinBatches(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("the table was written (%v); nothing should run", err)
+	}
+}
+
+// TestRunTableSeconds: the human table shows the measuring time under the name of --json's
+// seconds, and the total (warm-up included) apart from it.
+func TestRunTableSeconds(t *testing.T) {
+	streams, out, _ := cli.TestIO()
+	rec := profile.Record{WorkerType: "cpu", Job: "a", Kind: profile.KindIsolated, Status: profile.StatusOK, Rate: 100, RawRate: 100,
+		CIHalfWidth: 1, Samples: 7, PrecisionReached: true, Seconds: 12.4, TotalSeconds: 47.3}
+	if err := printRecords(streams, runOptions{tablePath: "t.json"}, &profile.Runner{}, []profile.Record{rec}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	var header, row []string
+	for _, l := range lines {
+		cells := strings.FieldsFunc(l, func(r rune) bool { return r == '│' || r == '|' })
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case slices.Contains(cells, "worker type"):
+			header = cells
+		case slices.Contains(cells, "cpu"):
+			row = cells
+		}
+	}
+	measured, total := slices.Index(header, "measured s"), slices.Index(header, "total s")
+	if measured < 0 || total < 0 || len(row) != len(header) {
+		t.Fatalf("header %q, row %q:\n%s", header, row, out.String())
+	}
+	if row[measured] != "12.4" || row[total] != "47.3" {
+		t.Errorf("measured s = %q, total s = %q, want 12.4 and 47.3:\n%s", row[measured], row[total], out.String())
+	}
+	if s := describe(rec); !strings.Contains(s, "measured 12 s, 47 s in all") {
+		t.Errorf("describe = %q", s)
 	}
 }
