@@ -425,7 +425,7 @@ func TestRunScaleFactorNeedsDevices(t *testing.T) {
 		{"0,1", "", true},
 	}
 	for _, tc := range tests {
-		opts := runOptions{name: "m", scaleFactor: 2, gpu: tc.gpu, tablePath: out, sharing: "time-slicing",
+		opts := runOptions{name: "m", scaleFactor: 2, gpu: tc.gpu, tablePath: out, sharing: "time-slicing", cpuSlots: 1, settings: profile.DefaultSettings(),
 			command: []string{"true"}, open: func() (profile.Devices, error) { return fakeDevices(gpus), nil }}
 		streams, _, _ := cli.TestIO()
 		_, closeDevs, err := setupRun(ctx, opts, streams)
