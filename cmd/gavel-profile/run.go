@@ -340,12 +340,21 @@ func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile
 	if opts.cpu {
 		devs = profile.CPUDevices(opts.cpuSlots)
 	} else if devs, err = opts.open(); err != nil {
+		if errors.Is(err, profile.ErrNoDriver) {
+			// Asking for GPUs on a machine without any is a usage problem, not a failed run.
+			why := strings.TrimPrefix(err.Error(), profile.ErrNoDriver.Error()+": ")
+			return nil, nil, nil, cli.UsageError("run: no NVIDIA GPU driver found (%s); add --cpu to profile on the CPU (worker type %s)", why, profile.CPUWorkerType)
+		}
 		return nil, nil, nil, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
 	}
 	all, err = devs.List(ctx)
 	if err != nil {
 		devs.Close()
 		return nil, nil, nil, err
+	}
+	if len(all) == 0 {
+		devs.Close()
+		return nil, nil, nil, cli.UsageError("run: the NVIDIA driver found no GPUs; add --cpu to profile on the CPU (worker type %s)", profile.CPUWorkerType)
 	}
 	overrides.Apply(all)
 	gpus, err := profile.SelectGPUs(all, opts.gpu)

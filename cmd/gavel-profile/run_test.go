@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,8 +169,36 @@ func TestRunWithoutDriverOffersCPU(t *testing.T) {
 		t.Skip("this machine has an NVIDIA driver")
 	}
 	_, _, err := runCLI("--name", "m", "--table", filepath.Join(t.TempDir(), "o.json"), "--", "true")
-	if err == nil || !strings.Contains(err.Error(), "--cpu") {
-		t.Errorf("error %v, want one offering --cpu", err)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--cpu") || !strings.Contains(err.Error(), "no NVIDIA GPU driver found") {
+		t.Errorf("error %v (exit %d), want exit 2 saying there is no driver and offering --cpu", err, cli.ExitCode(err))
+	}
+}
+
+// TestRunNoGPUIsUsage: no driver, or a driver that sees no GPU, is bad usage (exit 2) that
+// offers --cpu; another NVML failure stays a failure (exit 1).
+func TestRunNoGPUIsUsage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	tests := []struct {
+		open func() (profile.Devices, error)
+		code int
+		want string
+	}{
+		{func() (profile.Devices, error) {
+			return nil, fmt.Errorf("%w: NVML init: ERROR_LIBRARY_NOT_FOUND", profile.ErrNoDriver)
+		},
+			2, "no NVIDIA GPU driver found (NVML init: ERROR_LIBRARY_NOT_FOUND); add --cpu"},
+		{func() (profile.Devices, error) { return fakeDevices{}, nil }, 2, "found no GPUs; add --cpu"},
+		{func() (profile.Devices, error) { return nil, errors.New("NVML init: ERROR_UNKNOWN") }, 1, "ERROR_UNKNOWN"},
+	}
+	for _, tc := range tests {
+		opts := runOptions{name: "m", scaleFactor: 1, gpu: "all", tablePath: out, sharing: "time-slicing", cpuSlots: 1,
+			settings: profile.DefaultSettings(), command: []string{"true"}, open: tc.open}
+		streams, _, _ := cli.TestIO()
+		_, closeDevs, err := setupRun(t.Context(), opts, streams)
+		closeDevs()
+		if cli.ExitCode(err) != tc.code || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%v (exit %d), want exit %d with %q", err, cli.ExitCode(err), tc.code, tc.want)
+		}
 	}
 }
 
