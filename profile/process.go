@@ -180,7 +180,7 @@ func (e notFoundError) Error() string {
 	if e.path == "" {
 		return fmt.Sprintf("%s: no such program (the job's PATH is empty; give a path such as ./%s)", e.name, e.name)
 	}
-	return fmt.Sprintf("%s: no such program in the job's PATH (%s)", e.name, e.path)
+	return fmt.Sprintf("%s: no such program in the job's PATH", e.name) // PATH itself is too long for a reason column
 }
 
 func (notFoundError) Unwrap() error { return exec.ErrNotFound }
