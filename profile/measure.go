@@ -56,6 +56,12 @@ func (s Settings) Validate() error {
 	case s.SettleBatches < 0:
 		return fmt.Errorf("settle-batches %d: want 1 or more", s.SettleBatches)
 	}
+	// A measurement that cannot take MinBatches batches before MaxWindow always fails, after
+	// the warm-up has been spent.
+	if e := s.withDefaults(); e.MaxWindow < time.Duration(e.MinBatches)*e.Window {
+		return fmt.Errorf("max-window %s is shorter than min-batches %d × window %s = %s: no measurement could finish",
+			e.MaxWindow, e.MinBatches, e.Window, time.Duration(e.MinBatches)*e.Window)
+	}
 	return nil
 }
 

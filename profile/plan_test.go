@@ -144,6 +144,34 @@ func TestReadReferences(t *testing.T) {
 	}
 }
 
+// TestReadReferencesJSONErrors: syntax errors give file:line:col; wrong shapes say what was
+// wanted and found in plain words (at the end of the offending value, where Go's decoder
+// stops).
+func TestReadReferencesJSONErrors(t *testing.T) {
+	good := "{\"references\": [\n  {\"name\": \"a\", \"command\": [\"x\"]}\n]}\n"
+	for _, tc := range []struct{ in, want string }{
+		{good[:30], "refs.json:2:14: the JSON ends early"},
+		{"{\"references\": [\n  {\"name\": \"a\",, \"command\": [\"x\"]}\n]}", "refs.json:2:16: invalid character ','"},
+		{"{\"references\": [\n  {\"name\": \"a\", \"command\": \"x\"}\n]}", "refs.json:2:31: references.command: want a list of strings, got a string"},
+		{"{\"references\": [\n  {\"name\": \"a\", \"command\": [\"x\"], \"scale_factor\": 1.5}]}", "scale_factor: want an integer, got number 1.5"},
+		{"{\"references\": {\"name\": \"a\"}}", "refs.json:1:17: references: want a list of objects, got an object"},
+		{"[]", "refs.json:1:2: the file: want an object, got a list"},
+		{"", "refs.json: the file is empty"},
+		{good + "{}", "refs.json:4:1: unexpected data after the JSON object"},
+	} {
+		_, err := ReadReferences(strings.NewReader(tc.in), "refs.json")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.in, err, tc.want)
+		}
+		if err == nil {
+			continue
+		}
+		if msg := strings.ReplaceAll(err.Error(), "refs.json", ""); strings.Contains(msg, "json: ") || strings.Contains(msg, "Go value") {
+			t.Errorf("%q: error %v speaks Go's decoder", tc.in, err)
+		}
+	}
+}
+
 // TestReadReferencesReservedEnv: a reference cannot set the variables the profiler sets for
 // each device (which would, say, move it off its GPU or out of MPS), as --env cannot.
 func TestReadReferencesReservedEnv(t *testing.T) {

@@ -169,8 +169,21 @@ func lookPath(argv0 string, env []string) (string, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w in the job's PATH", argv0, exec.ErrNotFound)
+	return "", notFoundError{argv0, path}
 }
+
+// notFoundError is lookPath's failure; it is exec.ErrNotFound, whose own text ("executable
+// file not found in $PATH") would name the profiler's PATH, not the job's.
+type notFoundError struct{ name, path string }
+
+func (e notFoundError) Error() string {
+	if e.path == "" {
+		return fmt.Sprintf("%s: no such program (the job's PATH is empty; give a path such as ./%s)", e.name, e.name)
+	}
+	return fmt.Sprintf("%s: no such program in the job's PATH", e.name) // PATH itself is too long for a reason column
+}
+
+func (notFoundError) Unwrap() error { return exec.ErrNotFound }
 
 func (p *proc) read(r io.Reader, stream int, pr *progressReader, mu *sync.Mutex, events chan<- event) {
 	br := bufio.NewReaderSize(r, maxLine)

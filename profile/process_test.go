@@ -30,6 +30,11 @@ func TestRunLookPathSkipsWorkingDirectory(t *testing.T) {
 			t.Errorf("lookPath with %q = %q, %v; want not found", env, got, err)
 		}
 	}
+	// The reason reads once, naming the job's PATH.
+	_, err := lookPath("trainer", []string{"PATH=/nonexistent:/nowhere"})
+	if err == nil || err.Error() != "trainer: no such program in the job's PATH" {
+		t.Errorf("not found: %v", err)
+	}
 	want := filepath.Join(dir, "trainer")
 	if got, err := lookPath("trainer", []string{"PATH=/nonexistent:" + dir}); err != nil || got != want {
 		t.Errorf("lookPath with an absolute entry = %q, %v; want %q", got, err, want)

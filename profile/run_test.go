@@ -377,6 +377,27 @@ func TestRunRejectsInvalidSettings(t *testing.T) {
 	}
 }
 
+// TestSettingsMaxWindowFitsMinBatches: a measurement window shorter than the batches it needs
+// is invalid, with the defaults filled in for zero fields; one that fits exactly is valid.
+func TestSettingsMaxWindowFitsMinBatches(t *testing.T) {
+	tests := []struct {
+		s    Settings
+		want string // "" for valid
+	}{
+		{Settings{Window: 300 * time.Millisecond, MaxWindow: time.Second}, "max-window 1s is shorter than min-batches 5 × window 300ms = 1.5s"},
+		{Settings{Window: 300 * time.Millisecond, MaxWindow: time.Second, MinBatches: 4}, "min-batches 4 × window 300ms = 1.2s"},
+		{Settings{Window: 200 * time.Millisecond, MaxWindow: time.Second}, ""},
+		{Settings{MaxWindow: 10 * time.Second}, "window 2.5s = 12.5s"},
+		{Settings{}, ""},
+	}
+	for _, tc := range tests {
+		err := tc.s.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: Validate() = %v, want %q", tc.s, err, tc.want)
+		}
+	}
+}
+
 // TestRunRepeatedCountIsNotProgress: a job printing the same step count forever is hung; it is
 // neither kept alive by its repeated lines nor recorded as a rate of 0 ("cannot run").
 func TestRunRepeatedCountIsNotProgress(t *testing.T) {

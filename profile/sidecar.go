@@ -132,8 +132,8 @@ func readSidecar(r io.Reader, path string) (*Sidecar, error) {
 
 func decodeSidecar(r io.Reader, path string) (*Sidecar, error) {
 	var s Sidecar
-	if err := decodeStrict(r, &s); err != nil {
-		return nil, fmt.Errorf("sidecar %s: %w", path, err)
+	if err := decodeStrict(r, path, &s); err != nil {
+		return nil, fmt.Errorf("sidecar %w", err)
 	}
 	if s.Version != 1 {
 		return nil, fmt.Errorf("sidecar %s: version %d, want 1", path, s.Version)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -103,6 +106,9 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if o.table == "" || o.out == "" {
 		return cli.UsageError("estimate: --table and --out are required")
 	}
+	if err := checkOut(o.out); err != nil {
+		return err
+	}
 	t, err := cli.LoadTable(o.table)
 	if err != nil {
 		return err
@@ -131,6 +137,39 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 		fmt.Fprintf(io.Out, "%d entries still missing (see the notes)\n", rep.LeftMissing)
 	}
 	return nil
+}
+
+// checkOut fails before the estimate, which can take minutes, when --out cannot be written:
+// its directory is missing or not writable, or it is a directory. A symlink is checked where
+// it points, as the table is written through it.
+func checkOut(path string) error {
+	target := path
+	if l, err := os.Readlink(path); err == nil {
+		if !filepath.IsAbs(l) {
+			l = filepath.Join(filepath.Dir(path), l)
+		}
+		target = l
+	}
+	if st, err := os.Stat(target); err == nil && st.IsDir() {
+		return cli.UsageError("estimate: --out %s is a directory; give a file name", path)
+	}
+	dir := filepath.Dir(target)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return cli.UsageError("estimate: --out %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return cli.UsageError("estimate: --out %s: %v", path, err)
+	case !st.IsDir():
+		return cli.UsageError("estimate: --out %s: %s is not a directory", path, dir)
+	}
+	// Creating a file is the only sure test (permission bits miss ACLs and read-only mounts).
+	f, err := os.CreateTemp(dir, ".gavel-out-check-*")
+	if err != nil {
+		return cli.UsageError("estimate: --out %s: cannot create files in %s (%v)", path, dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // printEstimated prints every estimated entry when list is set, otherwise

@@ -373,3 +373,39 @@ func TestPrintEvaluationNothingScored(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateChecksOutFirst: an --out that cannot be written is bad usage found before the
+// table is even read (so before the estimate), naming --out and not a temporary file.
+func TestEstimateChecksOutFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	dangling := filepath.Join(dir, "link.json")
+	os.Symlink(filepath.Join(dir, "gone", "x.json"), dangling)
+	tests := []struct{ out, want string }{
+		{"/nonexistent-dir/x.json", "--out /nonexistent-dir/x.json: directory /nonexistent-dir does not exist"},
+		{filepath.Join(file, "x.json"), "is not a directory"},
+		{dir, "is a directory"},
+		{dangling, "directory " + filepath.Join(dir, "gone") + " does not exist"},
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o555)
+		tests = append(tests, struct{ out, want string }{filepath.Join(ro, "x.json"), "cannot create files in " + ro})
+	}
+	for _, tc := range tests {
+		// The table does not exist either: the --out error must come first.
+		_, _, err := execCmd(newEstimateCmd, "--table", filepath.Join(dir, "missing.json"), "--out", tc.out)
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ".tmp") {
+			t.Errorf("--out %s: %v (exit %d), want exit 2 with %q", tc.out, err, cli.ExitCode(err), tc.want)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".gavel-out-check-*")); len(left) > 0 {
+		t.Errorf("check files left behind: %v", left)
+	}
+	// A writable --out passes the check (and fails on the missing table).
+	_, _, err := execCmd(newEstimateCmd, "--table", filepath.Join(dir, "missing.json"), "--out", filepath.Join(dir, "ok.json"))
+	if err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("writable --out: %v, want the missing table's error", err)
+	}
+}

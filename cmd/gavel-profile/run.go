@@ -120,7 +120,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.IntVar(&opts.scaleFactor, "scale-factor", 1, "GPUs per job (a job with scale factor n gets n GPUs of one type)")
 	f.StringVar(&opts.gpu, "gpu", "all", "GPUs to use: all, or indices IDX,...")
 	f.BoolVar(&opts.cpu, "cpu", false, "profile on the CPU (worker type cpu), without NVML")
-	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time")
+	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time (1 or more)")
 	f.StringVar(&opts.workerTypes, "worker-type", "", "override worker types: NAME for every GPU, or IDX=NAME,...")
 	f.StringVar(&opts.references, "references", "", "reference jobs file (JSON, see above)")
 	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P in [0, 1] (seeded by --seed; 0: no pairs)")
@@ -136,7 +136,7 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.BoolVar(&opts.shell, "shell", false, "run the command through /bin/sh -c (joined by spaces)")
 	f.BoolVar(&opts.json, "json", false, "print one JSON object")
 	f.DurationVar(&opts.settings.Window, "window", def.Window, "batch length of the rate estimator")
-	f.Float64Var(&opts.settings.Precision, "precision", def.Precision, "target relative 95% confidence half-width")
+	f.Float64Var(&opts.settings.Precision, "precision", def.Precision, "target relative 95% confidence half-width, in (0, 1)")
 	f.IntVar(&opts.settings.MinBatches, "min-batches", def.MinBatches, "least number of batches measured")
 	f.DurationVar(&opts.settings.MaxWindow, "max-window", def.MaxWindow, "longest measurement (after warm-up)")
 	f.DurationVar(&opts.settings.MaxWarmup, "max-warmup", def.MaxWarmup, "longest warm-up")
@@ -178,7 +178,7 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 	if err != nil {
 		return nil, noop, err
 	}
-	devs, usable, err := openDevices(ctx, opts, io)
+	devs, all, usable, err := openDevices(ctx, opts, io)
 	if err != nil {
 		return nil, noop, err
 	}
@@ -192,6 +192,10 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 	if err != nil {
 		closeDevs()
 		return nil, noop, cli.UsageError("run: %v", err)
+	}
+	if err := checkScaleFactors(opts, tasks, all, usable); err != nil {
+		closeDevs()
+		return nil, noop, err
 	}
 	r := &profile.Runner{
 		TablePath: opts.tablePath, Commands: commands, GPUs: usable, Devices: devs,
@@ -237,8 +241,45 @@ func checkRunFlags(opts runOptions) error {
 	if opts.fraction < 0 || opts.fraction > 1 {
 		return cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
 	}
+	if err := checkPositive(opts); err != nil {
+		return err
+	}
+	if s := opts.settings; s.MaxWindow < time.Duration(s.MinBatches)*s.Window {
+		return cli.UsageError("run: --max-window %s is shorter than --min-batches %d × --window %s = %s, so no measurement could finish; "+
+			"give --max-window %s or more, or lower --min-batches or --window", s.MaxWindow, s.MinBatches, s.Window,
+			time.Duration(s.MinBatches)*s.Window, time.Duration(s.MinBatches)*s.Window)
+	}
 	if err := opts.settings.Validate(); err != nil {
 		return cli.UsageError("run: --%v", err)
+	}
+	return nil
+}
+
+// checkPositive rejects zero and negative measurement flags. profile.Settings reads a zero as
+// "the default", but on the command line the defaults are already the flags' values, so a 0
+// was typed and would be silently replaced.
+func checkPositive(opts runOptions) error {
+	s, def := opts.settings, profile.DefaultSettings()
+	durations := []struct {
+		flag   string
+		d, def time.Duration
+	}{{"window", s.Window, def.Window}, {"max-window", s.MaxWindow, def.MaxWindow}, {"max-warmup", s.MaxWarmup, def.MaxWarmup},
+		{"startup-timeout", s.StartupTimeout, def.StartupTimeout}, {"stall-timeout", s.StallTimeout, def.StallTimeout},
+		{"kill-grace", s.KillGrace, def.KillGrace}}
+	for _, d := range durations {
+		if d.d <= 0 {
+			return cli.UsageError("run: --%s %s: want a positive duration (default %s)", d.flag, d.d, d.def)
+		}
+	}
+	switch {
+	case !(s.Precision > 0 && s.Precision < 1):
+		return cli.UsageError("run: --precision %g: want a relative half-width in (0, 1) (default %g)", s.Precision, def.Precision)
+	case s.MinBatches < 2:
+		return cli.UsageError("run: --min-batches %d: want 2 or more (a confidence interval needs two batches; default %d)", s.MinBatches, def.MinBatches)
+	case !(s.Settle > 0):
+		return cli.UsageError("run: --settle %g: want a positive relative tolerance (default %g)", s.Settle, def.Settle)
+	case opts.cpuSlots < 1:
+		return cli.UsageError("run: --cpu-slots %d: want 1 or more", opts.cpuSlots)
 	}
 	return nil
 }
@@ -289,28 +330,37 @@ func loadSuggestions(path string, io *cli.IO) ([]profile.Suggestion, error) {
 	return s, nil
 }
 
-// openDevices opens NVML (or the CPU pseudo devices) and returns the selected devices that can
-// be profiled; the caller closes devs.
-func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile.Devices, usable []profile.GPU, err error) {
+// openDevices opens NVML (or the CPU pseudo devices) and returns all its devices and the
+// selected ones that can be profiled; the caller closes devs.
+func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile.Devices, all, usable []profile.GPU, err error) {
 	overrides, err := profile.ParseWorkerTypeOverrides(opts.workerTypes)
 	if err != nil {
-		return nil, nil, cli.UsageError("run: --worker-type: %v", err)
+		return nil, nil, nil, cli.UsageError("run: --worker-type: %v", err)
 	}
 	if opts.cpu {
 		devs = profile.CPUDevices(opts.cpuSlots)
 	} else if devs, err = opts.open(); err != nil {
-		return nil, nil, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
+		if errors.Is(err, profile.ErrNoDriver) {
+			// Asking for GPUs on a machine without any is a usage problem, not a failed run.
+			why := strings.TrimPrefix(err.Error(), profile.ErrNoDriver.Error()+": ")
+			return nil, nil, nil, cli.UsageError("run: no NVIDIA GPU driver found (%s); add --cpu to profile on the CPU (worker type %s)", why, profile.CPUWorkerType)
+		}
+		return nil, nil, nil, fmt.Errorf("run: %w; GPU profiling is not available here: add --cpu to profile on the CPU (worker type %s)", err, profile.CPUWorkerType)
 	}
-	all, err := devs.List(ctx)
+	all, err = devs.List(ctx)
 	if err != nil {
 		devs.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if len(all) == 0 {
+		devs.Close()
+		return nil, nil, nil, cli.UsageError("run: the NVIDIA driver found no GPUs; add --cpu to profile on the CPU (worker type %s)", profile.CPUWorkerType)
 	}
 	overrides.Apply(all)
 	gpus, err := profile.SelectGPUs(all, opts.gpu)
 	if err != nil {
 		devs.Close()
-		return nil, nil, cli.UsageError("run: %v", err)
+		return nil, nil, nil, cli.UsageError("run: %v", err)
 	}
 	for _, g := range gpus {
 		if g.MIG == "enabled" {
@@ -321,9 +371,68 @@ func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile
 	}
 	if len(usable) == 0 {
 		devs.Close()
-		return nil, nil, fmt.Errorf("run: no usable device (selected %q); use --cpu to profile on the CPU", opts.gpu)
+		return nil, nil, nil, fmt.Errorf("run: no usable device (selected %q); use --cpu to profile on the CPU", opts.gpu)
 	}
-	return devs, usable, nil
+	return devs, all, usable, nil
+}
+
+// checkScaleFactors rejects, before anything is measured, jobs that need more devices of a
+// worker type than are selected: each would only be recorded failed. The error says how to
+// get enough devices: --cpu-slots on the CPU, or the node's devices per worker type.
+func checkScaleFactors(opts runOptions, tasks []profile.Task, all, usable []profile.GPU) error {
+	count := map[string]int{}
+	for _, g := range usable {
+		count[g.WorkerType]++
+	}
+	var short []string
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		n := count[t.WorkerType]
+		key := fmt.Sprintf("%s/%d", t.WorkerType, t.Job.ScaleFactor)
+		if n >= t.Job.ScaleFactor || seen[key] {
+			continue
+		}
+		seen[key] = true
+		who := "--scale-factor"
+		if t.Job.Model != opts.name {
+			who = fmt.Sprintf("reference %q: scale_factor", t.Job.Model)
+		}
+		short = append(short, fmt.Sprintf("%s %d needs %d devices of worker type %s, %d selected",
+			who, t.Job.ScaleFactor, t.Job.ScaleFactor, t.WorkerType, n))
+	}
+	if len(short) == 0 {
+		return nil
+	}
+	msg := "run: " + strings.Join(short, "; ")
+	if opts.cpu {
+		most := 0
+		for _, t := range tasks {
+			most = max(most, t.Job.ScaleFactor)
+		}
+		return cli.UsageError("%s; give --cpu-slots %d (or more) for %d CPU devices", msg, most, most)
+	}
+	return cli.UsageError("%s; this node has %s: select enough devices of one worker type with --gpu (or merge types with --worker-type)",
+		msg, describeDevices(all))
+}
+
+// describeDevices lists devices per worker type, in device order: "h200: GPUs 0,1; a100: GPU 2".
+func describeDevices(gpus []profile.GPU) string {
+	if len(gpus) == 0 {
+		return "no devices"
+	}
+	idx := map[string][]string{}
+	for _, g := range gpus {
+		idx[g.WorkerType] = append(idx[g.WorkerType], strconv.Itoa(g.Index))
+	}
+	var parts []string
+	for _, w := range workerTypes(gpus) {
+		noun := "GPU"
+		if len(idx[w]) > 1 {
+			noun = "GPUs"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s %s", w, noun, strings.Join(idx[w], ",")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // workerTypes lists the worker types of gpus once each, in device order.
@@ -451,7 +560,7 @@ func describe(rec profile.Record) string {
 		if rec.Partner != "" {
 			s += fmt.Sprintf(", partner %.4g steps/s ±%.1f%%", rec.RawPartnerRate, 100*rel(rec.PartnerCIHalfWidth, rec.RawPartnerRate))
 		}
-		s += fmt.Sprintf(" (%.0f s)", rec.TotalSeconds)
+		s += fmt.Sprintf(" (measured %.0f s, %.0f s in all)", rec.Seconds, rec.TotalSeconds)
 		switch {
 		case rec.PrecisionReached:
 		case rec.Reason != "":
@@ -522,7 +631,9 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 		fmt.Fprintf(io.Out, "Nothing to measure: %s already holds every measurement (%d).\n", opts.tablePath, skipped)
 		return nil
 	}
-	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "rate", "partner rate", "±CI", "samples", "seconds", "status", "reason")
+	// "measured s" is --json's seconds (the measurement phase); "total s" its total_seconds,
+	// warm-up and start-up included.
+	tw := cli.NewTableWriter(io.Out, "worker type", "job", "partner", "rate", "partner rate", "±CI", "samples", "measured s", "total s", "status", "reason")
 	for _, rec := range recs {
 		job := rec.Job
 		if rec.Kind == profile.KindRefresh {
@@ -543,7 +654,7 @@ func printRecords(io *cli.IO, opts runOptions, r *profile.Runner, recs []profile
 			rate = "0"
 		}
 		if err := tw.Append(rec.WorkerType, job, rec.Partner, rate, prate, ci, strconv.Itoa(rec.Samples),
-			fmt.Sprintf("%.1f", rec.TotalSeconds), string(rec.Status), rec.Reason); err != nil {
+			fmt.Sprintf("%.1f", rec.Seconds), fmt.Sprintf("%.1f", rec.TotalSeconds), string(rec.Status), rec.Reason); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,8 +169,36 @@ func TestRunWithoutDriverOffersCPU(t *testing.T) {
 		t.Skip("this machine has an NVIDIA driver")
 	}
 	_, _, err := runCLI("--name", "m", "--table", filepath.Join(t.TempDir(), "o.json"), "--", "true")
-	if err == nil || !strings.Contains(err.Error(), "--cpu") {
-		t.Errorf("error %v, want one offering --cpu", err)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--cpu") || !strings.Contains(err.Error(), "no NVIDIA GPU driver found") {
+		t.Errorf("error %v (exit %d), want exit 2 saying there is no driver and offering --cpu", err, cli.ExitCode(err))
+	}
+}
+
+// TestRunNoGPUIsUsage: no driver, or a driver that sees no GPU, is bad usage (exit 2) that
+// offers --cpu; another NVML failure stays a failure (exit 1).
+func TestRunNoGPUIsUsage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	tests := []struct {
+		open func() (profile.Devices, error)
+		code int
+		want string
+	}{
+		{func() (profile.Devices, error) {
+			return nil, fmt.Errorf("%w: NVML init: ERROR_LIBRARY_NOT_FOUND", profile.ErrNoDriver)
+		},
+			2, "no NVIDIA GPU driver found (NVML init: ERROR_LIBRARY_NOT_FOUND); add --cpu"},
+		{func() (profile.Devices, error) { return fakeDevices{}, nil }, 2, "found no GPUs; add --cpu"},
+		{func() (profile.Devices, error) { return nil, errors.New("NVML init: ERROR_UNKNOWN") }, 1, "ERROR_UNKNOWN"},
+	}
+	for _, tc := range tests {
+		opts := runOptions{name: "m", scaleFactor: 1, gpu: "all", tablePath: out, sharing: "time-slicing", cpuSlots: 1,
+			settings: profile.DefaultSettings(), command: []string{"true"}, open: tc.open}
+		streams, _, _ := cli.TestIO()
+		_, closeDevs, err := setupRun(t.Context(), opts, streams)
+		closeDevs()
+		if cli.ExitCode(err) != tc.code || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%v (exit %d), want exit %d with %q", err, cli.ExitCode(err), tc.code, tc.want)
+		}
 	}
 }
 
@@ -218,7 +248,7 @@ func TestRunPairsFromSuggestOnStdin(t *testing.T) {
 // on the H200 five of six measurements did, and the log line read like a pass.
 func TestDescribeMarksMissedPrecision(t *testing.T) {
 	ok := profile.Record{WorkerType: "h200", Job: "a", Kind: profile.KindIsolated, Status: profile.StatusOK,
-		RawRate: 100, CIHalfWidth: 4, TotalSeconds: 30, PrecisionReached: true}
+		RawRate: 100, CIHalfWidth: 4, Seconds: 20, TotalSeconds: 30, PrecisionReached: true}
 	missed := ok
 	missed.PrecisionReached = false
 	pair := missed
@@ -232,9 +262,9 @@ func TestDescribeMarksMissedPrecision(t *testing.T) {
 		want string
 		mark bool
 	}{
-		{"reached", ok, "h200: a: 100 steps/s ±4.0% (30 s)", false},
-		{"missed", missed, "h200: a: 100 steps/s ±4.0% (30 s)", true},
-		{"pair missed", pair, "h200: a + b: 100 steps/s ±4.0%, partner 50 steps/s ±2.0% (30 s)", true},
+		{"reached", ok, "h200: a: 100 steps/s ±4.0% (measured 20 s, 30 s in all)", false},
+		{"missed", missed, "h200: a: 100 steps/s ±4.0% (measured 20 s, 30 s in all)", true},
+		{"pair missed", pair, "h200: a + b: 100 steps/s ±4.0%, partner 50 steps/s ±2.0% (measured 20 s, 30 s in all)", true},
 		{"failed", failed, "h200: a: failed: exited with status 3", false},
 	}
 	for _, tt := range tests {
@@ -399,5 +429,130 @@ func TestRunBrokenSidecarIsBadInput(t *testing.T) {
 	_, _, err := runCLI(append([]string{"--cpu", "--name", "m", "--table", out}, append(fastFlags(), "--", "true")...)...)
 	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), side) {
 		t.Fatalf("err = %v (exit %d), want exit 2 naming %s", err, cli.ExitCode(err), side)
+	}
+}
+
+// TestRunScaleFactorNeedsDevices: a scale factor larger than the selected devices of a worker
+// type is bad usage, found before anything runs, with a hint at how to get the devices.
+func TestRunScaleFactorNeedsDevices(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--scale-factor", "2", "--name", "m", "--table", out, "--", "true")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--cpu-slots 2") || !strings.Contains(err.Error(), "1 selected") {
+		t.Errorf("--cpu --scale-factor 2: %v (exit %d), want exit 2 suggesting --cpu-slots 2", err, cli.ExitCode(err))
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the table was written (%v); nothing should run", err)
+	}
+
+	gpus := append(twoH200(), profile.GPU{Index: 2, UUID: "GPU-0002", Name: "NVIDIA A100", WorkerType: "a100", MIG: "disabled"})
+	ctx := t.Context()
+	tests := []struct {
+		gpu, want string
+		ok        bool
+	}{
+		{"0", "needs 2 devices of worker type h200, 1 selected", false},
+		{"0,2", "h200: GPUs 0,1; a100: GPU 2", false},
+		{"0,1", "", true},
+	}
+	for _, tc := range tests {
+		opts := runOptions{name: "m", scaleFactor: 2, gpu: tc.gpu, tablePath: out, sharing: "time-slicing", cpuSlots: 1, settings: profile.DefaultSettings(),
+			command: []string{"true"}, open: func() (profile.Devices, error) { return fakeDevices(gpus), nil }}
+		streams, _, _ := cli.TestIO()
+		_, closeDevs, err := setupRun(ctx, opts, streams)
+		closeDevs()
+		if tc.ok {
+			if err != nil {
+				t.Errorf("--gpu %s: %v", tc.gpu, err)
+			}
+			continue
+		}
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--gpu") {
+			t.Errorf("--gpu %s --scale-factor 2: %v (exit %d), want exit 2 mentioning %q and --gpu", tc.gpu, err, cli.ExitCode(err), tc.want)
+		}
+	}
+}
+
+// TestRunRejectsNonPositiveFlags: zero is rejected like a negative value, with the flag, the
+// value and the reason, instead of being replaced by the default.
+func TestRunRejectsNonPositiveFlags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	tests := []struct{ flag, value, want string }{
+		{"window", "0s", "want a positive duration"},
+		{"window", "-1s", "want a positive duration"},
+		{"max-window", "0s", "want a positive duration"},
+		{"max-warmup", "0s", "want a positive duration"},
+		{"startup-timeout", "0s", "want a positive duration"},
+		{"startup-timeout", "-5s", "want a positive duration"},
+		{"stall-timeout", "0s", "want a positive duration"},
+		{"kill-grace", "0s", "want a positive duration"},
+		{"precision", "0", "(0, 1)"},
+		{"precision", "-1", "(0, 1)"},
+		{"precision", "1", "(0, 1)"},
+		{"precision", "1.5", "(0, 1)"},
+		{"min-batches", "0", "2 or more"},
+		{"min-batches", "1", "2 or more"},
+		{"min-batches", "-3", "2 or more"},
+		{"settle", "0", "positive"},
+		{"cpu-slots", "0", "1 or more"},
+		{"cpu-slots", "-2", "1 or more"},
+	}
+	for _, tc := range tests {
+		_, _, err := runCLI("--cpu", "--name", "m", "--table", out, "--"+tc.flag, tc.value, "--", "true")
+		name := "--" + tc.flag + " " + tc.value
+		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (exit %d), want exit 2 naming %q: %q", name, err, cli.ExitCode(err), name, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the table was written (%v); nothing should run", err)
+	}
+}
+
+// TestRunMaxWindowFitsMinBatches: a --max-window too short for --min-batches batches of
+// --window is bad usage found up front, not a failed measurement after the warm-up.
+func TestRunMaxWindowFitsMinBatches(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--name", "m", "--table", out, "--window", "0.3s", "--max-window", "1s", "--", "true")
+	want := "--max-window 1s is shorter than --min-batches 5 × --window 300ms = 1.5s"
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v (exit %d), want exit 2 with %q", err, cli.ExitCode(err), want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the table was written (%v); nothing should run", err)
+	}
+}
+
+// TestRunTableSeconds: the human table shows the measuring time under the name of --json's
+// seconds, and the total (warm-up included) apart from it.
+func TestRunTableSeconds(t *testing.T) {
+	streams, out, _ := cli.TestIO()
+	rec := profile.Record{WorkerType: "cpu", Job: "a", Kind: profile.KindIsolated, Status: profile.StatusOK, Rate: 100, RawRate: 100,
+		CIHalfWidth: 1, Samples: 7, PrecisionReached: true, Seconds: 12.4, TotalSeconds: 47.3}
+	if err := printRecords(streams, runOptions{tablePath: "t.json"}, &profile.Runner{}, []profile.Record{rec}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	var header, row []string
+	for _, l := range lines {
+		cells := strings.FieldsFunc(l, func(r rune) bool { return r == '│' || r == '|' })
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case slices.Contains(cells, "worker type"):
+			header = cells
+		case slices.Contains(cells, "cpu"):
+			row = cells
+		}
+	}
+	measured, total := slices.Index(header, "measured s"), slices.Index(header, "total s")
+	if measured < 0 || total < 0 || len(row) != len(header) {
+		t.Fatalf("header %q, row %q:\n%s", header, row, out.String())
+	}
+	if row[measured] != "12.4" || row[total] != "47.3" {
+		t.Errorf("measured s = %q, total s = %q, want 12.4 and 47.3:\n%s", row[measured], row[total], out.String())
+	}
+	if s := describe(rec); !strings.Contains(s, "measured 12 s, 47 s in all") {
+		t.Errorf("describe = %q", s)
 	}
 }
