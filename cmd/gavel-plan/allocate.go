@@ -138,6 +138,9 @@ func (o *problemFlags) load(streams *cli.IO) (*problemSetup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkReference(tb, &o.clusterFlags); err != nil {
+		return nil, err
+	}
 	pol, prices, err := o.policyFlags.load(cl)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,16 @@ func (p *policyFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&p.timeLimit, "time-limit", 0, "time limit per LP solve (0 = none)")
 }
 
+// checkReference rejects a --reference worker type that is not in table
+// tbl, whether or not the policy uses it: a misspelled reference would
+// otherwise pass silently with the policies that ignore it.
+func (p *policyFlags) checkReference(tbl *table.Table, c *clusterFlags) error {
+	if p.reference == "" {
+		return nil
+	}
+	return c.checkWorkerType(tbl, "--reference", p.reference)
+}
+
 // needsPrices reports whether the named policy weighs throughput by cost.
 func needsPrices(name string) bool { return strings.Contains(name, "normalized_by_cost") }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -111,10 +112,36 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 	if cluster.Total() == 0 {
 		return nil, nil, nil, cli.UsageError("--cluster %q has no GPUs", c.cluster)
 	}
+	for _, w := range cluster.WorkerTypes() {
+		if err := c.checkWorkerType(tbl, "--cluster", w); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if perServer, err = rounds.ParseGPUsPerServer(c.perServer); err != nil {
 		return nil, nil, nil, cli.UsageError("--gpus-per-server: %v", err)
 	}
 	return tbl, cluster, perServer, nil
+}
+
+// checkWorkerType returns a usage error naming flag when worker type w is
+// not in table tbl, so that a misspelled type ("V100") is reported as such
+// rather than as a job without a rate on it.
+func (c *clusterFlags) checkWorkerType(tbl *table.Table, flag, w string) error {
+	known := tbl.WorkerTypes()
+	if slices.Contains(known, w) {
+		return nil
+	}
+	name := "the table"
+	if c.table != "" {
+		name = "table " + c.table
+	}
+	hint := ""
+	for _, k := range known {
+		if strings.EqualFold(k, w) {
+			hint = fmt.Sprintf("; did you mean %q?", k)
+		}
+	}
+	return cli.UsageError("%s: worker type %q is not in %s (it has %s)%s", flag, w, name, strings.Join(known, ", "), hint)
 }
 
 // setupFlags are simulate's flags: cluster, policy and round length.
@@ -157,6 +184,9 @@ func (o *setupFlags) load() (*setup, error) {
 	}
 	if s.topo, err = rounds.NewTopology(s.cluster, s.perServer); err != nil {
 		return nil, cli.UsageError("%v", err)
+	}
+	if err = o.checkReference(s.table, &o.clusterFlags); err != nil {
+		return nil, err
 	}
 	if s.policy, s.prices, err = o.policyFlags.load(s.cluster); err != nil {
 		return nil, err
