@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -82,6 +84,9 @@ func TableShow(streams *IO, o TableShowOptions) error {
 		}
 		workers = o.WorkerTypes
 	}
+	if o.ScaleFactor < 0 {
+		return UsageError("--scale-factor %d: want 0 (all) or a scale factor of the table (%s)", o.ScaleFactor, scaleFactors(t))
+	}
 	if o.Pairs != "" {
 		j, err := findJobType(t, o.Pairs, o.ScaleFactor)
 		if err != nil {
@@ -89,7 +94,27 @@ func TableShow(streams *IO, o TableShowOptions) error {
 		}
 		return showPairs(streams, t, j, workers, o.JSON)
 	}
+	if o.ScaleFactor > 0 && len(t.JobTypesWithScaleFactor(o.ScaleFactor)) == 0 {
+		// An empty table would read as "nothing measured".
+		return UsageError("--scale-factor %d: no job type of the table has it (it has %s; 0 shows all)", o.ScaleFactor, scaleFactors(t))
+	}
 	return showIsolated(streams, t, workers, o.ScaleFactor, o.JSON)
+}
+
+// scaleFactors lists the scale factors of t's job types, ascending.
+func scaleFactors(t *table.Table) string {
+	var sfs []int
+	for _, j := range t.JobTypes() {
+		if !slices.Contains(sfs, j.ScaleFactor) {
+			sfs = append(sfs, j.ScaleFactor)
+		}
+	}
+	slices.Sort(sfs)
+	s := make([]string, len(sfs))
+	for i, sf := range sfs {
+		s[i] = strconv.Itoa(sf)
+	}
+	return strings.Join(s, ", ")
 }
 
 func contains(xs []string, x string) bool {
