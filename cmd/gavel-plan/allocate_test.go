@@ -304,3 +304,20 @@ func TestAllocateDeterministicJSON(t *testing.T) {
 		}
 	}
 }
+
+// A jobs file that is not JSON, or not shaped like a jobs file, is named by
+// file:line:column and said in the file's terms (a truncated file said only
+// "unexpected EOF"; a top-level array printed a Go struct type).
+func TestAllocateJobsFileJSONErrors(t *testing.T) {
+	trunc := writeFile(t, "trunc.json", "{\"jobs\": [\n  {\"id\": \"a\", \"type\": \"A3C\"")
+	array := writeFile(t, "array.json", `[{"id": "a", "type": "A3C", "total_steps": 1}]`)
+	for _, tc := range []struct{ file, want string }{
+		{trunc, trunc + ":2:28: invalid JSON: unexpected end of file (truncated?)"},
+		{array, array + `:1:1: want an object with "jobs": [...] (and optionally "entities": {...}), got an array`},
+	} {
+		_, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", tc.file)
+		if cli.ExitCode(err) != 2 || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("error %v (exit %d), want exit 2 ending %q", err, cli.ExitCode(err), tc.want)
+		}
+	}
+}
