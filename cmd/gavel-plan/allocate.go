@@ -61,7 +61,7 @@ filling. Errors name the file, the entry (jobs[i]) and its id.
 Without --jobs, a default set of 8 single-GPU jobs from the embedded table is
 used (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN, A3C;
 10,000-80,000 steps; SLO one hour).`,
-		Example: `  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=8,p100=16,k80=24 --jobs jobs.json
+		Example: `  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=8,p100=16,k80=24 --jobs examples/jobs.json
   gavel-plan allocate --policy max_sum_throughput_normalized_by_cost_perf --cluster v100=4,k80=4 \
       --prices v100=2.48,k80=0.45 --json
   gavel-plan allocate --policy max_min_fairness_packed --cluster v100=4 --max-partners 8`,

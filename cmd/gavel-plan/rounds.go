@@ -62,12 +62,13 @@ short).
 --json has the same fields: fidelity {job → {worker type → {target,
 received, backfill}}}, max_deviation and max_deviation_allocated.`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
-      --gpus-per-server v100=4,p100=4,k80=4 --jobs jobs.json --rounds 20
-  gavel-plan rounds --policy max_min_fairness_packed --cluster v100=2 --jobs jobs.json --rounds 5 --json`,
+      --gpus-per-server v100=4,p100=4,k80=4 --jobs examples/jobs.json --rounds 20
+  gavel-plan rounds --policy max_min_fairness_packed --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json \
+      --rounds 5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRounds(cmd.Context(), io, o) },
 	}
-	o.problemFlags.register(cmd, true, "jobs file (JSON, see cli-contract.md; required)")
+	o.problemFlags.register(cmd, true, `jobs file (required): JSON {"jobs": [{"id", "type", "total_steps", ...}]}, as allocate --help describes; e.g. examples/jobs.json`)
 	registerRoundSeconds(cmd, &o.roundSeconds)
 	f := cmd.Flags()
 	f.IntVar(&o.rounds, "rounds", 10, "number of rounds to plan")
