@@ -91,10 +91,11 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ps, err := o.problemFlags.load(streams)
+	ps, err := o.problemFlags.load()
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
 	}
+	noteUnusedEntities(streams, o.jobs, ps)
 	a, err := ps.allocate(ctx)
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
@@ -133,7 +134,7 @@ type problemSetup struct {
 
 // load checks the flags and builds the policy and its problem. Every error
 // is a usage error.
-func (o *problemFlags) load(streams *cli.IO) (*problemSetup, error) {
+func (o *problemFlags) load() (*problemSetup, error) {
 	tb, cl, perServer, err := o.clusterFlags.load()
 	if err != nil {
 		return nil, err
@@ -145,11 +146,24 @@ func (o *problemFlags) load(streams *cli.IO) (*problemSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	prob, err := loadProblem(streams, o.jobs, o.policyFlags.policy, tb, cl, prices)
+	prob, err := loadProblem(o.jobs, tb, cl, prices)
 	if err != nil {
 		return nil, err
 	}
 	return &problemSetup{policy: pol, problem: prob, perServer: perServer, source: jobsFileSource(o.jobs, prob.Jobs)}, nil
+}
+
+// noteUnusedEntities tells, once on stderr, that a jobs file's entities do
+// not shape this policy's allocation. It is information, not a warning: a
+// jobs file (examples/jobs.json) may well carry entities for the
+// water-filling policies and be run with others. Only allocate says it;
+// rounds realizes the same allocation and would repeat it.
+func noteUnusedEntities(streams *cli.IO, path string, ps *problemSetup) {
+	if len(ps.problem.Entities) == 0 || strings.Contains(ps.policy.Name(), "water_filling") {
+		return
+	}
+	fmt.Fprintf(streams.Err, "note: %s: its entities are used only by the water-filling policies; %s does not group jobs by entity\n",
+		path, ps.policy.Name())
 }
 
 // allocate runs the policy; bad input it finds is a usage error naming the

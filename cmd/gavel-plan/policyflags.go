@@ -98,7 +98,7 @@ func (p *policyFlags) loadPrices(cl policy.Cluster) (policy.Prices, error) {
 
 // loadProblem builds the policy's problem on tb and cl with prices: the
 // jobs of the jobs file at path, or, when path is "", defaultJobs.
-func loadProblem(streams *cli.IO, path, policyName string, tb *table.Table, cl policy.Cluster, prices policy.Prices) (*policy.Problem, error) {
+func loadProblem(path string, tb *table.Table, cl policy.Cluster, prices policy.Prices) (*policy.Problem, error) {
 	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices}
 	if path == "" {
 		prob.Jobs = defaultJobs()
@@ -109,9 +109,6 @@ func loadProblem(streams *cli.IO, path, policyName string, tb *table.Table, cl p
 		return nil, cli.UsageError("%v", err)
 	}
 	prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
-	if len(jf.Entities) > 0 && !strings.Contains(policyName, "water_filling") {
-		fmt.Fprintf(streams.Err, "warning: %s: entities are used only by the water-filling policies; %s ignores them\n", path, policyName)
-	}
 	return prob, nil
 }
 

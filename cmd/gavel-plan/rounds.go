@@ -230,7 +230,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return err
 	}
-	ps, err := o.problemFlags.load(io)
+	ps, err := o.problemFlags.load()
 	if err != nil {
 		return err
 	}
