@@ -70,14 +70,26 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "steps_done": 2}]}`, `jobs[0] (id "a"): steps_done 2 exceeds`},
 		{`{"entities": {"e": {"weight": 1}}, "jobs": [{"id": "a", "type": "A", "entity": "f"}]}`, `jobs[0] (id "a"): entity "f"`},
 		{`{"entities": {"e": {"weight": 1, "policy": "lifo"}}, "jobs": [{"id": "a", "type": "A"}]}`, `entity "e": policy "lifo"`},
-		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): json: unknown field "color"`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): unknown field "color"`},
 		// A wrongly typed field names the entry, not only the Go struct.
-		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "total_steps": "many"}]}`, `jobs[1] (id "b"): json: cannot unmarshal string`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "total_steps": "many"}]}`, `jobs[1] (id "b"): "total_steps": want a number, got a string`},
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "a+b", "type": "A", "total_steps": 1}]}`, `jobs file: jobs[1] (id "a+b"): id "a+b" contains '+'`},
-		{"{\"jobs\": [\n{\"id\": \"a\",, }]}", "jobs file: line 2, column 12: invalid character ','"},
+		{"{\"jobs\": [\n{\"id\": \"a\",, }]}", "jobs file: line 2, column 12: invalid JSON: invalid character ','"},
+		// A truncated file said only "unexpected EOF", with no position.
+		{"{\"jobs\": [\n  {\"id\": \"a\"", "jobs file: line 2, column 13: invalid JSON: unexpected end of file (truncated?)"},
+		{"", "jobs file: empty file (want an object with \"jobs\": [...]"},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}]} {}`, "jobs file: line 1, column 56: invalid JSON: unexpected text after the JSON value"},
+		// Wrong shapes are said in the file's terms, not Go's types.
+		{`[{"id": "a"}]`, `jobs file: line 1, column 1: want an object with "jobs": [...] (and optionally "entities": {...}), got an array`},
+		{`{"jobs": {"a": 1}}`, `jobs file: line 1, column 10: "jobs": want an array of job objects, got an object`},
+		{`{"jobs": ["a"]}`, `jobs file: jobs[0]: want a job object {"id", "type", "total_steps", ...}, got a string`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "scale_factor": 1.5}]}`, `jobs[0] (id "a"): "scale_factor": want a whole number, got number 1.5`},
+		{`{"entities": [], "jobs": []}`, `"entities": want an object of name: {"weight": number, "policy": "fairness" or "fifo"}, got an array`},
+		{`{"entities": {"e": {"weight": "x"}}, "jobs": []}`, `"entities": an entity's "weight": want a number, got a string`},
+		{`{"job": []}`, `jobs file: unknown field "job" (want an object with "jobs"`},
 	} {
 		_, err := ReadJobs(strings.NewReader(tc.in))
-		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+		if err == nil || !strings.Contains(err.Error(), tc.msg) || strings.Contains(err.Error(), "Go ") {
 			t.Errorf("%s: error %v, want %q", tc.in, err, tc.msg)
 		}
 	}

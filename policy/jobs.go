@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -41,21 +43,27 @@ type jsonJobsFile struct {
 // total_steps present (scale_factor defaults to 1, weight to 1), ids
 // unique and free of '+' (it joins pair ids), scale factor ≥ 1, finite non-negative numbers, steps_done ≤ total_steps,
 // entities known with a positive weight and policy "fairness" or "fifo".
-// Errors name the entry: jobs[i] (its position in the file) and its id.
-func ReadJobs(r io.Reader) (*JobsFile, error) { return readJobs(r, "jobs file") }
+// Errors name the entry: jobs[i] (its position in the file) and its id;
+// JSON that does not parse is named by line and column.
+func ReadJobs(r io.Reader) (*JobsFile, error) { return readJobs(r, "jobs file", false) }
 
-// LoadJobs reads a jobs file from path; errors name the file and the entry.
+// LoadJobs reads a jobs file from path; errors name the file and the entry,
+// or path:line:column for JSON that does not parse.
 func LoadJobs(path string) (*JobsFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readJobs(f, path)
+	return readJobs(f, path, true)
 }
 
-// readJobs is ReadJobs with the name errors start with.
-func readJobs(r io.Reader, name string) (*JobsFile, error) {
+// jobsShape is what a jobs file must look like, for errors about its shape.
+const jobsShape = `want an object with "jobs": [...] (and optionally "entities": {...})`
+
+// readJobs is ReadJobs with the name errors start with; isPath says name
+// is a file, so that positions read path:line:column.
+func readJobs(r io.Reader, name string, isPath bool) (*JobsFile, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -66,13 +74,13 @@ func readJobs(r io.Reader, name string) (*JobsFile, error) {
 		Jobs     []json.RawMessage `json:"jobs"`
 	}
 	if err := strictDecode(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: %s%w", name, position(data, err), err)
+		return nil, fileJSONError(name, isPath, data, err)
 	}
 	if err := checkEntities(raw.Entities); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(raw.Jobs) == 0 {
-		return nil, fmt.Errorf("%s: no jobs", name)
+		return nil, fmt.Errorf("%s: no jobs (%s)", name, jobsShape)
 	}
 	out := &JobsFile{Entities: raw.Entities}
 	seen := map[string]bool{}
@@ -86,29 +94,129 @@ func readJobs(r io.Reader, name string) (*JobsFile, error) {
 	return out, nil
 }
 
+// strictDecode decodes exactly one JSON value, rejecting unknown fields
+// and anything after the value.
 func strictDecode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		rest := data[end:]
+		return &trailingDataError{offset: end + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n")))}
+	}
+	return nil
 }
 
-// position returns "line L, column C: " for JSON errors that carry an offset.
-func position(data []byte, err error) string {
-	var off int64
+// trailingDataError is text after the file's JSON value.
+type trailingDataError struct{ offset int64 }
+
+func (e *trailingDataError) Error() string { return "unexpected text after the JSON value" }
+
+// fileJSONError describes err, from decoding the whole file data, in the
+// file's terms: where it is (name:line:column or "name: line L, column C")
+// and what was wanted, without Go type names.
+func fileJSONError(name string, isPath bool, data []byte, err error) error {
+	off, msg := int64(-1), err.Error()
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var trail *trailingDataError
 	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		msg = "empty file (" + jobsShape + ")"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		off, msg = int64(len(data)), "invalid JSON: unexpected end of file (truncated?)"
 	case errors.As(err, &syn):
-		off = syn.Offset - 1 // Offset counts the offending byte
+		off, msg = syn.Offset-1, "invalid JSON: "+syn.Error() // Offset counts the offending byte
+	case errors.As(err, &trail):
+		off, msg = trail.offset, "invalid JSON: "+trail.Error()
 	case errors.As(err, &typ):
-		off = typ.Offset
+		off, msg = typ.Offset-1, shapeMessage(typ) // Offset is just past the value or its first byte
 	default:
-		return ""
+		msg = strings.TrimPrefix(msg, "json: ")
+		if strings.HasPrefix(msg, "unknown field") {
+			msg += " (" + jobsShape + ")"
+		}
 	}
+	if off < 0 {
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	line, col := lineColumn(data, off)
+	if isPath {
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)
+	}
+	return fmt.Errorf("%s: line %d, column %d: %s", name, line, col, msg)
+}
+
+// shapeMessage says which part of a jobs file has the wrong kind of value.
+func shapeMessage(e *json.UnmarshalTypeError) string {
+	switch {
+	case e.Field == "":
+		return fmt.Sprintf("%s, got %s", jobsShape, gotValue(e.Value))
+	case e.Field == "jobs":
+		return fmt.Sprintf(`"jobs": want an array of job objects, got %s`, gotValue(e.Value))
+	case e.Field == "entities":
+		return fmt.Sprintf(`"entities": want an object of name: {"weight": number, "policy": "fairness" or "fifo"}, got %s`, gotValue(e.Value))
+	case strings.HasPrefix(e.Field, "entities."):
+		return fmt.Sprintf(`"entities": an entity's %q: want %s, got %s`, strings.TrimPrefix(e.Field, "entities."), kindName(e.Type), gotValue(e.Value))
+	}
+	return fmt.Sprintf("%q: want %s, got %s", e.Field, kindName(e.Type), gotValue(e.Value))
+}
+
+// jobJSONError describes an error decoding one entry of "jobs" without Go
+// type names.
+func jobJSONError(err error) error {
+	var typ *json.UnmarshalTypeError
+	if !errors.As(err, &typ) {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if typ.Field == "" {
+		return fmt.Errorf("want a job object {\"id\", \"type\", \"total_steps\", ...}, got %s", gotValue(typ.Value))
+	}
+	return fmt.Errorf("%q: want %s, got %s", typ.Field, kindName(typ.Type), gotValue(typ.Value))
+}
+
+// kindName is the JSON name of what Go type t decodes from.
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Int, reflect.Int64:
+		return "a whole number"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Pointer:
+		return kindName(t.Elem())
+	}
+	return t.Kind().String()
+}
+
+// gotValue reads a decoder's value description: "an array", "a string",
+// or "number 1.5" when the decoder gives the value.
+func gotValue(v string) string {
+	if v == "" || strings.Contains(v, " ") {
+		return v
+	}
+	if strings.ContainsRune("aeiou", rune(v[0])) {
+		return "an " + v
+	}
+	return "a " + v
+}
+
+// lineColumn is the 1-based line and column of byte offset off of data.
+func lineColumn(data []byte, off int64) (line, col int) {
 	before := data[:min(max(int(off), 0), len(data))]
-	line := 1 + bytes.Count(before, []byte("\n"))
-	col := len(before) - bytes.LastIndexByte(before, '\n')
-	return fmt.Sprintf("line %d, column %d: ", line, col)
+	line = 1 + bytes.Count(before, []byte("\n"))
+	col = len(before) - bytes.LastIndexByte(before, '\n')
+	return line, col
 }
 
 // entryName is "jobs[i]", with the id when the entry has a readable one.
@@ -150,7 +258,7 @@ func checkEntities(es map[string]Entity) error {
 func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bool) (Job, error) {
 	var j jsonJob
 	if err := strictDecode(msg, &j); err != nil {
-		return Job{}, err
+		return Job{}, jobJSONError(err)
 	}
 	if j.ID == "" {
 		return Job{}, errors.New("missing id")

@@ -61,7 +61,7 @@ filling. Errors name the file, the entry (jobs[i]) and its id.
 Without --jobs, a default set of 8 single-GPU jobs from the embedded table is
 used (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN, A3C;
 10,000-80,000 steps; SLO one hour).`,
-		Example: `  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=8,p100=16,k80=24 --jobs jobs.json
+		Example: `  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=8,p100=16,k80=24 --jobs examples/jobs.json
   gavel-plan allocate --policy max_sum_throughput_normalized_by_cost_perf --cluster v100=4,k80=4 \
       --prices v100=2.48,k80=0.45 --json
   gavel-plan allocate --policy max_min_fairness_packed --cluster v100=4 --max-partners 8`,
@@ -91,10 +91,11 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ps, err := o.problemFlags.load(streams)
+	ps, err := o.problemFlags.load()
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
 	}
+	noteUnusedEntities(streams, o.jobs, ps)
 	a, err := ps.allocate(ctx)
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
@@ -133,20 +134,36 @@ type problemSetup struct {
 
 // load checks the flags and builds the policy and its problem. Every error
 // is a usage error.
-func (o *problemFlags) load(streams *cli.IO) (*problemSetup, error) {
+func (o *problemFlags) load() (*problemSetup, error) {
 	tb, cl, perServer, err := o.clusterFlags.load()
 	if err != nil {
+		return nil, err
+	}
+	if err := o.checkReference(tb, &o.clusterFlags); err != nil {
 		return nil, err
 	}
 	pol, prices, err := o.policyFlags.load(cl)
 	if err != nil {
 		return nil, err
 	}
-	prob, err := loadProblem(streams, o.jobs, o.policyFlags.policy, tb, cl, prices)
+	prob, err := loadProblem(o.jobs, tb, cl, prices)
 	if err != nil {
 		return nil, err
 	}
 	return &problemSetup{policy: pol, problem: prob, perServer: perServer, source: jobsFileSource(o.jobs, prob.Jobs)}, nil
+}
+
+// noteUnusedEntities tells, once on stderr, that a jobs file's entities do
+// not shape this policy's allocation. It is information, not a warning: a
+// jobs file (examples/jobs.json) may well carry entities for the
+// water-filling policies and be run with others. Only allocate says it;
+// rounds realizes the same allocation and would repeat it.
+func noteUnusedEntities(streams *cli.IO, path string, ps *problemSetup) {
+	if len(ps.problem.Entities) == 0 || strings.Contains(ps.policy.Name(), "water_filling") {
+		return
+	}
+	fmt.Fprintf(streams.Err, "note: %s: its entities are used only by the water-filling policies; %s does not group jobs by entity\n",
+		path, ps.policy.Name())
 }
 
 // allocate runs the policy; bad input it finds is a usage error naming the

@@ -172,10 +172,11 @@ func TestAllocateEntitiesFIFO(t *testing.T) {
 	if err != nil || stderr != "" {
 		t.Fatalf("%v %q", err, stderr)
 	}
-	// Other policies do not use entities, and say so.
+	// Other policies do not use entities; allocate says so once, as a note.
+	want := "note: " + jobs + ": its entities are used only by the water-filling policies; max_min_fairness_perf does not group jobs by entity\n"
 	if _, stderr, err := runAllocateCmd(t, "--policy", "max_min_fairness_perf", "--cluster", "k80=1,p100=1,v100=1",
-		"--table", tbl, "--jobs", jobs, "--json"); err != nil || !strings.Contains(stderr, "entities are used only by the water-filling policies") {
-		t.Fatalf("%v %q", err, stderr)
+		"--table", tbl, "--jobs", jobs, "--json"); err != nil || stderr != want {
+		t.Fatalf("%v %q, want %q", err, stderr, want)
 	}
 	var got struct {
 		Normalized map[string]float64 `json:"normalized_throughput"`
@@ -301,6 +302,23 @@ func TestAllocateDeterministicJSON(t *testing.T) {
 			} else if out != first {
 				t.Fatalf("%s: run %d differs:\n%s\nfirst:\n%s", name, k, out, first)
 			}
+		}
+	}
+}
+
+// A jobs file that is not JSON, or not shaped like a jobs file, is named by
+// file:line:column and said in the file's terms (a truncated file said only
+// "unexpected EOF"; a top-level array printed a Go struct type).
+func TestAllocateJobsFileJSONErrors(t *testing.T) {
+	trunc := writeFile(t, "trunc.json", "{\"jobs\": [\n  {\"id\": \"a\", \"type\": \"A3C\"")
+	array := writeFile(t, "array.json", `[{"id": "a", "type": "A3C", "total_steps": 1}]`)
+	for _, tc := range []struct{ file, want string }{
+		{trunc, trunc + ":2:28: invalid JSON: unexpected end of file (truncated?)"},
+		{array, array + `:1:1: want an object with "jobs": [...] (and optionally "entities": {...}), got an array`},
+	} {
+		_, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", tc.file)
+		if cli.ExitCode(err) != 2 || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("error %v (exit %d), want exit 2 ending %q", err, cli.ExitCode(err), tc.want)
 		}
 	}
 }

@@ -25,8 +25,9 @@ GPU type, then into concrete rounds: which job or pair runs on which GPU.
 
 Typical use:
   gavel-plan table show                                   # the embedded Gavel table
-  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 --jobs jobs.json
-  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 --jobs jobs.json --rounds 10`,
+  gavel-plan allocate --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json
+  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json --rounds 10 \
+      --gpus-per-server v100=4,p100=4,k80=4`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

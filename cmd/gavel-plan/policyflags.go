@@ -35,6 +35,16 @@ func (p *policyFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&p.timeLimit, "time-limit", 0, "time limit per LP solve (0 = none)")
 }
 
+// checkReference rejects a --reference worker type that is not in table
+// tbl, whether or not the policy uses it: a misspelled reference would
+// otherwise pass silently with the policies that ignore it.
+func (p *policyFlags) checkReference(tbl *table.Table, c *clusterFlags) error {
+	if p.reference == "" {
+		return nil
+	}
+	return c.checkWorkerType(tbl, "--reference", p.reference)
+}
+
 // needsPrices reports whether the named policy weighs throughput by cost.
 func needsPrices(name string) bool { return strings.Contains(name, "normalized_by_cost") }
 
@@ -88,7 +98,7 @@ func (p *policyFlags) loadPrices(cl policy.Cluster) (policy.Prices, error) {
 
 // loadProblem builds the policy's problem on tb and cl with prices: the
 // jobs of the jobs file at path, or, when path is "", defaultJobs.
-func loadProblem(streams *cli.IO, path, policyName string, tb *table.Table, cl policy.Cluster, prices policy.Prices) (*policy.Problem, error) {
+func loadProblem(path string, tb *table.Table, cl policy.Cluster, prices policy.Prices) (*policy.Problem, error) {
 	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices}
 	if path == "" {
 		prob.Jobs = defaultJobs()
@@ -99,9 +109,6 @@ func loadProblem(streams *cli.IO, path, policyName string, tb *table.Table, cl p
 		return nil, cli.UsageError("%v", err)
 	}
 	prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
-	if len(jf.Entities) > 0 && !strings.Contains(policyName, "water_filling") {
-		fmt.Fprintf(streams.Err, "warning: %s: entities are used only by the water-filling policies; %s ignores them\n", path, policyName)
-	}
 	return prob, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/table"
 )
 
 // rounds and simulate take every policy flag allocate takes (they share
@@ -103,6 +105,7 @@ func TestRoundsFIFONoBackFill(t *testing.T) {
 // simulate as in allocate, naming the file and the entry.
 func TestPolicyInputErrorsNameEntry(t *testing.T) {
 	jobs := rtFile(t, "jobs.json", rtJobs)
+	tpu := tableWithBareType(t, "tpu")
 	wide := rtFile(t, "wide.trace", "A3C\tc\t/tmp\t--s\t0\t100\t1\t1\t-1\t0\n"+
 		"LM (batch size 20)\tc\t/tmp\t--s\t0\t100\t2\t1\t-1\t0\n")
 	tests := []struct {
@@ -111,13 +114,13 @@ func TestPolicyInputErrorsNameEntry(t *testing.T) {
 		args []string
 		want string
 	}{
-		// tpu has GPUs but no rates in the table.
-		{"rounds: worker type not in table", newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
-			"--jobs", jobs}, jobs + `: jobs[0] (id "a"): policy max_min_fairness_perf: job "a": job type ('ResNet-18 (batch size 64)', 1) has no isolated rate on worker type "tpu"`},
-		{"simulate: worker type not in table", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
-			"--trace", workedTrace}, workedTrace + `: line 1: `},
+		// tpu is in the table but has no rates for these jobs.
+		{"rounds: no rate on a worker type", newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
+			"--table", tpu, "--jobs", jobs}, jobs + `: jobs[0] (id "a"): policy max_min_fairness_perf: job "a": job type ('ResNet-18 (batch size 64)', 1) has no isolated rate on worker type "tpu"`},
+		{"simulate: no rate on a worker type", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
+			"--table", tpu, "--trace", workedTrace}, workedTrace + `: line 1: `},
 		{"simulate: jobs file", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
-			"--trace", jobs}, jobs + `: jobs[0] (id "a"): `},
+			"--table", tpu, "--trace", jobs}, jobs + `: jobs[0] (id "a"): `},
 		{"simulate: AlloX, scale factor 2", newSimulateCmd, []string{"--policy", "allox", "--cluster", "v100=2,k80=2",
 			"--trace", wide}, wide + `: line 2: allocation at t=0.000 s (2 jobs): policy allox: job "1": AlloX supports scale factor 1 only`},
 		{"simulate: cost policy without prices", newSimulateCmd, []string{"--policy", "max_sum_throughput_normalized_by_cost_perf",
@@ -132,6 +135,61 @@ func TestPolicyInputErrorsNameEntry(t *testing.T) {
 				t.Errorf("err %v (exit %d), want exit 2 mentioning %q", err, cli.ExitCode(err), tt.want)
 			}
 		})
+	}
+}
+
+// tableWithBareType saves the embedded table plus worker type w, which has
+// one rate (A3C's) only, and returns its path.
+func tableWithBareType(t *testing.T, w string) string {
+	t.Helper()
+	tb := table.Default().Clone()
+	tb.SetIsolated(w, table.JobType{Model: "A3C", ScaleFactor: 1}, 1)
+	p := filepath.Join(t.TempDir(), "table.json")
+	if err := tb.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A worker type of --cluster or --reference that the table lacks (a typo,
+// "V100") is reported as such, in every command, before any job is blamed
+// for having no rate on it; types the table has keep working.
+func TestWorkerTypesCheckedAgainstTable(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", rtJobs)
+	types := "(it has k80, k80_unconsolidated, p100, p100_unconsolidated, v100, v100_unconsolidated)"
+	cmds := []struct {
+		name string
+		mk   func(*cli.IO) *cobra.Command
+		args []string
+	}{
+		{"allocate", newAllocateCmd, []string{"--policy", "max_min_fairness_perf", "--jobs", jobs}},
+		{"rounds", newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--jobs", jobs, "--rounds", "2"}},
+		{"simulate", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--trace", workedTrace}},
+	}
+	for _, c := range cmds {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--cluster", "V100=4"}, `--cluster: worker type "V100" is not in the table ` + types + `; did you mean "v100"?`},
+			{[]string{"--cluster", "v100=4,h100=4"}, `--cluster: worker type "h100" is not in the table ` + types},
+			// max_min_fairness_perf ignores --reference; a typo is still an error.
+			{[]string{"--cluster", "v100=4", "--reference", "h100"}, `--reference: worker type "h100" is not in the table ` + types},
+		} {
+			_, _, err := rtRun(t, c.mk, append(c.args, tc.args...)...)
+			if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "job") {
+				t.Errorf("%s %v: %v (exit %d), want exit 2 with %q", c.name, tc.args, err, cli.ExitCode(err), tc.want)
+			}
+		}
+		if _, _, err := rtRun(t, c.mk, append(c.args, "--cluster", "v100=4,k80=4", "--reference", "k80")...); err != nil {
+			t.Errorf("%s: types in the table: %v", c.name, err)
+		}
+	}
+	// A custom table's own types are what counts, and the message names it.
+	tpu := tableWithBareType(t, "tpu")
+	_, _, err := rtRun(t, newAllocateCmd, "--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--table", tpu, "--reference", "TPU")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), `worker type "TPU" is not in table `+tpu+` (it has k80, k80_unconsolidated, p100, p100_unconsolidated, tpu, v100, v100_unconsolidated); did you mean "tpu"?`) {
+		t.Errorf("custom table: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -61,12 +62,13 @@ short).
 --json has the same fields: fidelity {job → {worker type → {target,
 received, backfill}}}, max_deviation and max_deviation_allocated.`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
-      --gpus-per-server v100=4,p100=4,k80=4 --jobs jobs.json --rounds 20
-  gavel-plan rounds --policy max_min_fairness_packed --cluster v100=2 --jobs jobs.json --rounds 5 --json`,
+      --gpus-per-server v100=4,p100=4,k80=4 --jobs examples/jobs.json --rounds 20
+  gavel-plan rounds --policy max_min_fairness_packed --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json \
+      --rounds 5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRounds(cmd.Context(), io, o) },
 	}
-	o.problemFlags.register(cmd, true, "jobs file (JSON, see cli-contract.md; required)")
+	o.problemFlags.register(cmd, true, `jobs file (required): JSON {"jobs": [{"id", "type", "total_steps", ...}]}, as allocate --help describes; e.g. examples/jobs.json`)
 	registerRoundSeconds(cmd, &o.roundSeconds)
 	f := cmd.Flags()
 	f.IntVar(&o.rounds, "rounds", 10, "number of rounds to plan")
@@ -111,10 +113,36 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 	if cluster.Total() == 0 {
 		return nil, nil, nil, cli.UsageError("--cluster %q has no GPUs", c.cluster)
 	}
+	for _, w := range cluster.WorkerTypes() {
+		if err := c.checkWorkerType(tbl, "--cluster", w); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if perServer, err = rounds.ParseGPUsPerServer(c.perServer); err != nil {
 		return nil, nil, nil, cli.UsageError("--gpus-per-server: %v", err)
 	}
 	return tbl, cluster, perServer, nil
+}
+
+// checkWorkerType returns a usage error naming flag when worker type w is
+// not in table tbl, so that a misspelled type ("V100") is reported as such
+// rather than as a job without a rate on it.
+func (c *clusterFlags) checkWorkerType(tbl *table.Table, flag, w string) error {
+	known := tbl.WorkerTypes()
+	if slices.Contains(known, w) {
+		return nil
+	}
+	name := "the table"
+	if c.table != "" {
+		name = "table " + c.table
+	}
+	hint := ""
+	for _, k := range known {
+		if strings.EqualFold(k, w) {
+			hint = fmt.Sprintf("; did you mean %q?", k)
+		}
+	}
+	return cli.UsageError("%s: worker type %q is not in %s (it has %s)%s", flag, w, name, strings.Join(known, ", "), hint)
 }
 
 // setupFlags are simulate's flags: cluster, policy and round length.
@@ -158,6 +186,9 @@ func (o *setupFlags) load() (*setup, error) {
 	if s.topo, err = rounds.NewTopology(s.cluster, s.perServer); err != nil {
 		return nil, cli.UsageError("%v", err)
 	}
+	if err = o.checkReference(s.table, &o.clusterFlags); err != nil {
+		return nil, err
+	}
 	if s.policy, s.prices, err = o.policyFlags.load(s.cluster); err != nil {
 		return nil, err
 	}
@@ -199,7 +230,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return err
 	}
-	ps, err := o.problemFlags.load(io)
+	ps, err := o.problemFlags.load()
 	if err != nil {
 		return err
 	}

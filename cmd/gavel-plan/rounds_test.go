@@ -190,3 +190,25 @@ func TestRoundsCommandsHaveExamples(t *testing.T) {
 		walk(c)
 	}
 }
+
+// make demo's steps 4 and 5 (allocate, then rounds, on examples/jobs.json
+// with a policy that does not use its entities) said twice that the
+// project's own example was being misused: allocate notes it once, as
+// information, and rounds, which realizes the same allocation, stays quiet.
+func TestDemoEntitiesNotedOnce(t *testing.T) {
+	jobs := "../../examples/jobs.json"
+	args := []string{"--policy", "max_min_fairness_packed", "--cluster", "v100=4,p100=4,k80=4", "--jobs", jobs}
+	_, stderr, err := rtRun(t, newAllocateCmd, args...)
+	want := "note: " + jobs + ": its entities are used only by the water-filling policies; max_min_fairness_packed does not group jobs by entity\n"
+	if err != nil || stderr != want {
+		t.Errorf("allocate: %v, stderr %q, want %q", err, stderr, want)
+	}
+	_, stderr, err = rtRun(t, newRoundsCmd, append(args, "--gpus-per-server", "v100=4,p100=4,k80=4", "--rounds", "6")...)
+	if err != nil || stderr != "" {
+		t.Errorf("rounds: %v, stderr %q, want none", err, stderr)
+	}
+	_, stderr, err = rtRun(t, newAllocateCmd, "--policy", "max_min_fairness_water_filling_packed", "--cluster", "v100=4,p100=4,k80=4", "--jobs", jobs)
+	if err != nil || stderr != "" {
+		t.Errorf("water filling: %v, stderr %q, want none", err, stderr)
+	}
+}

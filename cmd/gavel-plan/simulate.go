@@ -36,9 +36,9 @@ The trace is Gavel's tab-separated format (10 fields per line) or a jobs file
 follows Gavel's own semantics (recomputation only >= 1920 s after the last
 reset, its priorities and worker type order, integer steps), so results
 compare one to one with Gavel's.`,
-		Example: `  gavel-plan simulate --trace jobs.trace --policy max_min_fairness_perf --cluster v100=36,p100=36,k80=36
-  gavel-plan simulate --trace jobs.trace --policy fifo_perf --cluster v100=2,p100=2,k80=2 --gavel-compat --json
-  gavel-plan simulate --trace jobs.json --policy max_sum_throughput_normalized_by_cost_perf_SLOs \
+		Example: `  gavel-plan simulate --trace examples/worked_example.trace --policy max_min_fairness_perf --cluster v100=36,p100=36,k80=36
+  gavel-plan simulate --trace examples/worked_example.trace --policy fifo_perf --cluster v100=2,p100=2,k80=2 --gavel-compat --json
+  gavel-plan simulate --trace examples/jobs.json --policy max_sum_throughput_normalized_by_cost_perf_SLOs \
       --cluster v100=4,k80=8 --prices v100=2.48,k80=0.45 --jobs-out jobs.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd.Context(), io, o) },

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,7 +25,7 @@ func NewTableCmd(streams *IO, bin string) *cobra.Command {
 type, alone and sharing a GPU with each other job type, in Gavel's JSON format.
 Without --table, commands use the embedded Gavel simulation table.`,
 		Example: fmt.Sprintf(`  %[1]s table show
-  %[1]s table validate mytable.json`, bin),
+  %[1]s table validate examples/partial.json`, bin),
 		// Runnable, so that an unknown subcommand is an error (exit 2)
 		// rather than cobra's help for a command group (exit 0).
 		Args: cobra.NoArgs,
@@ -52,7 +54,7 @@ With --pairs JOB, print that job type's co-location row instead: for each
 partner and worker type, the two jobs' rates normalized by their isolated
 rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
 		Example: fmt.Sprintf(`  %[1]s table show
-  %[1]s table show --table mytable.json --worker-type v100
+  %[1]s table show --table examples/partial.json --worker-type v100
   %[1]s table show --pairs "ResNet-50 (batch size 64)"
   %[1]s table show --scale-factor 2 --json`, bin),
 		Args: cobra.NoArgs,
@@ -82,6 +84,9 @@ func TableShow(streams *IO, o TableShowOptions) error {
 		}
 		workers = o.WorkerTypes
 	}
+	if o.ScaleFactor < 0 {
+		return UsageError("--scale-factor %d: want 0 (all) or a scale factor of the table (%s)", o.ScaleFactor, scaleFactors(t))
+	}
 	if o.Pairs != "" {
 		j, err := findJobType(t, o.Pairs, o.ScaleFactor)
 		if err != nil {
@@ -89,7 +94,27 @@ func TableShow(streams *IO, o TableShowOptions) error {
 		}
 		return showPairs(streams, t, j, workers, o.JSON)
 	}
+	if o.ScaleFactor > 0 && len(t.JobTypesWithScaleFactor(o.ScaleFactor)) == 0 {
+		// An empty table would read as "nothing measured".
+		return UsageError("--scale-factor %d: no job type of the table has it (it has %s; 0 shows all)", o.ScaleFactor, scaleFactors(t))
+	}
 	return showIsolated(streams, t, workers, o.ScaleFactor, o.JSON)
+}
+
+// scaleFactors lists the scale factors of t's job types, ascending.
+func scaleFactors(t *table.Table) string {
+	var sfs []int
+	for _, j := range t.JobTypes() {
+		if !slices.Contains(sfs, j.ScaleFactor) {
+			sfs = append(sfs, j.ScaleFactor)
+		}
+	}
+	slices.Sort(sfs)
+	s := make([]string, len(sfs))
+	for i, sf := range sfs {
+		s[i] = strconv.Itoa(sf)
+	}
+	return strings.Join(s, ", ")
 }
 
 func contains(xs []string, x string) bool {
@@ -209,8 +234,8 @@ column), bad keys, negative or non-finite rates, pairs present on one side
 only or with values that disagree between the sides, and partners with a
 different scale factor. A pair rate above the isolated rate is a warning.
 Exits 2 when there is any error, 0 when there are only warnings or none.`,
-		Example: fmt.Sprintf(`  %[1]s table validate profiled.json
-  %[1]s table validate profiled.json --json`, bin),
+		Example: fmt.Sprintf(`  %[1]s table validate examples/partial.json
+  %[1]s table validate examples/partial.json --json`, bin),
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error { return TableValidate(streams, args[0], asJSON) },
 	}

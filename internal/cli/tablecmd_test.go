@@ -140,3 +140,27 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 }
+
+// A scale factor no job type has printed an empty table and exited 0, as if
+// nothing were measured; it is bad usage that lists the ones there are.
+func TestTableShowUnknownScaleFactor(t *testing.T) {
+	for _, tc := range []struct {
+		sf   int
+		want string
+	}{
+		{3, "--scale-factor 3: no job type of the table has it (it has 1, 2, 4, 8; 0 shows all)"},
+		{-1, "--scale-factor -1: want 0 (all) or a scale factor of the table (1, 2, 4, 8)"},
+	} {
+		streams, out, _ := TestIO()
+		err := TableShow(streams, TableShowOptions{ScaleFactor: tc.sf})
+		if ExitCode(err) != 2 || err.Error() != tc.want || out.Len() != 0 {
+			t.Errorf("--scale-factor %d: %v (exit %d), output %q; want exit 2 with %q", tc.sf, err, ExitCode(err), out, tc.want)
+		}
+	}
+	for _, sf := range []int{0, 2, 8} {
+		streams, out, _ := TestIO()
+		if err := TableShow(streams, TableShowOptions{ScaleFactor: sf}); err != nil || !strings.Contains(out.String(), "ResNet-50") {
+			t.Errorf("--scale-factor %d: %v", sf, err)
+		}
+	}
+}
