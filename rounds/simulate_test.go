@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -318,5 +319,22 @@ func TestPrepareSLOFactorRunnableTypes(t *testing.T) {
 				t.Errorf("SLO %v s, want %v s (1.2 × 1000 steps at %v steps/s)", jobs[0].SLO, want, tt.rate)
 			}
 		})
+	}
+}
+
+// A JSON trace that does not parse, or is a list, is named by file, line and column.
+func TestLoadTraceJSONErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, data, want string }{
+		{"trunc.json", `{"jobs": [{"id": "a", "type"`, "trunc.json:1:29: invalid JSON"},
+		{"list.json", `[1, 2]`, `list.json:1:1: want an object with "jobs"`},
+	} {
+		path := dir + "/" + tc.name
+		if err := os.WriteFile(path, []byte(tc.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LoadTrace(path); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -144,10 +144,12 @@ func LoadTrace(path string) ([]TraceJob, map[string]policy.Entity, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
-		jf, err := policy.ReadJobs(bytes.NewReader(data))
+	// JSON (a top-level list too, so that its error says what a jobs file must be rather than
+	// what a tab-separated line lacks).
+	if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		jf, err := policy.LoadJobs(path) // errors read path:line:column
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, err
 		}
 		jobs := make([]TraceJob, len(jf.Jobs))
 		for i, j := range jf.Jobs {

@@ -106,7 +106,7 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if o.table == "" || o.out == "" {
 		return cli.UsageError("estimate: --table and --out are required")
 	}
-	if err := checkOut(o.out); err != nil {
+	if err := checkOutput("estimate", "--out", o.out); err != nil {
 		return err
 	}
 	t, err := cli.LoadTable(o.table)
@@ -139,10 +139,13 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	return nil
 }
 
-// checkOut fails before the estimate, which can take minutes, when --out cannot be written:
-// its directory is missing or not writable, or it is a directory. A symlink is checked where
-// it points, as the table is written through it.
-func checkOut(path string) error {
+// checkOutput fails before the work, which can take minutes or hours, when the file that flag
+// (of command) names cannot be written: its directory is missing or not writable, or it is a
+// directory. A symlink is checked where it points, as tables are written through it.
+func checkOutput(command, flag, path string) error {
+	bad := func(format string, a ...any) error {
+		return cli.UsageError("%s: %s %s"+format, append([]any{command, flag, path}, a...)...)
+	}
 	target := path
 	if l, err := os.Readlink(path); err == nil {
 		if !filepath.IsAbs(l) {
@@ -151,22 +154,22 @@ func checkOut(path string) error {
 		target = l
 	}
 	if st, err := os.Stat(target); err == nil && st.IsDir() {
-		return cli.UsageError("estimate: --out %s is a directory; give a file name", path)
+		return bad(" is a directory; give a file name")
 	}
 	dir := filepath.Dir(target)
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return cli.UsageError("estimate: --out %s: directory %s does not exist", path, dir)
+		return bad(": directory %s does not exist", dir)
 	case err != nil:
-		return cli.UsageError("estimate: --out %s: %v", path, err)
+		return bad(": %v", err)
 	case !st.IsDir():
-		return cli.UsageError("estimate: --out %s: %s is not a directory", path, dir)
+		return bad(": %s is not a directory", dir)
 	}
 	// Creating a file is the only sure test (permission bits miss ACLs and read-only mounts).
 	f, err := os.CreateTemp(dir, ".gavel-out-check-*")
 	if err != nil {
-		return cli.UsageError("estimate: --out %s: cannot create files in %s (%v)", path, dir, errors.Unwrap(err))
+		return bad(": cannot create files in %s (%v)", dir, errors.Unwrap(err))
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -216,6 +216,9 @@ func checkRunFlags(opts runOptions) error {
 	if opts.tablePath == "" {
 		return cli.UsageError("run: --table is required")
 	}
+	if err := checkOutput("run", "--table", opts.tablePath); err != nil {
+		return err
+	}
 	if opts.scaleFactor < 1 {
 		return cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
 	}

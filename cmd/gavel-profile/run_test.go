@@ -556,3 +556,12 @@ func TestRunTableSeconds(t *testing.T) {
 		t.Errorf("describe = %q", s)
 	}
 }
+
+// A --table in a directory that does not exist is bad usage, said before anything is measured
+// (it failed on the lock file's path).
+func TestRunTableDirChecked(t *testing.T) {
+	_, _, err := execCmd(newRunCmd, "--cpu", "--name", "X", "--table", "/nonexistent-dir/o.json", "--", "true")
+	if want := "run: --table /nonexistent-dir/o.json: directory /nonexistent-dir does not exist"; cli.ExitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v (exit %d), want exit 2 with %q", err, cli.ExitCode(err), want)
+	}
+}
