@@ -56,10 +56,11 @@ func (s Settings) Validate() error {
 	case s.SettleBatches < 0:
 		return fmt.Errorf("settle-batches %d: want 1 or more", s.SettleBatches)
 	}
-	// A measurement that cannot take MinBatches batches before MaxWindow always fails, after
-	// the warm-up has been spent.
+	// MaxWindow must cover MinBatches windows. A batch ends every Window and the stop rule is
+	// checked at each end, so anything above (MinBatches−1) × Window could finish, but only
+	// when the ticks come on time; the rule keeps a full window of slack.
 	if e := s.withDefaults(); e.MaxWindow < time.Duration(e.MinBatches)*e.Window {
-		return fmt.Errorf("max-window %s is shorter than min-batches %d × window %s = %s: no measurement could finish",
+		return fmt.Errorf("max-window %s must cover min-batches %d windows of %s (%s or more), or a measurement may stop short of its batches",
 			e.MaxWindow, e.MinBatches, e.Window, time.Duration(e.MinBatches)*e.Window)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 )
 
 // isolatedKey is the partner key of an isolated rate: Gavel's profiler wrote
@@ -661,6 +662,40 @@ func writeTarget(path string) (string, os.FileMode, error) {
 		return "", 0, fmt.Errorf("%s is not a regular file", path)
 	}
 	return path, fi.Mode().Perm(), nil
+}
+
+// CheckWritable reports, without writing, whether WriteFileAtomic could write path: the file it
+// would write (through symlinks, as WriteFileAtomic does) is absent or a regular file, and its
+// directory exists and takes new files. Commands call it before long work whose result goes to
+// path, so that a typo costs nothing.
+func CheckWritable(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("is a directory; give a file name")
+	}
+	target, _, err := writeTarget(path)
+	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		target = path // a parent is a file: said below
+	case err != nil:
+		return err
+	}
+	dir := filepath.Dir(target)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	// Creating a file is the only sure test (permission bits miss ACLs and read-only mounts).
+	f, err := os.CreateTemp(dir, ".gavel-write-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot create files in %s (%v)", dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // danglingTarget follows the links from path to the first name that does not exist, the file

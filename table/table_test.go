@@ -642,3 +642,38 @@ func BenchmarkReadCSV(b *testing.B) {
 		}
 	}
 }
+
+// CheckWritable agrees with what Save then does: the cases it passes save, the ones it refuses
+// fail, links followed to the end.
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	tb := New()
+	tb.SetIsolated("cpu", resnet, 2)
+	chain1, chain2 := filepath.Join(dir, "l1"), filepath.Join(dir, "l2")
+	os.Symlink(chain2, chain1)
+	os.Symlink(filepath.Join(dir, "gone", "x.json"), chain2)
+	okChain1, okChain2 := filepath.Join(dir, "k1"), filepath.Join(dir, "k2")
+	os.Symlink(okChain2, okChain1)
+	os.Symlink(filepath.Join(dir, "new.json"), okChain2)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "t.json"), ""},
+		{okChain1, ""},
+		{chain1, "directory " + filepath.Join(dir, "gone") + " does not exist"},
+		{"/dev/null", "not a regular file"},
+		{dir, "is a directory"},
+		{filepath.Join(file, "x.json"), file + " is not a directory"},
+	} {
+		err := CheckWritable(tc.path)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckWritable(%s) = %v, want %q", tc.path, err, tc.want)
+		}
+		if saveErr := tb.Save(tc.path); (saveErr == nil) != (err == nil) {
+			t.Errorf("%s: CheckWritable says %v but Save says %v", tc.path, err, saveErr)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".gavel-write-check-*")); len(left) > 0 {
+		t.Errorf("check files left: %v", left)
+	}
+}

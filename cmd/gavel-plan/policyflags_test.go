@@ -184,6 +184,10 @@ func TestWorkerTypesCheckedAgainstTable(t *testing.T) {
 		if _, _, err := rtRun(t, c.mk, append(c.args, "--cluster", "v100=4,k80=4", "--reference", "k80")...); err != nil {
 			t.Errorf("%s: types in the table: %v", c.name, err)
 		}
+		// A type listed with no GPUs takes no part, in the table or not.
+		if _, _, err := rtRun(t, c.mk, append(c.args, "--cluster", "v100=4,a100=0")...); err != nil {
+			t.Errorf("%s: a type with 0 GPUs: %v", c.name, err)
+		}
 	}
 	// A custom table's own types are what counts, and the message names it.
 	tpu := tableWithBareType(t, "tpu")

@@ -114,6 +114,9 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 		return nil, nil, nil, cli.UsageError("--cluster %q has no GPUs", c.cluster)
 	}
 	for _, w := range cluster.WorkerTypes() {
+		if cluster[w] == 0 {
+			continue // a type listed with no GPUs takes no part (ParseCluster allows it)
+		}
 		if err := c.checkWorkerType(tbl, "--cluster", w); err != nil {
 			return nil, nil, nil, err
 		}

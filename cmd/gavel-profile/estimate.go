@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/table"
 )
 
 // estimatorFlags are the flags estimate and suggest share: the partial table and how to
@@ -140,39 +138,12 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 }
 
 // checkOutput fails before the work, which can take minutes or hours, when the file that flag
-// (of command) names cannot be written: its directory is missing or not writable, or it is a
-// directory. A symlink is checked where it points, as tables are written through it.
+// (of command) names cannot be written (see table.CheckWritable).
 func checkOutput(command, flag, path string) error {
-	bad := func(format string, a ...any) error {
-		return cli.UsageError("%s: %s %s"+format, append([]any{command, flag, path}, a...)...)
+	if err := table.CheckWritable(path); err != nil {
+		return cli.UsageError("%s: %s %s: %v", command, flag, path, err)
 	}
-	target := path
-	if l, err := os.Readlink(path); err == nil {
-		if !filepath.IsAbs(l) {
-			l = filepath.Join(filepath.Dir(path), l)
-		}
-		target = l
-	}
-	if st, err := os.Stat(target); err == nil && st.IsDir() {
-		return bad(" is a directory; give a file name")
-	}
-	dir := filepath.Dir(target)
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return bad(": directory %s does not exist", dir)
-	case err != nil:
-		return bad(": %v", err)
-	case !st.IsDir():
-		return bad(": %s is not a directory", dir)
-	}
-	// Creating a file is the only sure test (permission bits miss ACLs and read-only mounts).
-	f, err := os.CreateTemp(dir, ".gavel-out-check-*")
-	if err != nil {
-		return bad(": cannot create files in %s (%v)", dir, errors.Unwrap(err))
-	}
-	f.Close()
-	return os.Remove(f.Name())
+	return nil
 }
 
 // printEstimated prints every estimated entry when list is set, otherwise

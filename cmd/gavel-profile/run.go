@@ -247,11 +247,6 @@ func checkRunFlags(opts runOptions) error {
 	if err := checkPositive(opts); err != nil {
 		return err
 	}
-	if s := opts.settings; s.MaxWindow < time.Duration(s.MinBatches)*s.Window {
-		return cli.UsageError("run: --max-window %s is shorter than --min-batches %d × --window %s = %s, so no measurement could finish; "+
-			"give --max-window %s or more, or lower --min-batches or --window", s.MaxWindow, s.MinBatches, s.Window,
-			time.Duration(s.MinBatches)*s.Window, time.Duration(s.MinBatches)*s.Window)
-	}
 	if err := opts.settings.Validate(); err != nil {
 		return cli.UsageError("run: --%v", err)
 	}
@@ -407,15 +402,22 @@ func checkScaleFactors(opts runOptions, tasks []profile.Task, all, usable []prof
 		return nil
 	}
 	msg := "run: " + strings.Join(short, "; ")
-	if opts.cpu {
-		most := 0
-		for _, t := range tasks {
-			most = max(most, t.Job.ScaleFactor)
-		}
+	most := 0
+	for _, t := range tasks {
+		most = max(most, t.Job.ScaleFactor)
+	}
+	if opts.cpu && opts.cpuSlots < most {
 		return cli.UsageError("%s; give --cpu-slots %d (or more) for %d CPU devices", msg, most, most)
 	}
-	return cli.UsageError("%s; this node has %s: select enough devices of one worker type with --gpu (or merge types with --worker-type)",
-		msg, describeDevices(all))
+	// Only devices a selection could use: MIG-enabled GPUs are skipped whatever --gpu says.
+	var selectable []profile.GPU
+	for _, g := range all {
+		if g.MIG != "enabled" {
+			selectable = append(selectable, g)
+		}
+	}
+	return cli.UsageError("%s; the devices this run could use are %s: select enough of one worker type with --gpu (or merge types with --worker-type)",
+		msg, describeDevices(selectable))
 }
 
 // describeDevices lists devices per worker type, in device order: "h200: GPUs 0,1; a100: GPU 2".

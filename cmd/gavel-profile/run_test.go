@@ -443,15 +443,23 @@ func TestRunScaleFactorNeedsDevices(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("the table was written (%v); nothing should run", err)
 	}
+	// Enough slots but one selected: the hint is --gpu, not more slots.
+	_, _, err = runCLI("--cpu", "--cpu-slots", "4", "--gpu", "0", "--scale-factor", "2", "--name", "m", "--table", out, "--", "true")
+	if cli.ExitCode(err) != 2 || strings.Contains(err.Error(), "--cpu-slots") || !strings.Contains(err.Error(), "--gpu") {
+		t.Errorf("--cpu-slots 4 --gpu 0 --scale-factor 2: %v (exit %d), want exit 2 pointing at --gpu", err, cli.ExitCode(err))
+	}
 
-	gpus := append(twoH200(), profile.GPU{Index: 2, UUID: "GPU-0002", Name: "NVIDIA A100", WorkerType: "a100", MIG: "disabled"})
+	// GPU 3 has MIG enabled: runs skip it, so the hint must not offer it.
+	gpus := append(twoH200(), profile.GPU{Index: 2, UUID: "GPU-0002", Name: "NVIDIA A100", WorkerType: "a100", MIG: "disabled"},
+		profile.GPU{Index: 3, UUID: "GPU-0003", Name: "NVIDIA A100", WorkerType: "a100", MIG: "enabled"})
 	ctx := t.Context()
 	tests := []struct {
 		gpu, want string
 		ok        bool
 	}{
 		{"0", "needs 2 devices of worker type h200, 1 selected", false},
-		{"0,2", "h200: GPUs 0,1; a100: GPU 2", false},
+		{"0,2", "could use are h200: GPUs 0,1; a100: GPU 2:", false},
+		{"2,3", "could use are h200: GPUs 0,1; a100: GPU 2:", false},
 		{"0,1", "", true},
 	}
 	for _, tc := range tests {
@@ -513,7 +521,7 @@ func TestRunRejectsNonPositiveFlags(t *testing.T) {
 func TestRunMaxWindowFitsMinBatches(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.json")
 	_, _, err := runCLI("--cpu", "--name", "m", "--table", out, "--window", "0.3s", "--max-window", "1s", "--", "true")
-	want := "--max-window 1s is shorter than --min-batches 5 × --window 300ms = 1.5s"
+	want := "--max-window 1s must cover min-batches 5 windows of 300ms (1.5s or more)"
 	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v (exit %d), want exit 2 with %q", err, cli.ExitCode(err), want)
 	}
