@@ -76,8 +76,8 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "a+b", "type": "A", "total_steps": 1}]}`, `jobs file: jobs[1] (id "a+b"): id "a+b" contains '+'`},
 		{"{\"jobs\": [\n{\"id\": \"a\",, }]}", "jobs file: line 2, column 12: invalid JSON: invalid character ','"},
 		// A truncated file said only "unexpected EOF", with no position.
-		{"{\"jobs\": [\n  {\"id\": \"a\"", "jobs file: line 2, column 13: invalid JSON: unexpected end of file (truncated?)"},
-		{"", "jobs file: empty file (want an object with \"jobs\": [...]"},
+		{"{\"jobs\": [\n  {\"id\": \"a\"", "jobs file: line 2, column 13: invalid JSON: unexpected end of file (truncated?"},
+		{"", "jobs file: the file is empty (want an object with \"jobs\": [...]"},
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}]} {}`, "jobs file: line 1, column 56: invalid JSON: unexpected text after the JSON value"},
 		// Wrong shapes are said in the file's terms, not Go's types.
 		{`[{"id": "a"}]`, `jobs file: line 1, column 1: want an object with "jobs": [...] (and optionally "entities": {...}), got an array`},

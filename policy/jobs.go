@@ -1,17 +1,16 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"reflect"
 	"sort"
 	"strings"
 
+	"github.com/gavelkit/gavel/internal/jsonfile"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -73,8 +72,8 @@ func readJobs(r io.Reader, name string, isPath bool) (*JobsFile, error) {
 		Entities map[string]Entity `json:"entities"`
 		Jobs     []json.RawMessage `json:"jobs"`
 	}
-	if err := strictDecode(data, &raw); err != nil {
-		return nil, fileJSONError(name, isPath, data, err)
+	if err := jsonfile.Decode(data, &raw); err != nil {
+		return nil, fileJSONError(name, isPath, data, err.(*jsonfile.Error))
 	}
 	if err := checkEntities(raw.Entities); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -94,129 +93,48 @@ func readJobs(r io.Reader, name string, isPath bool) (*JobsFile, error) {
 	return out, nil
 }
 
-// strictDecode decodes exactly one JSON value, rejecting unknown fields
-// and anything after the value.
-func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	end := dec.InputOffset()
-	if _, err := dec.Token(); err != io.EOF {
-		rest := data[end:]
-		return &trailingDataError{offset: end + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n")))}
-	}
-	return nil
-}
-
-// trailingDataError is text after the file's JSON value.
-type trailingDataError struct{ offset int64 }
-
-func (e *trailingDataError) Error() string { return "unexpected text after the JSON value" }
-
-// fileJSONError describes err, from decoding the whole file data, in the
-// file's terms: where it is (name:line:column or "name: line L, column C")
-// and what was wanted, without Go type names.
-func fileJSONError(name string, isPath bool, data []byte, err error) error {
-	off, msg := int64(-1), err.Error()
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var trail *trailingDataError
+// fileJSONError places e, from decoding the whole file data, in the file (name:line:column, or
+// "name: line L, column C" when name is not a path) and says what a jobs file must look like
+// where its shape is wrong.
+func fileJSONError(name string, isPath bool, data []byte, e *jsonfile.Error) error {
 	switch {
-	case len(bytes.TrimSpace(data)) == 0:
-		msg = "empty file (" + jobsShape + ")"
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		off, msg = int64(len(data)), "invalid JSON: unexpected end of file (truncated?)"
-	case errors.As(err, &syn):
-		off, msg = syn.Offset-1, "invalid JSON: "+syn.Error() // Offset counts the offending byte
-	case errors.As(err, &trail):
-		off, msg = trail.offset, "invalid JSON: "+trail.Error()
-	case errors.As(err, &typ):
-		off, msg = typ.Offset-1, shapeMessage(typ) // Offset is just past the value or its first byte
-	default:
-		msg = strings.TrimPrefix(msg, "json: ")
-		if strings.HasPrefix(msg, "unknown field") {
-			msg += " (" + jobsShape + ")"
-		}
+	case e.Type != nil:
+		e.Msg = shapeMessage(e.Type)
+	case e.Offset < 0:
+		e.Msg += " (" + jobsShape + ")" // empty, or an unknown field
 	}
-	if off < 0 {
-		return fmt.Errorf("%s: %s", name, msg)
+	if isPath || e.Offset < 0 {
+		return e.In(name, data)
 	}
-	line, col := lineColumn(data, off)
-	if isPath {
-		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)
-	}
-	return fmt.Errorf("%s: line %d, column %d: %s", name, line, col, msg)
+	line, col := jsonfile.Position(data, e.Offset)
+	return fmt.Errorf("%s: line %d, column %d: %s", name, line, col, e.Msg)
 }
 
 // shapeMessage says which part of a jobs file has the wrong kind of value.
 func shapeMessage(e *json.UnmarshalTypeError) string {
+	got := jsonfile.Got(e.Value)
 	switch {
 	case e.Field == "":
-		return fmt.Sprintf("%s, got %s", jobsShape, gotValue(e.Value))
+		return fmt.Sprintf("%s, got %s", jobsShape, got)
 	case e.Field == "jobs":
-		return fmt.Sprintf(`"jobs": want an array of job objects, got %s`, gotValue(e.Value))
+		return fmt.Sprintf(`"jobs": want an array of job objects, got %s`, got)
 	case e.Field == "entities":
-		return fmt.Sprintf(`"entities": want an object of name: {"weight": number, "policy": "fairness" or "fifo"}, got %s`, gotValue(e.Value))
+		return fmt.Sprintf(`"entities": want an object of name: {"weight": number, "policy": "fairness" or "fifo"}, got %s`, got)
 	case strings.HasPrefix(e.Field, "entities."):
-		return fmt.Sprintf(`"entities": an entity's %q: want %s, got %s`, strings.TrimPrefix(e.Field, "entities."), kindName(e.Type), gotValue(e.Value))
+		return fmt.Sprintf(`"entities": an entity's %q: want %s, got %s`, strings.TrimPrefix(e.Field, "entities."), jsonfile.Kind(e.Type), got)
 	}
-	return fmt.Sprintf("%q: want %s, got %s", e.Field, kindName(e.Type), gotValue(e.Value))
+	return fmt.Sprintf("%q: want %s, got %s", e.Field, jsonfile.Kind(e.Type), got)
 }
 
-// jobJSONError describes an error decoding one entry of "jobs" without Go
-// type names.
-func jobJSONError(err error) error {
-	var typ *json.UnmarshalTypeError
-	if !errors.As(err, &typ) {
-		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+// jobJSONError describes an error decoding one entry of "jobs" in terms of a job object.
+func jobJSONError(e *jsonfile.Error) error {
+	switch {
+	case e.Type == nil:
+		return errors.New(e.Msg)
+	case e.Type.Field == "":
+		return fmt.Errorf("want a job object {\"id\", \"type\", \"total_steps\", ...}, got %s", jsonfile.Got(e.Type.Value))
 	}
-	if typ.Field == "" {
-		return fmt.Errorf("want a job object {\"id\", \"type\", \"total_steps\", ...}, got %s", gotValue(typ.Value))
-	}
-	return fmt.Errorf("%q: want %s, got %s", typ.Field, kindName(typ.Type), gotValue(typ.Value))
-}
-
-// kindName is the JSON name of what Go type t decodes from.
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Int, reflect.Int64:
-		return "a whole number"
-	case reflect.Float64, reflect.Float32:
-		return "a number"
-	case reflect.Pointer:
-		return kindName(t.Elem())
-	}
-	return t.Kind().String()
-}
-
-// gotValue reads a decoder's value description: "an array", "a string",
-// or "number 1.5" when the decoder gives the value.
-func gotValue(v string) string {
-	if v == "" || strings.Contains(v, " ") {
-		return v
-	}
-	if strings.ContainsRune("aeiou", rune(v[0])) {
-		return "an " + v
-	}
-	return "a " + v
-}
-
-// lineColumn is the 1-based line and column of byte offset off of data.
-func lineColumn(data []byte, off int64) (line, col int) {
-	before := data[:min(max(int(off), 0), len(data))]
-	line = 1 + bytes.Count(before, []byte("\n"))
-	col = len(before) - bytes.LastIndexByte(before, '\n')
-	return line, col
+	return fmt.Errorf("%q: want %s, got %s", e.Type.Field, jsonfile.Kind(e.Type.Type), jsonfile.Got(e.Type.Value))
 }
 
 // entryName is "jobs[i]", with the id when the entry has a readable one.
@@ -257,8 +175,8 @@ func checkEntities(es map[string]Entity) error {
 // readJob decodes and checks one entry of "jobs".
 func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bool) (Job, error) {
 	var j jsonJob
-	if err := strictDecode(msg, &j); err != nil {
-		return Job{}, jobJSONError(err)
+	if err := jsonfile.Decode(msg, &j); err != nil {
+		return Job{}, jobJSONError(err.(*jsonfile.Error))
 	}
 	if j.ID == "" {
 		return Job{}, errors.New("missing id")

@@ -150,14 +150,14 @@ func TestReadReferences(t *testing.T) {
 func TestReadReferencesJSONErrors(t *testing.T) {
 	good := "{\"references\": [\n  {\"name\": \"a\", \"command\": [\"x\"]}\n]}\n"
 	for _, tc := range []struct{ in, want string }{
-		{good[:30], "refs.json:2:14: the JSON ends early"},
-		{"{\"references\": [\n  {\"name\": \"a\",, \"command\": [\"x\"]}\n]}", "refs.json:2:16: invalid character ','"},
-		{"{\"references\": [\n  {\"name\": \"a\", \"command\": \"x\"}\n]}", "refs.json:2:31: references.command: want a list of strings, got a string"},
-		{"{\"references\": [\n  {\"name\": \"a\", \"command\": [\"x\"], \"scale_factor\": 1.5}]}", "scale_factor: want an integer, got number 1.5"},
-		{"{\"references\": {\"name\": \"a\"}}", "refs.json:1:17: references: want a list of objects, got an object"},
-		{"[]", "refs.json:1:2: the file: want an object, got a list"},
+		{good[:30], "refs.json:2:14: invalid JSON: unexpected end of file"},
+		{"{\"references\": [\n  {\"name\": \"a\",, \"command\": [\"x\"]}\n]}", "refs.json:2:16: invalid JSON: invalid character ','"},
+		{"{\"references\": [\n  {\"name\": \"a\", \"command\": \"x\"}\n]}", "refs.json:2:30: references.command: want an array of strings, got a string"},
+		{"{\"references\": [\n  {\"name\": \"a\", \"command\": [\"x\"], \"scale_factor\": 1.5}]}", "refs.json:2:53: references.scale_factor: want a whole number, got number 1.5"},
+		{"{\"references\": {\"name\": \"a\"}}", "refs.json:1:16: references: want an array of objects, got an object"},
+		{"[]", "refs.json:1:1: the file: want an object, got an array"},
 		{"", "refs.json: the file is empty"},
-		{good + "{}", "refs.json:4:1: unexpected data after the JSON object"},
+		{good + "{}", "refs.json:4:1: invalid JSON: unexpected text after the JSON value"},
 	} {
 		_, err := ReadReferences(strings.NewReader(tc.in), "refs.json")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,15 +1,14 @@
 package profile
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"strings"
 
+	"github.com/gavelkit/gavel/internal/jsonfile"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -138,93 +137,17 @@ func ReadSuggestions(r io.Reader, file string) ([]Suggestion, error) {
 	return s.Measurements, nil
 }
 
-// decodeStrict reads exactly one JSON value into v. Unknown fields and data after the value
-// are errors: a misspelt option or two files pasted together must not be half read. Errors
-// read "FILE:LINE:COL: reason" where the position is known, and name fields and types in
-// plain words rather than Go's.
+// decodeStrict reads exactly one JSON value into v, strictly (see jsonfile.Decode); errors
+// read "FILE:LINE:COL: reason" where the position is known.
 func decodeStrict(r io.Reader, file string, v any) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	at := func(off int64) string {
-		line, col := textPosition(data, off)
-		return fmt.Sprintf("%s:%d:%d", file, line, col)
-	}
-	err = dec.Decode(v)
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("%s: the file is empty, want a JSON object", file)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%s: the JSON ends early (a bracket, brace or quote is not closed; truncated file?)", at(int64(len(data))))
-	case errors.As(err, &syn):
-		return fmt.Errorf("%s: %v", at(syn.Offset-1), syn) // Offset counts the offending byte
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "the file"
-		}
-		return fmt.Errorf("%s: %s: want %s, got %s", at(typ.Offset), field, plainType(typ.Type), plainValue(typ.Value))
-	default:
-		return fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "json: "))
-	}
-	off := dec.InputOffset()
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%s: unexpected data after the JSON object", at(off+int64(len(data[off:])-len(bytes.TrimLeft(data[off:], " \t\r\n")))))
+	if err := jsonfile.Decode(data, v); err != nil {
+		return err.(*jsonfile.Error).In(file, data)
 	}
 	return nil
-}
-
-// textPosition converts a byte offset of data into a 1-based line and column.
-func textPosition(data []byte, off int64) (line, col int) {
-	before := data[:min(max(off, 0), int64(len(data)))]
-	line = 1 + bytes.Count(before, []byte("\n"))
-	col = len(before) - bytes.LastIndexByte(before, '\n')
-	return line, col
-}
-
-// plainType names the JSON a Go type is read from.
-func plainType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(plainType(t.Elem()), "a "), "an ") + "s"
-	case reflect.Map:
-		return "an object of " + strings.TrimPrefix(strings.TrimPrefix(plainType(t.Elem()), "a "), "an ") + "s"
-	case reflect.Pointer:
-		return plainType(t.Elem())
-	}
-	return "an object"
-}
-
-// plainValue names the JSON value json.UnmarshalTypeError reports ("string", "number 1.5").
-func plainValue(v string) string {
-	switch kind, _, _ := strings.Cut(v, " "); kind {
-	case "array":
-		return "a list"
-	case "object":
-		return "an object"
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "number":
-		return v
-	}
-	return v
 }
 
 // loadFile opens path and reads it with read; what names the kind of file in errors.

@@ -313,7 +313,7 @@ func TestAllocateJobsFileJSONErrors(t *testing.T) {
 	trunc := writeFile(t, "trunc.json", "{\"jobs\": [\n  {\"id\": \"a\", \"type\": \"A3C\"")
 	array := writeFile(t, "array.json", `[{"id": "a", "type": "A3C", "total_steps": 1}]`)
 	for _, tc := range []struct{ file, want string }{
-		{trunc, trunc + ":2:28: invalid JSON: unexpected end of file (truncated?)"},
+		{trunc, trunc + ":2:28: invalid JSON: unexpected end of file (truncated? a bracket, brace or quote is not closed)"},
 		{array, array + `:1:1: want an object with "jobs": [...] (and optionally "entities": {...}), got an array`},
 	} {
 		_, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", tc.file)

@@ -1,0 +1,62 @@
+package jsonfile
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type sample struct {
+	Name  string            `json:"name"`
+	Count int               `json:"count"`
+	Tags  []string          `json:"tags"`
+	Env   map[string]string `json:"env"`
+	On    bool              `json:"on"`
+}
+
+func TestDecode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"name": "a", "count": 2}`, ""},
+		{"", "f: the file is empty"},
+		{"{\n  \"name\": \"a\",", "f:2:15: invalid JSON: unexpected end of file"},
+		{"{\n  \"name\": \"a\",, }", "f:2:15: invalid JSON: invalid character ','"},
+		{`{"count": 1.5}`, "f:1:13: count: want a whole number, got number 1.5"},
+		{`{"tags": "x"}`, "f:1:12: tags: want an array of strings, got a string"},
+		{`{"env": []}`, "f:1:9: env: want an object of strings, got an array"},
+		{`[1]`, "f:1:1: the file: want an object, got an array"},
+		{`{"nme": "a"}`, `f: unknown field "nme"`},
+		{"{}\n{}", "f:2:1: invalid JSON: unexpected text after the JSON value"},
+	} {
+		var v sample
+		err := Decode([]byte(tc.in), &v)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.in, err)
+			}
+			continue
+		}
+		got := ""
+		if err != nil {
+			got = err.(*Error).In("f", []byte(tc.in)).Error()
+		}
+		if got != tc.want && !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestKind(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{"", "a string"}, {0, "a whole number"}, {0.5, "a number"}, {true, "true or false"},
+		{[]string{}, "an array of strings"}, {[][]int{}, "an array of arrays of whole numbers"},
+		{map[string]bool{}, "an object of true or false values"}, {sample{}, "an object"},
+		{[]sample{}, "an array of objects"},
+	} {
+		if got := Kind(reflect.TypeOf(tc.v)); got != tc.want {
+			t.Errorf("Kind(%T) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
