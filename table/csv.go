@@ -93,7 +93,7 @@ func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 	}
 	b := &builder{t: New()}
 	pairs := map[string]map[[2]JobType][2]float64{}
-	seen := map[string]int{}
+	seen := map[csvRowKey]int{}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -116,7 +116,7 @@ func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 }
 
 // csvRow adds one row, or reports why it cannot be.
-func (b *builder) csvRow(rec []string, line int, seen map[string]int, pairs map[string]map[[2]JobType][2]float64) {
+func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int, pairs map[string]map[[2]JobType][2]float64) {
 	w := rec[0]
 	loc := func(job, partner string, err error) {
 		b.add(&Problem{Line: line, Worker: w, Job: job, Partner: partner, Err: err})
@@ -129,37 +129,53 @@ func (b *builder) csvRow(rec []string, line int, seen map[string]int, pairs map[
 		loc("", "", err)
 		return
 	}
-	partner, k := isolatedKey, JobType{}
+	k := JobType{} // none for an isolated row
 	if rec[3] != "" || rec[4] != "" {
 		if k, err = b.csvJobType(rec[3], rec[4]); err != nil {
 			loc(j.Key(), "", fmt.Errorf("partner: %w", err))
 			return
 		}
-		partner = k.Key()
 	}
-	// The worker type goes last: it is the one name that may hold any character.
-	if b.repeatedAt(seen, j.Key()+"\n"+partner+"\n"+w, "the row of this worker type, job and partner", line, 0,
-		&Problem{Worker: w, Job: j.Key(), Partner: partner}) != nil {
+	isolated := k == (JobType{})
+	// Keys are formatted for problems only: this runs for every row.
+	at := func(err error) {
+		partner := isolatedKey
+		if !isolated {
+			partner = k.Key()
+		}
+		loc(j.Key(), partner, err)
+	}
+	row := csvRowKey{w, j, k}
+	if first, dup := seen[row]; dup {
+		at(fmt.Errorf("%w: the row of this worker type, job and partner appears again (first at line %d); a table holds one value per key",
+			ErrDuplicateKey, first))
 		return
 	}
+	seen[row] = line
 	rate, err := parseRate([]byte(rec[6]))
 	if err != nil {
-		loc(j.Key(), partner, fmt.Errorf("rate: %w", err))
+		at(fmt.Errorf("rate: %w", err))
 		return
 	}
-	if partner == isolatedKey {
+	if isolated {
 		b.t.SetIsolated(w, j, rate)
 		return
 	}
 	prate, err := parseRate([]byte(rec[7]))
 	if err != nil {
-		loc(j.Key(), partner, fmt.Errorf("partner rate: %w", err))
+		at(fmt.Errorf("partner rate: %w", err))
 		return
 	}
 	if pairs[w] == nil {
 		pairs[w] = map[[2]JobType][2]float64{}
 	}
 	pairs[w][[2]JobType{j, k}] = [2]float64{rate, prate}
+}
+
+// csvRowKey names a CSV row: worker type, job and partner (zero for an isolated rate).
+type csvRowKey struct {
+	w    string
+	j, k JobType
 }
 
 // csvJobType is csvJobType, remembered: a table of n job types names each one about 2n times.

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+
+	"github.com/gavelkit/gavel/internal/jsonfile"
 )
 
 // isolatedKey is the partner key of an isolated rate: Gavel's profiler wrote
@@ -79,18 +81,9 @@ func syntaxProblem(data []byte, err error) *Problem {
 	}
 	p := &Problem{Err: fmt.Errorf("%w: %v", ErrSyntax, err)}
 	if offset >= 0 {
-		p.Line, p.Column = position(data, offset)
+		p.Line, p.Column = jsonfile.Position(data, offset-1) // Offset is one past the bad byte
 	}
 	return p
-}
-
-// position converts a byte offset into a 1-based line and column.
-func position(data []byte, offset int64) (line, col int) {
-	offset = min(offset, int64(len(data)))
-	before := data[:offset]
-	line = bytes.Count(before, []byte("\n")) + 1
-	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
-	return line, max(col, 1)
 }
 
 // Python's json module writes NaN, Infinity and -Infinity, which are not JSON.
@@ -150,11 +143,8 @@ func isMaskedNonFinite(s string) bool {
 // parseRate reads one JSON number, rejecting anything that is not a finite,
 // non-negative rate.
 func parseRate(raw json.RawMessage) (float64, error) {
-	if isJSONNumber(raw) { // the common case, without the decoder
-		v, err := strconv.ParseFloat(string(raw), 64)
-		if err == nil && v >= 0 && !math.IsInf(v, 0) {
-			return v, nil
-		}
+	if v, ok := plainRate(raw); ok { // the common case, without the decoder
+		return v, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -213,16 +203,23 @@ func plainPair(raw []byte) ([2]float64, bool) {
 	}
 	var out [2]float64
 	for i, f := range [][]byte{bytes.TrimSpace(a), bytes.TrimSpace(b)} {
-		if !isJSONNumber(f) {
-			return out, false
-		}
-		v, err := strconv.ParseFloat(string(f), 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) {
+		v, ok := plainRate(f)
+		if !ok {
 			return out, false
 		}
 		out[i] = v
 	}
 	return out, true
+}
+
+// plainRate reads a JSON number that is a finite rate, without the decoder; false for
+// anything else (parseRate says what is wrong).
+func plainRate(raw []byte) (float64, bool) {
+	if !isJSONNumber(raw) {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(raw), 64)
+	return v, err == nil && v >= 0 && !math.IsInf(v, 0)
 }
 
 // isJSONNumber reports whether b is a number as JSON writes it:
@@ -274,10 +271,10 @@ func build(data []byte, top []member) (*Table, Problems) {
 	t := New()
 	b := &builder{data: data, t: t}
 	pairs := map[string]map[[2]JobType][2]float64{}
-	seen := map[string]int{}
+	seen := map[string]int64{}
 	for _, wm := range top {
 		w := wm.key
-		if p := b.repeated(seen, wm, &Problem{Worker: w}, "worker type"); p != nil {
+		if b.repeated(seen, wm, "worker type", func() *Problem { return &Problem{Worker: w} }) {
 			continue
 		}
 		if w == "" {
@@ -326,10 +323,8 @@ func (b *builder) jobType(key string) (JobType, error) {
 	return j, err
 }
 
-// position is the 1-based line and column of the byte at offset (a key's first byte; unlike
-// position, which takes a syntax error's offset, one past the bad byte), by binary search:
-// every key's line is recorded, and counting from the start each time made reading a table
-// quadratic (137 s for 32 MB).
+// position is jsonfile.Position(b.data, offset) by binary search over an index of the lines:
+// counting from the start for every key made reading a table quadratic (137 s for 32 MB).
 func (b *builder) position(offset int64) (line, col int) {
 	if b.lines == nil {
 		b.lines = make([]int, 0, bytes.Count(b.data, []byte("\n")))
@@ -350,54 +345,33 @@ func (b *builder) position(offset int64) (line, col int) {
 
 func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
 
-// repeated reports m when its key was seen before at this level (loc says where), and
-// otherwise records it.
-func (b *builder) repeated(seen map[string]int, m member, loc *Problem, what string) *Problem {
-	line, col := b.position(m.at)
-	return b.repeatedAt(seen, m.key, what+" "+quote(m.key), line, col, loc)
-}
-
-// repeatedAt is repeated for a key at line and col, from any format: seen maps keys to the
-// line they first appeared on; desc names the key in the message.
-func (b *builder) repeatedAt(seen map[string]int, key, desc string, line, col int, loc *Problem) *Problem {
-	first, dup := seen[key]
+// repeated reports m when its key was seen before at this level (seen maps keys to their
+// first offset), as a problem at what problem returns, and otherwise records it. Lines are
+// looked up only for a repeat: this runs for every key of the file.
+func (b *builder) repeated(seen map[string]int64, m member, what string, problem func() *Problem) bool {
+	first, dup := seen[m.key]
 	if !dup {
-		seen[key] = line
-		return nil
-	}
-	loc.Line, loc.Column = line, col
-	loc.Err = fmt.Errorf("%w: %s appears again (first at line %d); a table holds one value per key", ErrDuplicateKey, desc, first)
-	b.add(loc)
-	return loc
-}
-
-// sameType reports a key that differs from an earlier one of this level only in how it is
-// written, and otherwise records it.
-func (b *builder) sameType(types map[JobType]member, j JobType, m member, loc *Problem) bool {
-	first, dup := types[j]
-	if !dup {
-		types[j] = m
+		seen[m.key] = m.at
 		return false
 	}
+	firstLine, _ := b.position(first)
+	loc := problem()
 	loc.Line, loc.Column = b.position(m.at)
-	loc.Err = fmt.Errorf("%w: keys %s and %s are the same job type", ErrDuplicateKey, first.key, m.key)
+	loc.Err = fmt.Errorf("%w: %s %s appears again (first at line %d); a table holds one value per key", ErrDuplicateKey, what, quote(m.key), firstLine)
 	b.add(loc)
 	return true
 }
 
 func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float64) {
-	seen, types := map[string]int{}, map[JobType]member{}
+	seen := map[string]int64{}
 	for _, jm := range jobs {
 		jk := jm.key
-		if b.repeated(seen, jm, &Problem{Worker: w, Job: jk}, "job") != nil {
+		if b.repeated(seen, jm, "job", func() *Problem { return &Problem{Worker: w, Job: jk} }) {
 			continue
 		}
 		j, err := b.jobType(jk)
 		if err != nil {
 			b.add(&Problem{Worker: w, Job: jk, Err: err})
-			continue
-		}
-		if b.sameType(types, j, jm, &Problem{Worker: w, Job: jk}) {
 			continue
 		}
 		entries, err := members(jm.value, jm.valueAt)
@@ -410,18 +384,22 @@ func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float6
 }
 
 func (b *builder) job(w string, j JobType, jk string, entries []member, pairs map[[2]JobType][2]float64) {
-	seen, types := map[string]int{}, map[JobType]member{}
+	seen := map[string]int64{}
 	for _, em := range entries {
 		pk, v := em.key, em.value
-		loc := &Problem{Worker: w, Job: jk, Partner: pk}
-		if b.repeated(seen, em, loc, "partner") != nil {
+		at := func() *Problem { return &Problem{Worker: w, Job: jk, Partner: pk} }
+		bad := func(err error) {
+			loc := at()
+			loc.Err = err
+			b.add(loc)
+		}
+		if b.repeated(seen, em, "partner", at) {
 			continue
 		}
 		if pk == isolatedKey {
 			r, err := parseRate(v)
 			if err != nil {
-				loc.Err = err
-				b.add(loc)
+				bad(err)
 				continue
 			}
 			b.t.SetIsolated(w, j, r)
@@ -429,17 +407,12 @@ func (b *builder) job(w string, j JobType, jk string, entries []member, pairs ma
 		}
 		k, err := b.jobType(pk)
 		if err != nil {
-			loc.Err = err
-			b.add(loc)
-			continue
-		}
-		if b.sameType(types, k, em, loc) {
+			bad(err)
 			continue
 		}
 		r, err := parsePair(v)
 		if err != nil {
-			loc.Err = err
-			b.add(loc)
+			bad(err)
 			continue
 		}
 		pairs[[2]JobType{j, k}] = r

@@ -350,15 +350,6 @@ func TestReadSameJobTypeTwice(t *testing.T) {
 			t.Errorf("ParseJobType(%s) accepted", k)
 		}
 	}
-	// The same check catches any two spellings of one job type, should the key form ever allow them.
-	b := &builder{data: []byte(in), t: New()}
-	types := map[JobType]member{}
-	j := JobType{"A", 1}
-	b.sameType(types, j, member{key: "('A', 1)"}, &Problem{Worker: "p100", Job: "('A', 1)"})
-	if !b.sameType(types, j, member{key: "('A',  1)", at: 20}, &Problem{Worker: "p100", Job: "('A',  1)"}) ||
-		len(b.ps) != 1 || !strings.Contains(b.ps[0].Error(), "('A', 1) and ('A',  1) are the same job type") {
-		t.Errorf("problems = %v, want one naming both keys", b.ps)
-	}
 }
 
 // TestReadWrongValueType: a value of the wrong JSON type is one problem on its entry, naming
