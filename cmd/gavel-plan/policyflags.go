@@ -115,31 +115,39 @@ func loadProblem(path string, tb *table.Table, cl policy.Cluster, prices policy.
 // jobSource says where jobs came from, so that bad input found by a policy
 // can name the file and the entry.
 type jobSource struct {
-	file  string
-	entry map[string]string // job id → "jobs[i] (id "x")" or "line n"
+	file string
+	// entry names job id's entry, "jobs[i] (id "x")" or "line n"; it is
+	// searched for only when there is an error to report.
+	entry func(id string) (string, bool)
 }
 
 // jobsFileSource is the source of jobs read from jobs file file, in order.
 func jobsFileSource(file string, jobs []policy.Job) jobSource {
-	s := jobSource{file: file, entry: map[string]string{}}
-	for i, j := range jobs {
-		s.entry[j.ID] = fmt.Sprintf("jobs[%d] (id %q)", i, j.ID)
-	}
-	return s
+	return jobSource{file: file, entry: func(id string) (string, bool) {
+		for i, j := range jobs {
+			if j.ID == id {
+				return fmt.Sprintf("jobs[%d] (id %q)", i, id), true
+			}
+		}
+		return "", false
+	}}
 }
 
 // traceSource is the source of jobs read by rounds.LoadTrace from file: a
 // Gavel trace (lines) or a jobs file (entries).
 func traceSource(file string, jobs []rounds.TraceJob) jobSource {
-	s := jobSource{file: file, entry: map[string]string{}}
-	for i, j := range jobs {
-		if j.Line > 0 {
-			s.entry[j.ID] = fmt.Sprintf("line %d", j.Line)
-		} else {
-			s.entry[j.ID] = fmt.Sprintf("jobs[%d] (id %q)", i, j.ID)
+	return jobSource{file: file, entry: func(id string) (string, bool) {
+		for i, j := range jobs {
+			switch {
+			case j.ID != id:
+			case j.Line > 0:
+				return fmt.Sprintf("line %d", j.Line), true
+			default:
+				return fmt.Sprintf("jobs[%d] (id %q)", i, id), true
+			}
 		}
-	}
-	return s
+		return "", false
+	}}
 }
 
 // check returns err as a usage error (exit 2) when it is bad input found by
@@ -151,7 +159,7 @@ func (s jobSource) check(err error) error {
 	}
 	var ie *policy.InputError
 	if s.file != "" && errors.As(err, &ie) && ie.Job != "" {
-		if e, ok := s.entry[ie.Job]; ok {
+		if e, ok := s.entry(ie.Job); ok {
 			return cli.UsageError("%s: %s: %v", s.file, e, err)
 		}
 		return cli.UsageError("%s: %v", s.file, err)
