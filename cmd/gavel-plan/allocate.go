@@ -124,33 +124,52 @@ func (o *problemFlags) register(cmd *cobra.Command, servers bool, jobsUsage stri
 	cmd.Flags().StringVar(&o.jobs, "jobs", "", jobsUsage)
 }
 
+// policySetup is what the planning commands start from: the table, the
+// cluster and its servers, the policy and its prices.
+type policySetup struct {
+	table     *table.Table
+	cluster   policy.Cluster
+	perServer map[string]int
+	policy    policy.Policy
+	prices    policy.Prices
+}
+
+// loadPolicySetup checks the cluster and policy flags and builds the
+// policySetup. Every error is a usage error.
+func loadPolicySetup(c *clusterFlags, p *policyFlags) (*policySetup, error) {
+	var s policySetup
+	var err error
+	if s.table, s.cluster, s.perServer, err = c.load(); err != nil {
+		return nil, err
+	}
+	if err := p.checkReference(s.table, c); err != nil {
+		return nil, err
+	}
+	if s.policy, s.prices, err = p.load(s.cluster); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
 // problemSetup is a policy with the problem to allocate.
 type problemSetup struct {
-	policy    policy.Policy
-	problem   *policy.Problem
-	perServer map[string]int
-	source    jobSource
+	*policySetup
+	problem *policy.Problem
+	source  jobSource
 }
 
 // load checks the flags and builds the policy and its problem. Every error
 // is a usage error.
 func (o *problemFlags) load() (*problemSetup, error) {
-	tb, cl, perServer, err := o.clusterFlags.load()
+	s, err := loadPolicySetup(&o.clusterFlags, &o.policyFlags)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.checkReference(tb, &o.clusterFlags); err != nil {
-		return nil, err
-	}
-	pol, prices, err := o.policyFlags.load(cl)
+	prob, err := loadProblem(o.jobs, s.table, s.cluster, s.prices)
 	if err != nil {
 		return nil, err
 	}
-	prob, err := loadProblem(o.jobs, tb, cl, prices)
-	if err != nil {
-		return nil, err
-	}
-	return &problemSetup{policy: pol, problem: prob, perServer: perServer, source: jobsFileSource(o.jobs, prob.Jobs)}, nil
+	return &problemSetup{policySetup: s, problem: prob, source: jobsFileSource(o.jobs, prob.Jobs)}, nil
 }
 
 // noteUnusedEntities tells, once on stderr, that a jobs file's entities do

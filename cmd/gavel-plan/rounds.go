@@ -167,35 +167,25 @@ func registerRoundSeconds(cmd *cobra.Command, v *float64) {
 
 func checkRoundSeconds(v float64) error { return checkFinite("round-seconds", v, true) }
 
-// setup is what simulate runs on: table, cluster, topology, policy, prices.
+// setup is what simulate runs on: a policySetup and the cluster's topology.
 type setup struct {
-	table     *table.Table
-	cluster   policy.Cluster
-	perServer map[string]int
-	topo      *rounds.Topology
-	policy    policy.Policy
-	prices    policy.Prices
+	*policySetup
+	topo *rounds.Topology
 }
 
 func (o *setupFlags) load() (*setup, error) {
 	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return nil, err
 	}
-	var s setup
-	var err error
-	if s.table, s.cluster, s.perServer, err = o.clusterFlags.load(); err != nil {
+	ps, err := loadPolicySetup(&o.clusterFlags, &o.policyFlags)
+	if err != nil {
 		return nil, err
 	}
+	s := &setup{policySetup: ps}
 	if s.topo, err = rounds.NewTopology(s.cluster, s.perServer); err != nil {
 		return nil, cli.UsageError("%v", err)
 	}
-	if err = o.checkReference(s.table, &o.clusterFlags); err != nil {
-		return nil, err
-	}
-	if s.policy, s.prices, err = o.policyFlags.load(s.cluster); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return s, nil
 }
 
 type roundsJSON struct {
