@@ -34,25 +34,34 @@ type Settings struct {
 }
 
 // Validate reports settings that the defaults would silently replace: negative values, and a
-// single batch (a confidence interval needs two).
-func (s Settings) Validate() error {
+// single batch (a confidence interval needs two); and a MaxWindow too short for MinBatches.
+func (s Settings) Validate() error { return s.validate(false) }
+
+// ValidateGiven is Validate for settings whose measurement fields were all given, as command-line
+// flags give them: a zero there is an error too, not "the default". (SettleBatches, which has
+// no flag, keeps its zero default.)
+func (s Settings) ValidateGiven() error { return s.validate(true) }
+
+func (s Settings) validate(given bool) error {
+	def := DefaultSettings()
 	durations := []struct {
-		name string
-		d    time.Duration
-	}{{"window", s.Window}, {"max-window", s.MaxWindow}, {"max-warmup", s.MaxWarmup},
-		{"startup-timeout", s.StartupTimeout}, {"stall-timeout", s.StallTimeout}, {"kill-grace", s.KillGrace}}
+		name   string
+		d, def time.Duration
+	}{{"window", s.Window, def.Window}, {"max-window", s.MaxWindow, def.MaxWindow}, {"max-warmup", s.MaxWarmup, def.MaxWarmup},
+		{"startup-timeout", s.StartupTimeout, def.StartupTimeout}, {"stall-timeout", s.StallTimeout, def.StallTimeout},
+		{"kill-grace", s.KillGrace, def.KillGrace}}
 	for _, d := range durations {
-		if d.d < 0 {
-			return fmt.Errorf("%s %s: want a positive duration", d.name, d.d)
+		if d.d < 0 || given && d.d == 0 {
+			return fmt.Errorf("%s %s: want a positive duration (default %s)", d.name, d.d, d.def)
 		}
 	}
 	switch {
-	case s.Precision < 0 || s.Precision >= 1:
-		return fmt.Errorf("precision %g: want a relative half-width in (0, 1)", s.Precision)
-	case s.MinBatches < 0 || s.MinBatches == 1:
-		return fmt.Errorf("min-batches %d: want 2 or more (a confidence interval needs two batches)", s.MinBatches)
-	case s.Settle < 0:
-		return fmt.Errorf("settle %g: want a positive relative tolerance", s.Settle)
+	case s.Precision < 0 || s.Precision >= 1 || given && s.Precision == 0:
+		return fmt.Errorf("precision %g: want a relative half-width in (0, 1) (default %g)", s.Precision, def.Precision)
+	case s.MinBatches < 0 || s.MinBatches == 1 || given && s.MinBatches == 0:
+		return fmt.Errorf("min-batches %d: want 2 or more (a confidence interval needs two batches; default %d)", s.MinBatches, def.MinBatches)
+	case s.Settle < 0 || given && s.Settle == 0:
+		return fmt.Errorf("settle %g: want a positive relative tolerance (default %g)", s.Settle, def.Settle)
 	case s.SettleBatches < 0:
 		return fmt.Errorf("settle-batches %d: want 1 or more", s.SettleBatches)
 	}

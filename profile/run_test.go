@@ -474,3 +474,29 @@ func TestRunInterruptWhileStopping(t *testing.T) {
 		t.Errorf("table isolated = %v, %v; want %v", rate, ok, recs[0].Rate)
 	}
 }
+
+// A zero setting is "the default" to Validate and an error to ValidateGiven (flags give every
+// value); both reject negatives.
+func TestValidateGiven(t *testing.T) {
+	if err := (Settings{}).Validate(); err != nil {
+		t.Errorf("zero Settings: Validate() = %v", err)
+	}
+	if err := (Settings{}).ValidateGiven(); err == nil || !strings.Contains(err.Error(), "window 0s: want a positive duration (default 2.5s)") {
+		t.Errorf("zero Settings: ValidateGiven() = %v, want the zero window named", err)
+	}
+	s := DefaultSettings()
+	if err := s.ValidateGiven(); err != nil {
+		t.Errorf("defaults: ValidateGiven() = %v", err)
+	}
+	s.Settle = 0
+	if err := s.ValidateGiven(); err == nil || !strings.Contains(err.Error(), "settle 0") {
+		t.Errorf("settle 0: ValidateGiven() = %v", err)
+	}
+	s = DefaultSettings()
+	s.StallTimeout = -time.Second
+	for _, err := range []error{s.Validate(), s.ValidateGiven()} {
+		if err == nil || !strings.Contains(err.Error(), "stall-timeout -1s") {
+			t.Errorf("negative stall-timeout: %v", err)
+		}
+	}
+}

@@ -244,40 +244,12 @@ func checkRunFlags(opts runOptions) error {
 	if opts.fraction < 0 || opts.fraction > 1 {
 		return cli.UsageError("run: --fraction %g, want a probability in [0, 1]", opts.fraction)
 	}
-	if err := checkPositive(opts); err != nil {
-		return err
-	}
-	if err := opts.settings.Validate(); err != nil {
-		return cli.UsageError("run: --%v", err)
-	}
-	return nil
-}
-
-// checkPositive rejects zero and negative measurement flags. profile.Settings reads a zero as
-// "the default", but on the command line the defaults are already the flags' values, so a 0
-// was typed and would be silently replaced.
-func checkPositive(opts runOptions) error {
-	s, def := opts.settings, profile.DefaultSettings()
-	durations := []struct {
-		flag   string
-		d, def time.Duration
-	}{{"window", s.Window, def.Window}, {"max-window", s.MaxWindow, def.MaxWindow}, {"max-warmup", s.MaxWarmup, def.MaxWarmup},
-		{"startup-timeout", s.StartupTimeout, def.StartupTimeout}, {"stall-timeout", s.StallTimeout, def.StallTimeout},
-		{"kill-grace", s.KillGrace, def.KillGrace}}
-	for _, d := range durations {
-		if d.d <= 0 {
-			return cli.UsageError("run: --%s %s: want a positive duration (default %s)", d.flag, d.d, d.def)
-		}
-	}
-	switch {
-	case !(s.Precision > 0 && s.Precision < 1):
-		return cli.UsageError("run: --precision %g: want a relative half-width in (0, 1) (default %g)", s.Precision, def.Precision)
-	case s.MinBatches < 2:
-		return cli.UsageError("run: --min-batches %d: want 2 or more (a confidence interval needs two batches; default %d)", s.MinBatches, def.MinBatches)
-	case !(s.Settle > 0):
-		return cli.UsageError("run: --settle %g: want a positive relative tolerance (default %g)", s.Settle, def.Settle)
-	case opts.cpuSlots < 1:
+	if opts.cpuSlots < 1 {
 		return cli.UsageError("run: --cpu-slots %d: want 1 or more", opts.cpuSlots)
+	}
+	// Flags give every setting, so a 0 is a value (rejected), not "the default".
+	if err := opts.settings.ValidateGiven(); err != nil {
+		return cli.UsageError("run: --%v", err)
 	}
 	return nil
 }
