@@ -92,7 +92,6 @@ func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 		return nil, bad(&Problem{Line: 1, Err: fmt.Errorf("%w: header %q, want %q", ErrBadCSV, strings.Join(header, ","), strings.Join(csvHeader, ","))})
 	}
 	b := &builder{t: New()}
-	pairs := map[string]map[[2]JobType][2]float64{}
 	seen := map[csvRowKey]int{}
 	for {
 		rec, err := cr.Read()
@@ -103,12 +102,9 @@ func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 			return nil, bad(&Problem{Err: fmt.Errorf("%w: %v", ErrBadCSV, err)})
 		}
 		line, _ := cr.FieldPos(0)
-		b.csvRow(rec, line, seen, pairs)
+		b.csvRow(rec, line, seen)
 	}
-	for _, w := range sortedKeys(pairs) {
-		b.ps = append(b.ps, addPairs(b.t, w, pairs[w])...)
-	}
-	ps := append(b.ps, b.t.Validate()...).withFile(file)
+	ps := b.finish().withFile(file)
 	if errs := ps.Errors(); len(errs) > 0 {
 		return nil, errs
 	}
@@ -116,7 +112,7 @@ func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 }
 
 // csvRow adds one row, or reports why it cannot be.
-func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int, pairs map[string]map[[2]JobType][2]float64) {
+func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 	w := rec[0]
 	loc := func(job, partner string, err error) {
 		b.add(&Problem{Line: line, Worker: w, Job: job, Partner: partner, Err: err})
@@ -166,10 +162,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int, pairs m
 		at(fmt.Errorf("partner rate: %w", err))
 		return
 	}
-	if pairs[w] == nil {
-		pairs[w] = map[[2]JobType][2]float64{}
-	}
-	pairs[w][[2]JobType{j, k}] = [2]float64{rate, prate}
+	b.t.worker(w, true).setOneWay(j, k, [2]float64{rate, prate}) // settled by finish
 }
 
 // csvRowKey names a CSV row: worker type, job and partner (zero for an isolated rate).

@@ -51,22 +51,75 @@ func Load(path string) (*Table, error) {
 // could be read (it is nil only when the JSON itself is malformed), so a
 // caller may inspect or repair a partly bad file.
 func Check(r io.Reader, file string) (*Table, Problems) {
-	data, err := io.ReadAll(r)
+	data, err := readAll(r)
 	if err != nil {
 		return nil, Problems{{File: file, Err: err}}
 	}
+	t, ps := read(data)
+	return t, ps.withFile(file)
+}
+
+// readAll is io.ReadAll with the buffer sized from the reader when it knows its length:
+// growing it by doubling held up to twice a large table in memory.
+func readAll(r io.Reader) ([]byte, error) {
+	b := make([]byte, 0, sizeHint(r))
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// sizeHint is the length of what r holds, plus one byte for the read that sees the end.
+func sizeHint(r io.Reader) int {
+	switch r := r.(type) {
+	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
+		return r.Len() + 1
+	case *os.File:
+		if fi, err := r.Stat(); err == nil && fi.Mode().IsRegular() {
+			return int(fi.Size()) + 1
+		}
+	}
+	return 512
+}
+
+// read builds the table in one walk over data. Syntax errors are then told by encoding/json,
+// whose messages and offsets users have seen.
+func read(data []byte) (*Table, Problems) {
+	b := &builder{s: scanner{data: data}, t: New()}
+	b.s.space()
+	switch {
+	case b.s.peek() == '{':
+		if !b.workers() || !b.s.end() {
+			return nil, Problems{syntaxError(data)}
+		}
+	default:
+		v, ok := b.s.value()
+		if !ok || !b.s.end() {
+			return nil, Problems{syntaxError(data)}
+		}
+		return nil, Problems{{Line: 1, Column: 1, Err: fmt.Errorf("%w: found %s (want an object of worker types)", ErrSyntax, kindOf(v))}}
+	}
+	return b.t, b.finish()
+}
+
+// syntaxError is the problem encoding/json finds in data, which the scanner found malformed.
+func syntaxError(data []byte) *Problem {
 	data = maskNonFinite(data)
 	var whole json.RawMessage
-	if err := json.Unmarshal(data, &whole); err != nil {
-		return nil, Problems{syntaxProblem(data, err)}.withFile(file)
+	err := json.Unmarshal(data, &whole)
+	if err == nil { // the scanner and encoding/json disagree: a bug, said as such
+		return &Problem{Err: fmt.Errorf("%w: the table reader rejects JSON that encoding/json accepts", ErrSyntax)}
 	}
-	top, err := members(data, 0)
-	if err != nil {
-		return nil, Problems{{Line: 1, Column: 1, Err: fmt.Errorf("%w: %v (want an object of worker types)", ErrSyntax, err)}}.withFile(file)
-	}
-	t, ps := build(data, top)
-	ps = append(ps, t.Validate()...)
-	return t, ps.withFile(file)
+	return syntaxProblem(data, err)
 }
 
 func syntaxProblem(data []byte, err error) *Problem {
@@ -264,41 +317,11 @@ func isJSONNumber(b []byte) bool {
 	return i == len(b)
 }
 
-// build turns the decoded JSON into a table, checking keys, values and the
-// symmetry of pairs. Bad entries are reported and left out; of repeated keys,
-// the first is kept and the repeats are reported.
-func build(data []byte, top []member) (*Table, Problems) {
-	t := New()
-	b := &builder{data: data, t: t}
-	pairs := map[string]map[[2]JobType][2]float64{}
-	seen := map[string]int64{}
-	for _, wm := range top {
-		w := wm.key
-		if b.repeated(seen, wm, "worker type", func() *Problem { return &Problem{Worker: w} }) {
-			continue
-		}
-		if w == "" {
-			b.add(&Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
-			continue
-		}
-		jobs, err := members(wm.value, wm.valueAt)
-		if err != nil {
-			b.add(&Problem{Worker: w, Err: fmt.Errorf("%w: %v, want an object of job types", ErrBadValue, err)})
-			continue
-		}
-		t.worker(w, true)
-		pairs[w] = map[[2]JobType][2]float64{}
-		b.worker(w, jobs, pairs[w])
-	}
-	for _, w := range sortedKeys(pairs) {
-		b.ps = append(b.ps, addPairs(t, w, pairs[w])...)
-	}
-	return t, b.ps
-}
-
-// builder collects the entries and problems of one file.
+// builder turns the members the scanner reads into a table, checking keys, values and the
+// symmetry of pairs. Bad entries are reported and left out; of repeated keys, the first is
+// kept and the repeats are reported.
 type builder struct {
-	data  []byte
+	s     scanner
 	t     *Table
 	ps    Problems
 	lines []int // offsets of data's newlines, found on the first position asked for
@@ -323,147 +346,189 @@ func (b *builder) jobType(key string) (JobType, error) {
 	return j, err
 }
 
-// position is jsonfile.Position(b.data, offset) by binary search over an index of the lines:
+// position is jsonfile.Position(b.s.data, offset) by binary search over an index of the lines:
 // counting from the start for every key made reading a table quadratic (137 s for 32 MB).
-func (b *builder) position(offset int64) (line, col int) {
+func (b *builder) position(offset int) (line, col int) {
+	data := b.s.data
 	if b.lines == nil {
-		b.lines = make([]int, 0, bytes.Count(b.data, []byte("\n")))
-		for x, c := range b.data {
+		b.lines = make([]int, 0, bytes.Count(data, []byte("\n")))
+		for x, c := range data {
 			if c == '\n' {
 				b.lines = append(b.lines, x)
 			}
 		}
 	}
-	offset = min(offset, int64(len(b.data)))
-	n, _ := slices.BinarySearch(b.lines, int(offset)) // newlines before offset
+	offset = min(offset, len(data))
+	n, _ := slices.BinarySearch(b.lines, offset) // newlines before offset
 	start := 0
 	if n > 0 {
 		start = b.lines[n-1] + 1
 	}
-	return n + 1, int(offset) - start + 1 // offset is the key's own first byte
+	return n + 1, offset - start + 1 // offset is the key's own first byte
 }
 
 func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
 
-// repeated reports m when its key was seen before at this level (seen maps keys to their
-// first offset), as a problem at what problem returns, and otherwise records it. Lines are
-// looked up only for a repeat: this runs for every key of the file.
-func (b *builder) repeated(seen map[string]int64, m member, what string, problem func() *Problem) bool {
-	first, dup := seen[m.key]
+// problem adds a problem at loc, whose Err is err.
+func (b *builder) problem(loc *Problem, err error) {
+	loc.Err = err
+	b.add(loc)
+}
+
+// repeated reports key (at offset at) when it was seen before at this level (seen maps keys
+// to their first offset), as a problem at loc, and otherwise records it. Lines are looked up
+// only for a repeat: this runs for every key of the file.
+func (b *builder) repeated(seen map[string]int, key string, at int, what string, loc func() *Problem) bool {
+	first, dup := seen[key]
 	if !dup {
-		seen[m.key] = m.at
+		seen[key] = at
 		return false
 	}
 	firstLine, _ := b.position(first)
-	loc := problem()
-	loc.Line, loc.Column = b.position(m.at)
-	loc.Err = fmt.Errorf("%w: %s %s appears again (first at line %d); a table holds one value per key", ErrDuplicateKey, what, quote(m.key), firstLine)
-	b.add(loc)
+	p := loc()
+	p.Line, p.Column = b.position(at)
+	b.problem(p, fmt.Errorf("%w: %s %s appears again (first at line %d); a table holds one value per key", ErrDuplicateKey, what, quote(key), firstLine))
 	return true
 }
 
-func (b *builder) worker(w string, jobs []member, pairs map[[2]JobType][2]float64) {
-	seen := map[string]int64{}
-	for _, jm := range jobs {
-		jk := jm.key
-		if b.repeated(seen, jm, "job", func() *Problem { return &Problem{Worker: w, Job: jk} }) {
-			continue
-		}
-		j, err := b.jobType(jk)
-		if err != nil {
-			b.add(&Problem{Worker: w, Job: jk, Err: err})
-			continue
-		}
-		entries, err := members(jm.value, jm.valueAt)
-		if err != nil {
-			b.add(&Problem{Worker: w, Job: jk, Err: fmt.Errorf("%w: %v, want an object of partners", ErrBadValue, err)})
-			continue
-		}
-		b.job(w, j, jk, entries, pairs)
-	}
+// skip reads past a value that is left out, reporting false on a syntax error in it.
+func (b *builder) skip() bool {
+	_, ok := b.s.value()
+	return ok
 }
 
-func (b *builder) job(w string, j JobType, jk string, entries []member, pairs map[[2]JobType][2]float64) {
-	seen := map[string]int64{}
-	for _, em := range entries {
-		pk, v := em.key, em.value
-		at := func() *Problem { return &Problem{Worker: w, Job: jk, Partner: pk} }
-		bad := func(err error) {
-			loc := at()
-			loc.Err = err
-			b.add(loc)
+// notObject reports the value at the scanner, which should have been an object of what.
+func (b *builder) notObject(loc *Problem, what string) bool {
+	v, ok := b.s.value()
+	b.problem(loc, fmt.Errorf("%w: found %s, want an object of %s", ErrBadValue, kindOf(v), what))
+	return ok
+}
+
+// workers reads the top-level object, of worker types.
+func (b *builder) workers() bool {
+	seen := map[string]int{}
+	return b.s.object(func(w string, at int) bool {
+		switch {
+		case b.repeated(seen, w, at, "worker type", func() *Problem { return &Problem{Worker: w} }):
+			return b.skip()
+		case w == "":
+			b.add(&Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
+			return b.skip()
+		case b.s.peek() != '{':
+			return b.notObject(&Problem{Worker: w}, "job types")
 		}
-		if b.repeated(seen, em, "partner", at) {
-			continue
+		return b.jobs(w, b.t.worker(w, true))
+	})
+}
+
+// jobs reads the object of job types of worker type w, whose entries go to wt.
+func (b *builder) jobs(w string, wt *workerTable) bool {
+	seen := map[string]int{}
+	return b.s.object(func(jk string, at int) bool {
+		loc := func() *Problem { return &Problem{Worker: w, Job: jk} }
+		if b.repeated(seen, jk, at, "job", loc) {
+			return b.skip()
 		}
-		if pk == isolatedKey {
-			r, err := parseRate(v)
-			if err != nil {
-				bad(err)
-				continue
-			}
-			b.t.SetIsolated(w, j, r)
-			continue
+		j, err := b.jobType(jk)
+		switch {
+		case err != nil:
+			b.problem(loc(), err)
+			return b.skip()
+		case b.s.peek() != '{':
+			return b.notObject(loc(), "partners")
 		}
-		k, err := b.jobType(pk)
+		return b.partners(w, wt, j, jk)
+	})
+}
+
+// partners reads the object of partners of job type j (keyed jk) on worker type w.
+func (b *builder) partners(w string, wt *workerTable, j JobType, jk string) bool {
+	seen := map[string]int{}
+	return b.s.object(func(pk string, at int) bool {
+		v, ok := b.s.value()
+		if !ok {
+			return false
+		}
+		loc := func() *Problem { return &Problem{Worker: w, Job: jk, Partner: pk} }
+		if !b.repeated(seen, pk, at, "partner", loc) {
+			b.entry(wt, j, pk, v, loc)
+		}
+		return true
+	})
+}
+
+// entry stores the rate v of job type j with partner key pk in wt. A pair is stored in the
+// direction the file gives; finish makes the table symmetric.
+func (b *builder) entry(wt *workerTable, j JobType, pk string, v []byte, loc func() *Problem) {
+	if pk == isolatedKey {
+		r, err := parseRate(v)
 		if err != nil {
-			bad(err)
-			continue
+			b.problem(loc(), err)
+			return
 		}
-		r, err := parsePair(v)
-		if err != nil {
-			bad(err)
-			continue
-		}
-		pairs[[2]JobType{j, k}] = r
+		wt.isolated[j] = r
+		return
 	}
+	k, err := b.jobType(pk)
+	if err == nil {
+		var r [2]float64
+		if r, err = parsePair(v); err == nil {
+			wt.setOneWay(j, k, r)
+			return
+		}
+	}
+	b.problem(loc(), err)
+}
+
+// finish checks the pairs of every worker type for symmetry, then the whole table, and
+// returns every problem found.
+func (b *builder) finish() Problems {
+	for _, w := range b.t.WorkerTypes() {
+		b.ps = append(b.ps, settlePairs(w, b.t.workers[w])...)
+	}
+	return append(b.ps, b.t.Validate()...)
 }
 
 // symmetryTolerance bounds the relative difference between T[w][a][b] and
 // reverse(T[w][b][a]); the published tables agree exactly.
 const symmetryTolerance = 1e-6
 
-// addPairs stores each pair once, reporting pairs present in one direction
-// only and pairs whose two directions disagree. A self-pair (a, a) is two
-// instances of one type and has no second direction to compare with.
-func addPairs(t *Table, w string, pairs map[[2]JobType][2]float64) Problems {
-	var ps Problems
-	keys := slices.SortedFunc(mapsKeys(pairs), func(x, y [2]JobType) int {
-		if c := compareJobTypes(x[0], y[0]); c != 0 {
-			return c
+// settlePairs makes the pairs of worker type w, stored in the directions the file gave them,
+// symmetric: a pair given in both directions keeps the values under the job type that comes
+// first (by Less), and a pair given in one direction gets the other. It reports pairs given in
+// one direction only and pairs whose two directions disagree, ordered by job type and partner.
+// A self-pair (a, a) is two instances of one type and has no second direction to compare with.
+func settlePairs(w string, wt *workerTable) Problems {
+	var found []keyedProblem
+	var oneSided [][2]JobType
+	for a, row := range wt.pairs {
+		for b, r := range row {
+			if a == b {
+				continue
+			}
+			rev, ok := wt.pairs[b][a]
+			switch {
+			case !ok:
+				oneSided = append(oneSided, [2]JobType{a, b})
+				found = append(found, keyedProblem{job: a, partner: b, err: fmt.Errorf("%w: %s has no entry for %s", ErrOneSided, b.Key(), a.Key())})
+				continue
+			case b.Less(a):
+				continue // settled when the other direction is visited
+			case !near(r[0], rev[1]) || !near(r[1], rev[0]):
+				found = append(found, keyedProblem{job: a, partner: b, err: fmt.Errorf("%w: [%v, %v] here, [%v, %v] under %s", ErrInconsistent, r[0], r[1], rev[0], rev[1], b.Key())})
+			}
+			wt.pairs[b][a] = [2]float64{r[1], r[0]} // an existing key: safe while ranging
 		}
-		return compareJobTypes(x[1], y[1])
-	})
-	for _, key := range keys {
-		a, b := key[0], key[1]
-		r := pairs[key]
-		if a == b {
-			t.SetPair(w, a, a, r[0], r[1])
-			continue
-		}
-		rev, ok := pairs[[2]JobType{b, a}]
-		loc := &Problem{Worker: w, Job: a.Key(), Partner: b.Key()}
-		switch {
-		case !ok:
-			loc.Err = fmt.Errorf("%w: %s has no entry for %s", ErrOneSided, b.Key(), a.Key())
-			ps = append(ps, loc)
-		case b.Less(a):
-			continue // stored when the other direction was visited
-		case !near(r[0], rev[1]) || !near(r[1], rev[0]):
-			loc.Err = fmt.Errorf("%w: [%v, %v] here, [%v, %v] under %s", ErrInconsistent, r[0], r[1], rev[0], rev[1], b.Key())
-			ps = append(ps, loc)
-		}
-		t.SetPair(w, a, b, r[0], r[1])
 	}
-	return ps
+	for _, ab := range oneSided {
+		r := wt.pairs[ab[0]][ab[1]]
+		wt.setOneWay(ab[1], ab[0], [2]float64{r[1], r[0]})
+	}
+	return sortedProblems(w, found)
 }
 
 func near(x, y float64) bool {
 	return math.Abs(x-y) <= symmetryTolerance*math.Max(math.Abs(x), math.Abs(y))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(mapsKeys(m))
 }
 
 // Write writes t in Gavel's JSON format: worker types and job types sorted,

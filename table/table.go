@@ -140,18 +140,21 @@ func (t *Table) Pair(w string, a, b JobType) (rateA, rateB float64, s State) {
 // of type w; both directions are written. Rates of 0 and 0 mean infeasible.
 func (t *Table) SetPair(w string, a, b JobType, rateA, rateB float64) {
 	wt := t.worker(w, true)
-	set := func(x, y JobType, r [2]float64) {
-		row := wt.pairs[x]
-		if row == nil {
-			row = map[JobType][2]float64{}
-			wt.pairs[x] = row
-		}
-		row[y] = r
-	}
-	set(a, b, [2]float64{rateA, rateB})
+	wt.setOneWay(a, b, [2]float64{rateA, rateB})
 	if a != b {
-		set(b, a, [2]float64{rateB, rateA})
+		wt.setOneWay(b, a, [2]float64{rateB, rateA})
 	}
+}
+
+// setOneWay stores pairs[a][b] = r alone, leaving the table asymmetric until pairs[b][a] is
+// stored too: readers store pairs as a file gives them, then settle them (settlePairs).
+func (wt *workerTable) setOneWay(a, b JobType, r [2]float64) {
+	row := wt.pairs[a]
+	if row == nil {
+		row = map[JobType][2]float64{}
+		wt.pairs[a] = row
+	}
+	row[b] = r
 }
 
 // SetInfeasible records that a and b could not share a GPU of type w.

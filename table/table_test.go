@@ -360,6 +360,9 @@ func TestReadWrongValueType(t *testing.T) {
 		name, in, worker, job, partner string
 	}{
 		{"job is a number", `{"p100": {"('A', 1)": 5, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
+		// Read as a float64, 1e999 once failed with "cannot unmarshal number 1e999 into Go value".
+		{"job is a number out of range", `{"p100": {"('A', 1)": 1e999, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
+		{"worker is a number out of range", `{"p100": -1e999, "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
 		{"worker is a list", `{"p100": [1], "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
 		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null"},
 	}
@@ -602,9 +605,9 @@ func TestReadFastPathsAgree(t *testing.T) {
 	}
 	// A key's position is that of its own first byte: "b" opens line 4 at column 3.
 	data := []byte("{\n\"a\": 1,\n\n  \"b\": [1,\n2]\n}\n")
-	b := &builder{data: data}
+	b := &builder{s: scanner{data: data}}
 	line, col := 1, 1
-	for off := range int64(len(data)) {
+	for off := range len(data) {
 		if l, c := b.position(off); l != line || c != col {
 			t.Errorf("offset %d (%q): builder says %d:%d, want %d:%d", off, data[off], l, c, line, col)
 		}
@@ -613,7 +616,7 @@ func TestReadFastPathsAgree(t *testing.T) {
 			line, col = line+1, 1
 		}
 	}
-	if l, c := b.position(int64(bytes.Index(data, []byte(`"b"`)))); l != 4 || c != 3 {
+	if l, c := b.position(bytes.Index(data, []byte(`"b"`))); l != 4 || c != 3 {
 		t.Errorf(`"b" at %d:%d, want 4:3`, l, c)
 	}
 }

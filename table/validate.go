@@ -5,6 +5,7 @@ import (
 	"iter"
 	"maps"
 	"math"
+	"slices"
 )
 
 func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }
@@ -16,42 +17,46 @@ func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) 
 func (t *Table) Validate() Problems {
 	var ps Problems
 	for _, w := range t.WorkerTypes() {
-		wt := t.workers[w]
-		for _, j := range t.JobTypes() {
-			if r, ok := wt.isolated[j]; ok {
-				if err := checkRate(r); err != nil {
-					ps = append(ps, &Problem{Worker: w, Job: j.Key(), Partner: isolatedKey, Err: err})
-				}
-			}
-			for _, k := range t.Partners(w, j) {
-				if p := t.checkPair(w, j, k); p != nil {
-					ps = append(ps, p)
-				}
-			}
-		}
+		ps = append(ps, t.validateWorker(w)...)
 	}
 	return ps
 }
 
-func (t *Table) checkPair(w string, j, k JobType) *Problem {
+// validateWorker checks the entries of worker type w in map order; sortedProblems then puts
+// what it found in the order of job types, a job's isolated rate before its partners.
+func (t *Table) validateWorker(w string) Problems {
+	wt := t.workers[w]
+	var found []keyedProblem
+	for j, r := range wt.isolated {
+		if err := checkRate(r); err != nil {
+			found = append(found, keyedProblem{job: j, isolated: true, err: err})
+		}
+	}
+	for j, row := range wt.pairs {
+		for k := range row {
+			if warning, err := t.checkPair(w, j, k); err != nil {
+				found = append(found, keyedProblem{job: j, partner: k, warning: warning, err: err})
+			}
+		}
+	}
+	return sortedProblems(w, found)
+}
+
+// checkPair returns whether what is wrong with the pair (j, k) on w is a warning, and what it is.
+func (t *Table) checkPair(w string, j, k JobType) (warning bool, err error) {
 	r := t.workers[w].pairs[j][k]
-	p := &Problem{Worker: w, Job: j.Key(), Partner: k.Key()}
 	for _, v := range r {
 		if err := checkRate(v); err != nil {
-			p.Err = err
-			return p
+			return false, err
 		}
 	}
 	if j.ScaleFactor != k.ScaleFactor {
-		p.Err = fmt.Errorf("%w: %d vs %d", ErrScaleFactorMismatch, j.ScaleFactor, k.ScaleFactor)
-		return p
+		return false, fmt.Errorf("%w: %d vs %d", ErrScaleFactorMismatch, j.ScaleFactor, k.ScaleFactor)
 	}
 	if iso, ok := t.Isolated(w, j); ok && r[0] > iso*(1+symmetryTolerance) {
-		p.Warning = true
-		p.Err = fmt.Errorf("%w: %v > %v", ErrAboveIsolated, r[0], iso)
-		return p
+		return true, fmt.Errorf("%w: %v > %v", ErrAboveIsolated, r[0], iso)
 	}
-	return nil
+	return false, nil
 }
 
 func checkRate(v float64) error {
@@ -62,4 +67,39 @@ func checkRate(v float64) error {
 		return fmt.Errorf("%w: %v", ErrNegativeRate, v)
 	}
 	return nil
+}
+
+// A keyedProblem is a problem found while ranging over a worker type's maps, with the job
+// type and partner it is sorted by; the Problem itself, with its formatted keys, is made
+// only for what is found.
+type keyedProblem struct {
+	job, partner      JobType
+	isolated, warning bool // isolated: about the job's isolated rate, not a partner
+	err               error
+}
+
+// sortedProblems orders found by job type, then isolated rate first, then partner. Ranging
+// over sorted keys instead cost n² log n comparisons for a table of n job types.
+func sortedProblems(w string, found []keyedProblem) Problems {
+	slices.SortFunc(found, func(x, y keyedProblem) int {
+		if c := compareJobTypes(x.job, y.job); c != 0 {
+			return c
+		}
+		if x.isolated != y.isolated {
+			if x.isolated {
+				return -1
+			}
+			return 1
+		}
+		return compareJobTypes(x.partner, y.partner)
+	})
+	ps := make(Problems, len(found))
+	for i, f := range found {
+		partner := isolatedKey
+		if !f.isolated {
+			partner = f.partner.Key()
+		}
+		ps[i] = &Problem{Worker: w, Job: f.job.Key(), Partner: partner, Warning: f.warning, Err: f.err}
+	}
+	return ps
 }
