@@ -255,11 +255,13 @@ type problemJSON struct {
 
 // TableValidate runs `table validate`.
 func TableValidate(streams *IO, path string, asJSON bool) error {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return UsageError("%v", err)
 	}
-	_, ps := table.Check(bytes.NewReader(data), path)
+	defer f.Close()
+	// Check reads f itself, so that a large table is in memory once.
+	_, ps := table.Check(f, path)
 	if asJSON {
 		out := make([]problemJSON, len(ps))
 		for i, p := range ps {
