@@ -6,6 +6,8 @@
 //	go run ./benchmarks/estimator
 //	go run ./benchmarks/estimator -fractions 0.2 -seeds 0,1,2 -large 0
 //	go run ./benchmarks/estimator -fractions "" -suggest=false   # estimate timing only
+//	go run ./benchmarks/estimator -fractions "" -suggest=false -partial /tmp/partial.json
+//	time bin/gavel-profile estimate --table /tmp/partial.json --out /tmp/full.json   # as a user runs it
 package main
 
 import (
@@ -33,14 +35,15 @@ func main() {
 	large := flag.Int("large", 1000, "job types of the synthetic timing table (0 skips it)")
 	workers := flag.Int("large-workers", 4, "worker types of the synthetic timing table")
 	suggest := flag.Bool("suggest", true, "time suggest on the synthetic table too")
+	partial := flag.String("partial", "", "also write the synthetic partial table to this file, to time gavel-profile estimate on it")
 	flag.Parse()
-	if err := run(*fractions, *seeds, *refs, *large, *workers, *suggest); err != nil {
+	if err := run(*fractions, *seeds, *refs, *large, *workers, *suggest, *partial); err != nil {
 		fmt.Fprintln(os.Stderr, "estimator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(fracs, seedList string, refs, large, workers int, suggest bool) error {
+func run(fracs, seedList string, refs, large, workers int, suggest bool, partial string) error {
 	var ps []float64
 	for _, f := range strings.Split(fracs, ",") {
 		if strings.TrimSpace(fracs) == "" {
@@ -89,7 +92,7 @@ func run(fracs, seedList string, refs, large, workers int, suggest bool) error {
 		}
 	}
 	if large > 0 {
-		return timeLarge(large, workers, suggest)
+		return timeLarge(large, workers, suggest, partial)
 	}
 	return nil
 }
@@ -97,8 +100,9 @@ func run(fracs, seedList string, refs, large, workers int, suggest bool) error {
 // timeLarge estimates a synthetic table of n job types on w worker types: 5% references, every
 // other job measured against 10% of its reference pairs, rates drawn from a planted pairwise model,
 // and pairs whose planted memory footprints exceed the worker type's capacity infeasible (a few
-// percent), so the infeasibility model is timed too.
-func timeLarge(n, W int, suggest bool) error {
+// percent), so the infeasibility model is timed too. A non-empty partialPath gets the partial
+// table.
+func timeLarge(n, W int, suggest bool, partialPath string) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ws := make([]string, W)
 	for w := range ws {
@@ -131,6 +135,11 @@ func timeLarge(n, W int, suggest bool) error {
 	h, err := estimate.Protocol(truth, n/20, 0.1, 1)
 	if err != nil {
 		return err
+	}
+	if partialPath != "" {
+		if err := estimate.ToTable(h.Partial, nil).Save(partialPath); err != nil {
+			return err
+		}
 	}
 	cpu0 := cpuSeconds()
 	t0 := time.Now()
