@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -124,16 +125,19 @@ func Suggest(d *Data, r *Result, budget int) ([]Measurement, error) {
 // ranking finds Suggest's next pick: the untaken candidate of highest value (score, capped
 // while a share is used up, plus cover), the first on ties.
 //
-// With a calibrated estimate it keeps each candidate's value, since a pick changes only those
-// on its worker type with one of its jobs (rescore) and, when a share or the checks run out,
-// all of them; recomputing every value on every pick took most of Suggest's time on large
-// tables (about 5 s for 100 picks at 1,000 x 4).
+// With a calibrated estimate it keeps each candidate's value in a heap, since a pick changes
+// only those on its worker type with one of its jobs (rescore) and, when a share or the checks
+// run out, all of them; recomputing every value on every pick took most of Suggest's time on
+// large tables (about 5 s for 100 picks at 1,000 x 4), and scanning every value for the best
+// and for the pick's pairs 2 s more.
 type ranking struct {
 	st    *picker
 	cands []Measurement
 	taken []bool
 	vals  []float64 // calibrated only; nil until the first pick
 	state [3]bool   // feasibility share, reliance share, checks left when vals were computed
+	order valueHeap // the untaken candidates by vals, calibrated only
+	byJob [][][]int32
 }
 
 // best returns the index and value of the next pick, -1 when every candidate is taken.
@@ -152,17 +156,50 @@ func (rk *ranking) best(feas, rely bool) (int, float64) {
 	}
 	if state := [3]bool{feas, rely, rk.st.checksLeft > 0}; rk.vals == nil || state != rk.state {
 		rk.state = state
+		rk.revalue()
+	}
+	for rk.order.Len() > 0 && rk.taken[rk.order.x[0]] {
+		heap.Pop(&rk.order)
+	}
+	if rk.order.Len() == 0 {
+		return -1, bestV
+	}
+	if x := int(rk.order.x[0]); rk.vals[x] > bestV { // as a scan would: never a NaN or −Inf
+		return x, rk.vals[x]
+	}
+	return -1, bestV
+}
+
+// revalue computes every candidate's value for rk.state and orders the untaken ones.
+func (rk *ranking) revalue() {
+	if rk.vals == nil {
 		rk.vals = make([]float64, len(rk.cands))
-		for x := range rk.cands {
-			rk.vals[x] = rk.value(x)
+		rk.indexJobs()
+	}
+	rk.order = valueHeap{vals: rk.vals, pos: make([]int32, len(rk.cands))}
+	for x := range rk.cands {
+		rk.vals[x] = rk.value(x)
+		rk.order.pos[x] = -1
+		if !rk.taken[x] {
+			rk.order.pos[x] = int32(len(rk.order.x))
+			rk.order.x = append(rk.order.x, int32(x))
 		}
 	}
-	for x, v := range rk.vals {
-		if !rk.taken[x] && v > bestV {
-			best, bestV = x, v
+	heap.Init(&rk.order)
+}
+
+// indexJobs lists, per worker type and job, the candidates with that job.
+func (rk *ranking) indexJobs() {
+	rk.byJob = make([][][]int32, len(rk.st.d.Workers))
+	for w := range rk.byJob {
+		rk.byJob[w] = make([][]int32, len(rk.st.d.Jobs))
+	}
+	for x, c := range rk.cands {
+		rk.byJob[c.W][c.I] = append(rk.byJob[c.W][c.I], int32(x))
+		if c.K != c.I {
+			rk.byJob[c.W][c.K] = append(rk.byJob[c.W][c.K], int32(x))
 		}
 	}
-	return best, bestV
 }
 
 // value is candidate x's calibrated score, capped as rk.state says, plus its cover.
@@ -174,15 +211,61 @@ func (rk *ranking) value(x int) float64 {
 
 // rescore updates the calibrated values that the pick m changed: those of pairs on m's worker
 // type with one of m's jobs, whose known-entry counts (behind σ and cold start) and consistency
-// checks it changed.
+// checks it changed. Only m itself has both jobs, and it is taken.
 func (rk *ranking) rescore(m Measurement) {
-	for x, c := range rk.cands {
-		if rk.taken[x] || c.W != m.W || (c.I != m.I && c.I != m.K && c.K != m.I && c.K != m.K) {
-			continue
+	for _, j := range []int{m.I, m.K} {
+		for _, x := range rk.byJob[m.W][j] {
+			if rk.taken[x] {
+				continue
+			}
+			c := rk.cands[x]
+			rk.cands[x] = rk.st.calibratedValue(c.W, c.I, c.K)
+			rk.vals[x] = rk.value(int(x))
+			heap.Fix(&rk.order, int(rk.order.pos[x]))
 		}
-		rk.cands[x] = rk.st.calibratedValue(c.W, c.I, c.K)
-		rk.vals[x] = rk.value(x)
+		if m.K == m.I {
+			break
+		}
 	}
+}
+
+// valueHeap orders candidates by value, highest first, then by index: the scan's order, with
+// a NaN value last.
+type valueHeap struct {
+	x    []int32   // candidates
+	pos  []int32   // each candidate's position in x, −1 when not in it
+	vals []float64 // by candidate
+}
+
+func (h *valueHeap) Len() int { return len(h.x) }
+
+func (h *valueHeap) Less(a, b int) bool {
+	va, vb := h.vals[h.x[a]], h.vals[h.x[b]]
+	switch {
+	case math.IsNaN(va) || math.IsNaN(vb):
+		return !math.IsNaN(va) || math.IsNaN(vb) && h.x[a] < h.x[b]
+	case va != vb:
+		return va > vb
+	}
+	return h.x[a] < h.x[b]
+}
+
+func (h *valueHeap) Swap(a, b int) {
+	h.x[a], h.x[b] = h.x[b], h.x[a]
+	h.pos[h.x[a]], h.pos[h.x[b]] = int32(a), int32(b)
+}
+
+func (h *valueHeap) Push(v any) {
+	x := v.(int32)
+	h.pos[x] = int32(len(h.x))
+	h.x = append(h.x, x)
+}
+
+func (h *valueHeap) Pop() any {
+	x := h.x[len(h.x)-1]
+	h.x = h.x[:len(h.x)-1]
+	h.pos[x] = -1
+	return x
 }
 
 // picker holds what Suggest's greedy choice depends on besides the estimate: how many entries
