@@ -1,9 +1,11 @@
 package estimate
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -311,4 +313,50 @@ func flatBlock(jobs, known int) (*Data, *Result) {
 		}
 	}
 	return d, r
+}
+
+// The heap behind Suggest's calibrated ranking pops candidates in the order a scan for the
+// highest value, first on ties, would pick them, and a NaN value never before a number.
+func TestValueHeapOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + rng.IntN(40)
+		vals := make([]float64, n)
+		for x := range vals {
+			switch rng.IntN(6) {
+			case 0:
+				vals[x] = math.NaN()
+			case 1:
+				vals[x] = math.Inf(-1)
+			default:
+				vals[x] = float64(rng.IntN(5)) // many ties
+			}
+		}
+		h := valueHeap{vals: vals, pos: make([]int32, n)}
+		for x := range vals {
+			h.pos[x] = int32(x)
+			h.x = append(h.x, int32(x))
+		}
+		heap.Init(&h)
+		// Change a few values after ordering, as rescore does.
+		for range 3 {
+			x := rng.IntN(n)
+			vals[x] = float64(rng.IntN(5))
+			heap.Fix(&h, int(h.pos[x]))
+		}
+		taken := make([]bool, n)
+		for range n {
+			want, wantV := -1, math.Inf(-1)
+			for x, v := range vals {
+				if !taken[x] && (want < 0 || v > wantV || math.IsNaN(wantV) && !math.IsNaN(v)) {
+					want, wantV = x, v
+				}
+			}
+			got := int(heap.Pop(&h).(int32))
+			if got != want {
+				t.Fatalf("trial %d: popped %d (%v), want %d (%v); values %v", trial, got, vals[got], want, wantV, vals)
+			}
+			taken[got] = true
+		}
+	}
 }
