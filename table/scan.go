@@ -55,17 +55,7 @@ func (s *scanner) end() bool {
 // key's first byte, and the scanner at the member's value, which each must read. It reports
 // false on a syntax error, its own or one each found.
 func (s *scanner) object(each func(key string, at int) bool) bool {
-	if !s.push() {
-		return false
-	}
-	s.pos++ // '{'
-	s.space()
-	if s.peek() == '}' {
-		s.pos++
-		s.depth--
-		return true
-	}
-	for {
+	return s.list('}', func() bool {
 		at := s.pos
 		key, ok := s.key()
 		if !ok {
@@ -77,7 +67,25 @@ func (s *scanner) object(each func(key string, at int) bool) bool {
 		}
 		s.pos++
 		s.space()
-		if !each(key, at) {
+		return each(key, at)
+	})
+}
+
+// list reads the object or array at s.pos, which ends at the byte end, calling elem at each
+// member or element, which must read it.
+func (s *scanner) list(end byte, elem func() bool) bool {
+	if !s.push() {
+		return false
+	}
+	s.pos++ // '{' or '['
+	s.space()
+	if s.peek() == end {
+		s.pos++
+		s.depth--
+		return true
+	}
+	for {
+		if !elem() {
 			return false
 		}
 		s.space()
@@ -85,7 +93,7 @@ func (s *scanner) object(each func(key string, at int) bool) bool {
 		case ',':
 			s.pos++
 			s.space()
-		case '}':
+		case end:
 			s.pos++
 			s.depth--
 			return true
@@ -112,7 +120,7 @@ func (s *scanner) skip() bool {
 	case c == '{':
 		return s.object(func(string, int) bool { return s.skip() })
 	case c == '[':
-		return s.array()
+		return s.list(']', s.skip)
 	case c == '"':
 		_, ok := s.str()
 		return ok
@@ -128,36 +136,6 @@ func (s *scanner) skip() bool {
 		return s.literal("null")
 	}
 	return false
-}
-
-func (s *scanner) array() bool {
-	if !s.push() {
-		return false
-	}
-	s.pos++ // '['
-	s.space()
-	if s.peek() == ']' {
-		s.pos++
-		s.depth--
-		return true
-	}
-	for {
-		if !s.skip() {
-			return false
-		}
-		s.space()
-		switch s.peek() {
-		case ',':
-			s.pos++
-			s.space()
-		case ']':
-			s.pos++
-			s.depth--
-			return true
-		default:
-			return false
-		}
-	}
 }
 
 func (s *scanner) literal(lit string) bool {
