@@ -68,15 +68,7 @@ func (a ALS) Estimate(ctx context.Context, d *Data) (*Result, error) {
 			}
 		}
 	}
-	// A pair is infeasible for both jobs or neither.
-	for w := 0; w < W; w++ {
-		for i := 0; i < n; i++ {
-			for k := i + 1; k < n; k++ {
-				inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
-				r.Infeasible[w][i][k], r.Infeasible[w][k][i] = inf, inf
-			}
-		}
-	}
+	r.symmetricInfeasible()
 	r.keepMeasured(d)
 	return r, nil
 }

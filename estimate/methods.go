@@ -65,6 +65,19 @@ func (r *Result) keepMeasured(d *Data) {
 	}
 }
 
+// symmetricInfeasible makes every pair infeasible for both jobs when it is for either: the
+// pair cannot share a GPU, whichever job's entry the method looked at.
+func (r *Result) symmetricInfeasible() {
+	for w := range r.Infeasible {
+		for i := range r.Infeasible[w] {
+			for k := i + 1; k < len(r.Infeasible[w]); k++ {
+				inf := r.Infeasible[w][i][k] || r.Infeasible[w][k][i]
+				r.Infeasible[w][i][k], r.Infeasible[w][k][i] = inf, inf
+			}
+		}
+	}
+}
+
 // Method estimates the missing entries of a block.
 type Method interface {
 	Name() string // as in Evaluation.Methods, e.g. "ours"
@@ -75,7 +88,9 @@ type Method interface {
 
 // PartnerMean is the baseline that predicts i's rate next to k on w as the mean rate of every
 // job measured next to k on w (the partner's mean effect), or the mean of all measured entries
-// on w when k has none (1/2 when w has none either). A pair is predicted infeasible when most of k's measured entries on w are.
+// on w when k has none (1/2 when w has none either). Entry (i, k) is predicted infeasible when
+// most of k's measured entries on w are, and then so is (k, i): a pair is infeasible for both
+// jobs or neither.
 type PartnerMean struct{}
 
 // Name returns "partner_mean".
@@ -122,6 +137,7 @@ func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
 			}
 		}
 	}
+	r.symmetricInfeasible()
 	r.keepMeasured(d)
 	return r, nil
 }
