@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 )
 
 // ErrNoObservations is returned when a fit has nothing to learn from.
 var ErrNoObservations = errors.New("no observed entries")
+
+// ErrBadSettings is wrapped by the error of a fit given settings it cannot use.
+var ErrBadSettings = errors.New("invalid settings")
 
 // Settings configures [Fit]. The zero value of every field selects its default.
 type Settings struct {
@@ -27,6 +31,31 @@ type Settings struct {
 	// InitScale is the standard deviation of the initial factors; 0 means 0.1.
 	// Gavel's pmf_solve starts from standard normal factors (InitScale 1).
 	InitScale float64
+}
+
+// validate rejects settings Fit cannot use: a negative rank (it sizes the factors: a panic), a
+// negative iteration cap (no iteration would run, leaving an unfitted model returned as if
+// fitted), and a NaN or infinite Lambda or InitScale (every ridge solve fails, or the factors
+// start as NaN, again leaving no fit). A negative Tol is allowed: it is never met, so the fit
+// runs to MaxIter, which tests use. The error names every bad field and wraps ErrBadSettings.
+func (s Settings) validate() error {
+	var bad []string
+	if s.Rank < 0 {
+		bad = append(bad, fmt.Sprintf("Rank %d is negative (0 selects 3)", s.Rank))
+	}
+	if s.MaxIter < 0 {
+		bad = append(bad, fmt.Sprintf("MaxIter %d is negative (0 selects 200)", s.MaxIter))
+	}
+	if math.IsNaN(s.Lambda) || math.IsInf(s.Lambda, 0) {
+		bad = append(bad, fmt.Sprintf("Lambda %v is not finite", s.Lambda))
+	}
+	if math.IsNaN(s.InitScale) || math.IsInf(s.InitScale, 0) {
+		bad = append(bad, fmt.Sprintf("InitScale %v is not finite", s.InitScale))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("completion: %w: %s", ErrBadSettings, strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // withDefaults replaces zero (and negative, where documented) fields by their values.
@@ -108,11 +137,15 @@ func (m *Model) Dense() *mat.Dense {
 // Fit fits a [Model] to the entries of a where mask is nonzero, by alternating least squares:
 // with the column factors fixed every row's factor and bias is a small ridge regression, and
 // vice versa. It checks ctx before every iteration and, once ctx is done, returns no model and
-// an error wrapping ctx.Err(). It panics if a and mask differ in shape.
+// an error wrapping ctx.Err(). Settings it cannot use are an error wrapping [ErrBadSettings].
+// It panics if a and mask differ in shape.
 func Fit(ctx context.Context, a, mask mat.Matrix, s Settings) (*Model, error) {
 	r, c := a.Dims()
 	if mr, mc := mask.Dims(); mr != r || mc != c {
 		panic(fmt.Sprintf("completion: mask is %d×%d, matrix is %d×%d", mr, mc, r, c))
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
 	s = s.withDefaults()
 	rows, cols, sum, n, err := observed(a, mask)

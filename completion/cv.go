@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -36,14 +37,41 @@ func (g CVGrid) withDefaults() CVGrid {
 	return g
 }
 
+// validate rejects grid points Fit cannot use or would not fit as written: a rank below 1 (a
+// negative one panics in Fit, and 0 would silently fit the default rank 3) and a NaN or
+// infinite lambda. It names each, with the error wrapping ErrBadSettings.
+func (g CVGrid) validate() error {
+	var bad []string
+	for _, k := range g.Ranks {
+		if k < 1 {
+			bad = append(bad, fmt.Sprintf("rank %d is below 1", k))
+		}
+	}
+	for _, l := range g.Lambdas {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			bad = append(bad, fmt.Sprintf("lambda %v is not finite", l))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("completion: cross-validation grid: %w: %s", ErrBadSettings, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
 // CrossValidate chooses Rank and Lambda from the grid by K-fold cross-validation over the
 // observed entries of a. Entries are assigned to folds by a shuffle seeded with base.Seed. It
 // returns base with the best Rank and Lambda, and every grid point's score. Ties go to the
 // smaller rank, then the larger lambda (the simpler model). It checks ctx before every fold (and
 // each fit checks it before every iteration); once ctx is done it returns an error wrapping
-// ctx.Err().
+// ctx.Err(). Unusable base settings or grid points are an error wrapping [ErrBadSettings].
 func CrossValidate(ctx context.Context, a, mask mat.Matrix, base Settings, g CVGrid) (Settings, []CVScore, error) {
+	if err := base.validate(); err != nil {
+		return base, nil, err
+	}
 	g = g.withDefaults()
+	if err := g.validate(); err != nil {
+		return base, nil, err
+	}
 	folds, ranks, lambdas := g.Folds, g.Ranks, g.Lambdas
 	if folds < 2 {
 		return base, nil, fmt.Errorf("completion: cross-validation needs at least 2 folds, got %d", folds)

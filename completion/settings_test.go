@@ -1,0 +1,118 @@
+package completion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// noPanic runs f and turns a panic into an error, so a test can report it as a failure of the
+// case instead of dying.
+func noPanic(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
+}
+
+// Settings that Fit cannot use used to panic (a negative rank sizes a slice) or return a model
+// it never fitted (a negative iteration cap gave zero iterations and a nil error); each must be
+// an error wrapping ErrBadSettings that names the field.
+func TestFitRejectsBadSettings(t *testing.T) {
+	a, mask := planted(6, 5, 2, 0.8, 1)
+	for _, tc := range []struct {
+		s     Settings
+		field string
+	}{
+		{Settings{Rank: -1}, "Rank -1"},
+		{Settings{MaxIter: -5}, "MaxIter -5"},
+		{Settings{Lambda: math.NaN()}, "Lambda"},
+		{Settings{InitScale: math.Inf(1)}, "InitScale"},
+		{Settings{Rank: -3, MaxIter: -1}, "Rank -3 is negative (0 selects 3); MaxIter -1"},
+	} {
+		err := noPanic(func() error {
+			_, err := Fit(context.Background(), a, mask, tc.s)
+			return err
+		})
+		if !errors.Is(err, ErrBadSettings) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Fit(%+v): err %v, want ErrBadSettings naming %q", tc.s, err, tc.field)
+		}
+	}
+}
+
+func TestCrossValidateRejectsBadGrid(t *testing.T) {
+	a, mask := planted(6, 5, 2, 0.8, 1)
+	for _, tc := range []struct {
+		base  Settings
+		g     CVGrid
+		field string
+	}{
+		{Settings{}, CVGrid{Ranks: []int{-2}}, "rank -2"},
+		{Settings{}, CVGrid{Ranks: []int{1, 0}}, "rank 0"},
+		{Settings{}, CVGrid{Lambdas: []float64{math.NaN()}}, "lambda NaN"},
+		{Settings{MaxIter: -1}, CVGrid{}, "MaxIter -1"},
+	} {
+		err := noPanic(func() error {
+			_, _, err := CrossValidate(context.Background(), a, mask, tc.base, tc.g)
+			return err
+		})
+		if !errors.Is(err, ErrBadSettings) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("CrossValidate(%+v, %+v): err %v, want ErrBadSettings naming %q", tc.base, tc.g, err, tc.field)
+		}
+	}
+}
+
+// With every observed cell infeasible there is no value to fit but there is infeasibility to
+// predict: the indicator model sees only ones, so its mean is 1, its biases and factors have
+// nothing to explain, and every unknown cell scores about 1, infeasible. There is no value
+// model, so Values is NaN in every cell.
+func TestCompleteAllObservedInfeasible(t *testing.T) {
+	a := mat.NewDense(3, 4, nil)
+	cells := [][]Cell{
+		{Infeasible, Unknown, Infeasible, Unknown},
+		{Unknown, Infeasible, Unknown, Unknown},
+		{Infeasible, Unknown, Unknown, Infeasible},
+	}
+	res, err := Complete(context.Background(), a, cells, Settings{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Model != nil {
+		t.Errorf("value model %+v, want nil: nothing observed to fit it to", res.Model)
+	}
+	unknown := 0
+	for i := range cells {
+		for j, st := range cells[i] {
+			if st == Unknown {
+				unknown++
+			}
+			if s := res.InfeasibleScore.At(i, j); math.Abs(s-1) > 0.05 {
+				t.Errorf("cell (%d, %d): infeasible score %.3f, want about 1", i, j, s)
+			}
+			if !res.Infeasible[i][j] {
+				t.Errorf("cell (%d, %d) %v: not infeasible", i, j, st)
+			}
+			if v := res.Values.At(i, j); !math.IsNaN(v) {
+				t.Errorf("cell (%d, %d): value %v, want NaN (no value model)", i, j, v)
+			}
+		}
+	}
+	if len(res.PredictedInfeasible) != unknown {
+		t.Errorf("%d cells predicted infeasible, want the %d unknown ones", len(res.PredictedInfeasible), unknown)
+	}
+}
+
+// Nothing observed at all is still ErrNoObservations.
+func TestCompleteNothingObserved(t *testing.T) {
+	cells := [][]Cell{{Unknown, Unknown}, {Unknown, Unknown}}
+	if _, err := Complete(context.Background(), mat.NewDense(2, 2, nil), cells, Settings{}); !errors.Is(err, ErrNoObservations) {
+		t.Errorf("err %v, want ErrNoObservations", err)
+	}
+}
