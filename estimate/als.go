@@ -12,7 +12,7 @@ import (
 // ALS completes Gavel's matrix layout directly: rows are job types, columns (worker type,
 // partner) pairs, entries the job's normalized co-located rate (or, with Raw, its raw rate),
 // by completion.Complete with rank and regularization chosen by 5-fold cross-validation over
-// the measured entries. Infeasible entries are their own class (see completion.Complete).
+// the measured entries (fixed when there are fewer than 5, see settings). Infeasible entries are their own class (see completion.Complete).
 // It is the "per-column factors" family that the pairwise model is compared against.
 type ALS struct {
 	Raw  bool
@@ -37,8 +37,7 @@ func (a ALS) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	if mat.Sum(mask) == 0 {
 		return noRates(d), nil // nothing to complete from (see noRates)
 	}
-	s, _, err := completion.CrossValidate(ctx, m, mask, completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5},
-		completion.CVGrid{Ranks: []int{1, 2, 3, 5, 8}, Lambdas: []float64{0.01, 0.1, 1}, Folds: 5})
+	s, err := a.settings(ctx, m, mask)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +70,24 @@ func (a ALS) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	r.symmetricInfeasible()
 	r.keepMeasured(d)
 	return r, nil
+}
+
+// alsFolds is the number of cross-validation folds ALS chooses its rank and regularization by.
+const alsFolds = 5
+
+// settings chooses the completion's rank and regularization by cross-validation over the
+// measured entries. With fewer of them than folds (a table of 2 or 3 job types with one
+// reference) some fold would hold nothing out, so it takes the simplest point of the grid, rank
+// 1 with λ = 1 (the one cross-validation prefers on ties): too few entries to support more.
+func (a ALS) settings(ctx context.Context, m, mask *mat.Dense) (completion.Settings, error) {
+	base := completion.Settings{Seed: a.Seed, MaxIter: 100, Tol: 1e-5}
+	if mat.Sum(mask) < alsFolds {
+		base.Rank, base.Lambda = 1, 1
+		return base, nil
+	}
+	s, _, err := completion.CrossValidate(ctx, m, mask, base,
+		completion.CVGrid{Ranks: []int{1, 2, 3, 5, 8}, Lambdas: []float64{0.01, 0.1, 1}, Folds: alsFolds})
+	return s, err
 }
 
 // layout returns Gavel's job × (worker type, partner) matrix of d's measured rates, each cell's

@@ -66,3 +66,33 @@ func TestPartnerMeanInfeasibleSymmetricOnHoldout(t *testing.T) {
 		t.Errorf("%d ordered entries infeasible for one job of the pair only, want 0", n)
 	}
 }
+
+// subBlock returns the first n job types of d, every entry copied.
+func subBlock(d *Data, n int) *Data {
+	s := NewData(d.Workers, d.Jobs[:n])
+	for w := range d.Workers {
+		copy(s.Iso[w], d.Iso[w][:n])
+		for i := 0; i < n; i++ {
+			copy(s.Norm[w][i], d.Norm[w][i][:n])
+			copy(s.State[w][i], d.State[w][i][:n])
+		}
+	}
+	return s
+}
+
+// On a table of 3 job types with 1 reference, ALS has fewer measured entries than its 5
+// cross-validation folds (3 on seed 0: the reference with itself on each worker type); it used to
+// fail the whole evaluation with "too few for 5 folds". It now fits fixed settings there, so
+// every method is reported.
+func TestEvaluateFewObservationsReportsEveryMethod(t *testing.T) {
+	truth := subBlock(gavelBlock(t), 3)
+	ev, err := Evaluate(context.Background(), truth, EvalOptions{References: 1, Fraction: 0.2, Seeds: []uint64{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range DefaultMethods(0) {
+		if rep := ev.Methods[m.Name()]; rep == nil || len(rep.PerSeed) != 2 {
+			t.Errorf("method %s: report %+v, want one per seed", m.Name(), rep)
+		}
+	}
+}
