@@ -129,11 +129,60 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 		return nil, nil, noRef
 	}
 	if rep.Estimated == 0 && rep.KnownInfeasible == 0 && rep.LeftMissing == 0 {
-		rep.Notes = append(rep.Notes, "the table has no missing entries; returned unchanged")
+		rep.Notes = append(rep.Notes, completeNote(t, o.Workers))
 	} else if rep.LeftMissing > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d entries stay missing (see the notes above)", rep.LeftMissing))
 	}
 	return out, rep, nil
+}
+
+// completeNote says that nothing was missing: in the table, or, when workers selects some of
+// its worker types and the others still lack entries, on the selection only, naming both, so
+// that a user who selected worker types does not take the table for complete.
+func completeNote(t *table.Table, workers []string) string {
+	var others []string
+	n := 0
+	for _, w := range t.WorkerTypes() {
+		if workers == nil || slices.Contains(workers, w) {
+			continue
+		}
+		if m := missingEntries(t, w); m > 0 {
+			others = append(others, w)
+			n += m
+		}
+	}
+	if n == 0 {
+		return "the table has no missing entries; returned unchanged"
+	}
+	return fmt.Sprintf("no missing entries on the selected %s; returned unchanged (not selected: %s, with %d missing entries)",
+		workerTypes(workers), workerTypes(others), n)
+}
+
+// workerTypes lists worker type names after "worker type" or "worker types".
+func workerTypes(ws []string) string {
+	if len(ws) == 1 {
+		return "worker type " + ws[0]
+	}
+	return "worker types " + strings.Join(ws, ", ")
+}
+
+// missingEntries counts the ordered entries (a, b) of t on worker type w, a and b of one scale
+// factor, that t lacks (those of job types without an isolated rate there included, as Table
+// counts them).
+func missingEntries(t *table.Table, w string) int {
+	n := 0
+	jobs := t.JobTypes()
+	for _, a := range jobs {
+		for _, b := range jobs {
+			if a.ScaleFactor != b.ScaleFactor {
+				continue
+			}
+			if _, _, s := t.Pair(w, a, b); s == table.Missing {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // blockName names a block in messages: by its scale factor, and its worker types when the scale

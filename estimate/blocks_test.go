@@ -216,3 +216,25 @@ func TestTableSkipsBlockWithoutReference(t *testing.T) {
 		t.Errorf("only a block without references: err %v, want ErrNoReference", err)
 	}
 }
+
+// With --worker-types k80 on a table whose only missing pair is on p100, the note used to say
+// that the table has no missing entries. It must say that the selected worker types have none,
+// naming them, and that the others still lack the pair's 2 ordered entries, naming p100.
+func TestTableCompleteSelectionNotesOthers(t *testing.T) {
+	tb := gavel3()
+	jobs := tb.JobTypesWithScaleFactor(1)
+	tb.DeletePair("p100", jobs[0], jobs[1])
+	out, rep, err := Table(context.Background(), tb, Options{Workers: []string{"k80"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Equal(tb) || rep.Estimated != 0 {
+		t.Errorf("estimated %d, table changed %v; want nothing done", rep.Estimated, !out.Equal(tb))
+	}
+	if hasNote(rep.Notes, "the table has no missing entries") {
+		t.Errorf("notes %q claim the table is complete", rep.Notes)
+	}
+	if !hasNote(rep.Notes, "no missing entries on the selected worker type k80", "p100", "2 missing entries") {
+		t.Errorf("notes %q: want one naming the selection (k80) and p100's 2 missing entries", rep.Notes)
+	}
+}
