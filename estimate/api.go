@@ -65,9 +65,11 @@ func (o Options) method() Method {
 // not in Entries). A pair whose job has no isolated rate on the worker type cannot be
 // normalized, so the model cannot estimate it: it stays missing (Report.LeftMissing), and a
 // note names the job and worker type. So does every pair of a block (see [Blocks]) with no
-// reference job type, which is skipped with a note; only when no block with missing entries
-// has one is that an error ([ErrNoReference]). A table with nothing missing is returned
-// unchanged, with a note.
+// reference job type, which is skipped with a note naming its worker types (a worker type with
+// isolated rates but none of the others' reference pairs is such a block of its own); only when
+// no block with missing entries has one is that an error ([ErrNoReference], naming the worker
+// types of such a block; [SuggestTable] proposes the pairs to measure). A table with nothing
+// missing is returned unchanged, with a note.
 func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Report, error) {
 	l, err := layout(t, o.Workers)
 	if err != nil {
@@ -92,7 +94,7 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 				if err != nil {
 					return nil, nil, err
 				}
-				blocks = append(blocks, d)
+				blocks = append(blocks, d.splitByReferences()...)
 				missing += d.Missing()
 			}
 		}
@@ -107,10 +109,10 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 				rep.Notes = append(rep.Notes, name+": no missing entries; unchanged")
 				continue
 			case len(d.References()) == 0:
-				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v; its %d missing entries are not estimated", name, ErrNoReference, d.Missing()))
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v; its %d missing entries are not estimated", withWorkers(d), ErrNoReference, d.Missing()))
 				rep.LeftMissing += d.Missing()
 				if noRef == nil {
-					noRef = fmt.Errorf("%s: %w", name, ErrNoReference)
+					noRef = fmt.Errorf("%s: %w", withWorkers(d), ErrNoReference)
 				}
 				continue
 			}
@@ -191,6 +193,12 @@ func blockName(d *Data, blocksOfSF int) string {
 	if blocksOfSF == 1 {
 		return fmt.Sprintf("scale factor %d", d.Jobs[0].ScaleFactor)
 	}
+	return fmt.Sprintf("scale factor %d on %s", d.Jobs[0].ScaleFactor, strings.Join(d.Workers, ","))
+}
+
+// withWorkers names a block by its scale factor and worker types, for messages about what the
+// user must measure there.
+func withWorkers(d *Data) string {
 	return fmt.Sprintf("scale factor %d on %s", d.Jobs[0].ScaleFactor, strings.Join(d.Workers, ","))
 }
 
@@ -333,7 +341,12 @@ type Suggestion struct {
 }
 
 // SuggestTable names the budget co-location measurements most worth making next across all
-// blocks of t (see [Suggest]); blocks without missing pairs or references contribute nothing.
+// blocks of t (see [Suggest]); blocks without missing pairs contribute nothing. A block without
+// references (a worker type with isolated rates but none of the others' reference pairs: see
+// [Blocks]) gets the reference pairs of another block of its scale factor (see
+// [referencePairs]), ranked first: until they are measured nothing there can be estimated. A
+// block without references and no such other block is skipped with a note; when no block of
+// the table has references, that is an error ([ErrNoReference], naming the worker types).
 func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([]Suggestion, []string, error) {
 	if budget < 0 {
 		return nil, nil, fmt.Errorf("budget %d: must be 0 or more", budget)
@@ -346,19 +359,24 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	for _, d := range blocks {
 		perSF[d.Jobs[0].ScaleFactor]++
 	}
+	refs := blockReferences(blocks)
 	var all []Suggestion
-	anyRef, anyMissing := false, false
-	blocksPicked, calibrated := 0, true
-	for _, d := range blocks {
+	var noRef error // the first block with missing pairs and no references
+	anyMissing, blocksPicked, calibrated := false, 0, true
+	for x, d := range blocks {
 		if d.Missing() == 0 {
 			continue
 		}
 		anyMissing = true
-		if len(d.References()) == 0 {
-			notes = append(notes, fmt.Sprintf("%s: %v; skipped", blockName(d, perSF[d.Jobs[0].ScaleFactor]), ErrNoReference))
+		if len(refs[x]) == 0 {
+			ms, note := referencePairs(d, blocks, refs, budget)
+			notes = append(notes, note)
+			all = append(all, suggestions(d, ms)...)
+			if noRef == nil {
+				noRef = fmt.Errorf("%s: %w", withWorkers(d), ErrNoReference)
+			}
 			continue
 		}
-		anyRef = true
 		method := o.Method
 		if method == nil {
 			method = Pairwise{Seed: o.Seed, Bootstrap: activeBootstrap, Calibrate: activeFolds}
@@ -375,17 +393,10 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 			blocksPicked++
 		}
 		calibrated = calibrated && r.SumError != nil
-		for _, m := range ms {
-			all = append(all, Suggestion{WorkerType: d.Workers[m.W], Job: d.Jobs[m.I].Model, Partner: d.Jobs[m.K].Model,
-				ScaleFactor: d.Jobs[m.I].ScaleFactor, Reason: m.Reason, Score: m.Score})
-		}
+		all = append(all, suggestions(d, ms)...)
 	}
-	if !anyRef && budget > 0 {
-		for _, d := range blocks {
-			if d.Missing() > 0 {
-				return nil, nil, fmt.Errorf("%s: %w", blockName(d, perSF[d.Jobs[0].ScaleFactor]), ErrNoReference)
-			}
-		}
+	if noRef != nil && budget > 0 && !slices.ContainsFunc(refs, func(r []int) bool { return len(r) > 0 }) {
+		return nil, nil, noRef
 	}
 	if !anyMissing {
 		notes = append(notes, "the table has no missing pairs; nothing to suggest")
@@ -399,6 +410,70 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		all = all[:budget]
 	}
 	return all, notes, nil
+}
+
+// suggestions puts d's measurements in table terms.
+func suggestions(d *Data, ms []Measurement) []Suggestion {
+	out := make([]Suggestion, len(ms))
+	for x, m := range ms {
+		out[x] = Suggestion{WorkerType: d.Workers[m.W], Job: d.Jobs[m.I].Model, Partner: d.Jobs[m.K].Model,
+			ScaleFactor: d.Jobs[m.I].ScaleFactor, Reason: m.Reason, Score: m.Score}
+	}
+	return out
+}
+
+// blockReferences returns each block's reference job types (every job of a block with nothing
+// missing).
+func blockReferences(blocks []*Data) [][]int {
+	refs := make([][]int, len(blocks))
+	for x, d := range blocks {
+		refs[x] = d.References()
+	}
+	return refs
+}
+
+// refBonus scores a reference pair of a block without references: above cold starts (see
+// coldBonus), since until such a block has a reference nothing on its worker types can be
+// estimated at all, while a cold-start job is still estimated from its isolated rates.
+const refBonus = 300
+
+// referencePairs returns, for block d without references, the first budget of its missing pairs
+// among the references of the first other block of its scale factor that has references, on
+// each of d's worker types, and a note saying so (or that d is skipped, when there is no such
+// block). Pairs come in the order that grows a reference set one job at a time: the first
+// reference with itself, then the second with the first and with itself, and so on, so that
+// after any prefix the jobs measured so far are references of d (the first pair alone makes one).
+func referencePairs(d *Data, blocks []*Data, refs [][]int, budget int) ([]Measurement, string) {
+	sf := d.Jobs[0].ScaleFactor
+	from := slices.IndexFunc(blocks, func(b *Data) bool {
+		return b != d && b.Jobs[0].ScaleFactor == sf && len(refs[slices.Index(blocks, b)]) > 0
+	})
+	if from < 0 {
+		return nil, fmt.Sprintf("%s: %v; skipped (no other worker type of the scale factor has reference job types to suggest)", withWorkers(d), ErrNoReference)
+	}
+	var cand []int // the references of blocks[from], as indices of d
+	for _, i := range refs[from] {
+		if k := slices.Index(d.Jobs, blocks[from].Jobs[i]); k >= 0 {
+			cand = append(cand, k)
+		}
+	}
+	var ms []Measurement
+	for b := range cand {
+		for a := 0; a <= b; a++ {
+			for w := range d.Workers {
+				i, k := cand[a], cand[b]
+				if d.State[w][i][k] == table.Missing || d.State[w][k][i] == table.Missing {
+					ms = append(ms, Measurement{W: w, I: i, K: k, Score: refBonus, Reason: ReasonReference})
+				}
+			}
+		}
+	}
+	note := fmt.Sprintf("%s: %v; suggesting the %d missing pairs there among the %d reference job types of %s, first",
+		withWorkers(d), ErrNoReference, len(ms), len(cand), strings.Join(blocks[from].Workers, ","))
+	if len(ms) > budget {
+		ms = ms[:budget]
+	}
+	return ms, note
 }
 
 // withinShares returns the first budget of the ranked suggestions of several blocks (from

@@ -105,9 +105,18 @@ func (d *Data) Missing() int {
 // with each other (themselves included) are all known on every worker type. Jobs are tried in
 // order of how many known entries they have, then by index.
 func (d *Data) References() []int {
+	ws := make([]int, len(d.Workers))
+	for w := range ws {
+		ws[w] = w
+	}
+	return d.referencesOn(ws)
+}
+
+// referencesOn is References over the worker types ws only (indices into d.Workers).
+func (d *Data) referencesOn(ws []int) []int {
 	n := len(d.Jobs)
 	known := make([]int, n)
-	for w := range d.State {
+	for _, w := range ws {
 		for i := range d.State[w] {
 			for _, s := range d.State[w][i] {
 				if s != table.Missing {
@@ -124,7 +133,7 @@ func (d *Data) References() []int {
 	var refs []int
 	for _, i := range order {
 		ok := true
-		for w := range d.State {
+		for _, w := range ws {
 			if d.State[w][i][i] == table.Missing {
 				ok = false
 			}
@@ -140,6 +149,58 @@ func (d *Data) References() []int {
 	}
 	slices.Sort(refs)
 	return refs
+}
+
+// splitByReferences returns d as one block or, when some of its worker types lack most of the
+// others' reference pairs, as two: the others, and those worker types on their own. Worker types
+// join in order of known entries (most first) unless the block's references with them would
+// be fewer than half those of the first alone. Without this a worker type with isolated rates
+// and few or no pairs (a GPU type just profiled alone) would leave the whole block with no
+// reference, or one, and nothing on the others could be estimated well. The block of those left
+// out has few or no references: [Table] estimates it from them or leaves it with a note, and
+// [SuggestTable] proposes the others' reference pairs there. With nothing left out d itself is
+// returned.
+func (d *Data) splitByReferences() []*Data {
+	ws := d.workersByKnown()
+	in := ws[:1]
+	first := len(d.referencesOn(in))
+	if first == 0 {
+		return []*Data{d}
+	}
+	var out []int
+	for _, w := range ws[1:] {
+		with := append(slices.Clone(in), w)
+		if r := len(d.referencesOn(with)); r > 0 && 2*r >= first {
+			in = with
+		} else {
+			out = append(out, w)
+		}
+	}
+	if len(out) == 0 {
+		return []*Data{d}
+	}
+	slices.Sort(in)
+	slices.Sort(out)
+	return []*Data{d.selectWorkers(in), d.selectWorkers(out)}
+}
+
+// workersByKnown returns d's worker type indices by their number of known entries, most first,
+// then by index.
+func (d *Data) workersByKnown() []int {
+	known := make([]int, len(d.Workers))
+	ws := make([]int, len(d.Workers))
+	for w := range d.State {
+		ws[w] = w
+		for i := range d.State[w] {
+			for _, s := range d.State[w][i] {
+				if s != table.Missing {
+					known[w]++
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(ws, func(a, b int) int { return known[b] - known[a] })
+	return ws
 }
 
 // WriteTo writes the block's pairs into t (isolated rates are left alone). Entries that are
@@ -170,8 +231,10 @@ var ErrUnknownWorkerType = errors.New("not in the table")
 // block of its own, with the job types it has. Pairs with a job type left out of a block are
 // not in any block: [Table] fills those whose job cannot run alone (isolated rate 0) as
 // infeasible and leaves, with a note, those whose job has no isolated rate (a pair rate cannot
-// be normalized without one); the notes Blocks returns name the latter. Blocks of a scale
-// factor come in the order of their first worker type.
+// be normalized without one); the notes Blocks returns name the latter. A worker type that
+// lacks most of its group's reference pairs is split off into a block of its own (see
+// splitByReferences). Blocks of a scale factor come in the order of their first worker type, a
+// split-off block right after the one it left.
 //
 // workers, when not nil, restricts the worker types; a name the table does not have is an error
 // wrapping [ErrUnknownWorkerType]. A worker type that repeats an earlier one of its block
@@ -198,7 +261,7 @@ func Blocks(t *table.Table, workers []string, dedupe bool) ([]*Data, []string, e
 		if dedupe {
 			d = d.dedupeWorkers()
 		}
-		out = append(out, d)
+		out = append(out, d.splitByReferences()...)
 	}
 	return out, notes, nil
 }
@@ -321,6 +384,11 @@ func (d *Data) dedupeWorkers() *Data {
 	if len(keep) == len(d.Workers) {
 		return d
 	}
+	return d.selectWorkers(keep)
+}
+
+// selectWorkers returns a copy of d on the worker types keep (indices into d.Workers, in order).
+func (d *Data) selectWorkers(keep []int) *Data {
 	names := make([]string, len(keep))
 	for x, w := range keep {
 		names[x] = d.Workers[w]

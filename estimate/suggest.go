@@ -18,6 +18,7 @@ const (
 	ReasonCoverage    = "job has few measurements"
 	ReasonCheck       = "estimate disagrees with similar jobs"
 	ReasonRely        = "planner would rely on it"
+	ReasonReference   = "reference pair: worker type has no reference job type"
 )
 
 // Measurement is one co-location measurement worth making: jobs Job and Partner together on

@@ -80,7 +80,10 @@ them) are grouped by the job types that have a positive isolated rate on them, a
 group is estimated on those job types. A pair whose job cannot run alone on the worker
 type (isolated rate 0) is filled as infeasible (a fact, counted apart from the estimates);
 a pair whose job has no isolated rate there cannot be normalized and stays missing, and so
-do the pairs of a group without reference job types; notes on stderr name them.
+do the pairs of a group without reference job types; notes on stderr name them. A worker
+type lacking most of the others' reference pairs (one with isolated rates only) is a group
+of its own, so the others are still estimated; 'gavel-profile suggest' proposes its
+reference pairs.
 
 The output counts the estimated entries per worker type; --list prints each one
 (--json always includes them).`,

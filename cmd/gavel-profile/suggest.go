@@ -31,7 +31,10 @@ overestimate or a pair that cannot run costs the allocation most; reason "planne
 rely on it"), and a few consistency checks: a job measured only once or twice on a worker
 type whose estimated row there disagrees with the reference jobs most like it elsewhere is
 measured again next to the reference where they disagree most (reason "estimate disagrees
-with similar jobs"). Any pair of job types may be suggested.
+with similar jobs"). Any pair of job types may be suggested. A worker type without
+reference job types (isolated rates only, say) gets the other worker types' reference
+pairs first (reason "reference pair: worker type has no reference job type"): until one is
+measured nothing there can be estimated.
 
 The JSON form ({"measurements": [{worker_type, job, partner, scale_factor, reason}]})
 is stable: 'gavel-profile run' can take its pair list from it.`,
