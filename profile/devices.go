@@ -33,9 +33,10 @@ type GPU struct {
 
 // Process is a compute process running on a GPU.
 type Process struct {
-	PID             int    `json:"pid"`
-	Name            string `json:"name,omitempty"`
-	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
+	PID  int    `json:"pid"`
+	Name string `json:"name,omitempty"`
+	// UsedMemoryBytes is nil (JSON null) where the driver cannot tell.
+	UsedMemoryBytes *uint64 `json:"used_memory_bytes"`
 }
 
 // Devices lists the devices of the node and reports the GPU memory of the processes on them.

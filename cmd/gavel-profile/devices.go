@@ -88,7 +88,11 @@ func runDevices(ctx context.Context, opts devicesOptions, io *cli.IO) error {
 			if name == "" {
 				name = "?"
 			}
-			procs = append(procs, fmt.Sprintf("%d %s (%s)", p.PID, name, gib(p.UsedMemoryBytes)))
+			mem := "memory unknown"
+			if p.UsedMemoryBytes != nil {
+				mem = gib(*p.UsedMemoryBytes)
+			}
+			procs = append(procs, fmt.Sprintf("%d %s (%s)", p.PID, name, mem))
 		}
 		if len(procs) == 0 {
 			procs = []string{"none"}
