@@ -86,7 +86,8 @@ References file (--references):
                    "dir": "", "progress_regex": ""}]}
 
 Exit status: 0 when every measurement is ok or infeasible, 1 when one failed or
-the run was interrupted (what finished is kept), 2 for bad usage or input.`,
+the run was interrupted (SIGINT, SIGTERM or SIGHUP: the jobs are stopped, what
+finished is kept), 2 for bad usage or input.`,
 		Example: `  # Isolated on every GPU, then paired with each reference job:
   gavel-profile run --name "MyNet (batch size 32)" --references refs.json \
       --table out.json -- python3 train.py --batch-size 32
