@@ -126,7 +126,8 @@ finished is kept), 2 for bad usage or input.`,
 	f.StringVar(&opts.references, "references", "", "reference jobs file (JSON, see above)")
 	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P in [0, 1] (seeded by --seed; 0: no pairs)")
 	f.Uint64Var(&opts.seed, "seed", 0, "seed for --fraction")
-	f.StringSliceVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B)")
+	// Not a StringSlice: that splits at every comma, and a reference name may hold one.
+	f.StringArrayVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B), comma-separated or repeated; a value that names a job whole is that job")
 	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json' in this file (- for stdin)")
 	f.BoolVar(&opts.noPairs, "no-pairs", false, "measure isolated rates only")
 	f.StringVar(&opts.tablePath, "table", "", "throughput table to merge into, created if missing (required)")
@@ -236,7 +237,7 @@ func checkRunFlags(opts runOptions) error {
 	if chosen > 1 {
 		return cli.UsageError("run: give at most one of --fraction, --pairs, --pairs-from and --no-pairs")
 	}
-	if opts.pairsSet && len(opts.pairs) == 0 {
+	if opts.pairsSet && strings.TrimSpace(strings.Join(opts.pairs, "")) == "" {
 		return cli.UsageError("run: --pairs is empty; name the partners, or give --no-pairs for isolated rates only")
 	}
 	if opts.pairsFromSet && opts.pairsFrom == "" {
