@@ -50,14 +50,20 @@ func TestWorkerTypeOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Apply(gpus)
-	if gpus[0].WorkerType != "h200" || gpus[1].WorkerType != "h200-slow" {
-		t.Errorf("after override: %+v", gpus)
+	if err := o.Apply(gpus); err != nil || gpus[0].WorkerType != "h200" || gpus[1].WorkerType != "h200-slow" {
+		t.Errorf("after override: %+v, %v", gpus, err)
 	}
 	o, _ = ParseWorkerTypeOverrides("v100")
-	o.Apply(gpus)
-	if gpus[0].WorkerType != "v100" || gpus[1].WorkerType != "v100" {
-		t.Errorf("after global override: %+v", gpus)
+	if err := o.Apply(gpus); err != nil || gpus[0].WorkerType != "v100" || gpus[1].WorkerType != "v100" {
+		t.Errorf("after global override: %+v, %v", gpus, err)
+	}
+	o, _ = ParseWorkerTypeOverrides("0=a100,7=k80,3=p100")
+	err = o.Apply(gpus)
+	if want := "override 3=p100: no device 3 (the devices are 0,1)"; err == nil || err.Error() != want {
+		t.Errorf("override of missing devices 3 and 7: %v, want %q", err, want)
+	}
+	if gpus[0].WorkerType != "v100" {
+		t.Errorf("a failed override changed device 0 to %q", gpus[0].WorkerType)
 	}
 	for _, bad := range []string{"x=h200", "0=", "a b", "-1=k80"} {
 		if _, err := ParseWorkerTypeOverrides(bad); err == nil {

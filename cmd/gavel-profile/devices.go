@@ -64,7 +64,9 @@ func runDevices(ctx context.Context, opts devicesOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	overrides.Apply(gpus)
+	if err := overrides.Apply(gpus); err != nil {
+		return cli.UsageError("--worker-type: %v", err)
+	}
 	if opts.json {
 		if gpus == nil {
 			gpus = []profile.GPU{}

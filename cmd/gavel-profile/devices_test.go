@@ -107,6 +107,10 @@ func TestDevicesListed(t *testing.T) {
 	if err := runDevices(context.Background(), devicesOptions{open: open, workerTypes: "x=y"}, streams); cli.ExitCode(err) != 2 {
 		t.Errorf("bad --worker-type: %v", err)
 	}
+	err := runDevices(context.Background(), devicesOptions{open: open, workerTypes: "0=a,5=h200-b"}, streams)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "5=h200-b") || !strings.Contains(err.Error(), "0,1") {
+		t.Errorf("--worker-type for device 5 of 0,1: %v (exit %d), want a usage error naming 5 and the devices", err, cli.ExitCode(err))
+	}
 }
 
 func TestHelpHasExamples(t *testing.T) {

@@ -328,7 +328,10 @@ func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile
 		devs.Close()
 		return nil, nil, nil, cli.UsageError("run: the NVIDIA driver found no GPUs; add --cpu to profile on the CPU (worker type %s)", profile.CPUWorkerType)
 	}
-	overrides.Apply(all)
+	if err := overrides.Apply(all); err != nil {
+		devs.Close()
+		return nil, nil, nil, cli.UsageError("run: --worker-type: %v", err)
+	}
 	gpus, err := profile.SelectGPUs(all, opts.gpu)
 	if err != nil {
 		devs.Close()

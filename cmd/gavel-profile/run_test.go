@@ -604,3 +604,16 @@ func TestRunPairsNamesWithSeparators(t *testing.T) {
 		t.Errorf("pairs measured %q, want %q", pairs, want)
 	}
 }
+
+// TestRunWorkerTypeForMissingDevice: an override for a device index the node lacks is a usage
+// error, not silently ignored.
+func TestRunWorkerTypeForMissingDevice(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--cpu-slots", "2", "--worker-type", "2=fast", "--name", "m", "--no-pairs", "--table", out, "--", "true")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "2=fast") || !strings.Contains(err.Error(), "0,1") {
+		t.Fatalf("err = %v (exit %d), want a usage error naming device 2 and devices 0,1", err, cli.ExitCode(err))
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the table was written")
+	}
+}
