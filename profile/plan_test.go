@@ -134,7 +134,7 @@ func TestReadReferences(t *testing.T) {
 		{`{"references":[{"name":"a","command":["x"]},{"name":"a","command":["y"]}]}`, "appears twice"},
 		{`{"references":[{"name":"a","command":["x"],"scale_factor":-1}]}`, "scale_factor -1"},
 		{`{"references":[{"name":"a","command":["x"],"progress_regex":"(a)(b)"}]}`, "capture groups"},
-		{`{"references":[{"name":"a","cmd":["x"]}]}`, "unknown field"},
+		{`{"references":[{"name":"a","cmd":["x"]}]}`, `references refs.json:1:28: unknown field "cmd"`},
 		{`{"references":[{"name":"a\nb","command":["x"]}]}`, "cannot be a table key"},
 	} {
 		_, err := ReadReferences(strings.NewReader(tc.in), "refs.json")
