@@ -86,7 +86,8 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "scale_factor": 1.5}]}`, `jobs[0] (id "a"): "scale_factor": want a whole number, got number 1.5`},
 		{`{"entities": [], "jobs": []}`, `"entities": want an object of name: {"weight": number, "policy": "fairness" or "fifo"}, got an array`},
 		{`{"entities": {"e": {"weight": "x"}}, "jobs": []}`, `"entities": an entity's "weight": want a number, got a string`},
-		{`{"job": []}`, `jobs file: unknown field "job" (want an object with "jobs"`},
+		{`{"job": []}`, `jobs file: line 1, column 2: unknown field "job" (want an object with "jobs"`},
+		{"{\"jobs\": [],\n \"entities\": {\"e\": {\"weight\": 1, \"colour\": 1}}}", `jobs file: line 2, column 34: unknown field "colour" (want an object with "jobs"`},
 	} {
 		_, err := ReadJobs(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.msg) || strings.Contains(err.Error(), "Go ") {

@@ -100,7 +100,7 @@ func fileJSONError(name string, isPath bool, data []byte, e *jsonfile.Error) err
 	switch {
 	case e.Type != nil:
 		e.Msg = shapeMessage(e.Type)
-	case e.Offset < 0:
+	case e.Offset < 0 || e.UnknownField != "":
 		e.Msg += " (" + jobsShape + ")" // empty, or an unknown field
 	}
 	if isPath || e.Offset < 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,9 +34,10 @@ type GPU struct {
 
 // Process is a compute process running on a GPU.
 type Process struct {
-	PID             int    `json:"pid"`
-	Name            string `json:"name,omitempty"`
-	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
+	PID  int    `json:"pid"`
+	Name string `json:"name,omitempty"`
+	// UsedMemoryBytes is nil (JSON null) where the driver cannot tell.
+	UsedMemoryBytes *uint64 `json:"used_memory_bytes"`
 }
 
 // Devices lists the devices of the node and reports the GPU memory of the processes on them.
@@ -166,8 +168,13 @@ func validName(s string) bool {
 	return true
 }
 
-// Apply sets the worker types of gpus in place.
-func (o WorkerTypeOverrides) Apply(gpus []GPU) {
+// Apply sets the worker types of gpus in place. An override for an index that none of gpus has
+// is an error, and then nothing is changed: a mistyped index would otherwise leave a device
+// under its derived name unnoticed.
+func (o WorkerTypeOverrides) Apply(gpus []GPU) error {
+	if err := o.checkIndices(gpus); err != nil {
+		return err
+	}
 	for i := range gpus {
 		if w, ok := o[gpus[i].Index]; ok {
 			gpus[i].WorkerType = w
@@ -175,6 +182,25 @@ func (o WorkerTypeOverrides) Apply(gpus []GPU) {
 			gpus[i].WorkerType = w
 		}
 	}
+	return nil
+}
+
+func (o WorkerTypeOverrides) checkIndices(gpus []GPU) error {
+	have := make([]string, len(gpus))
+	for i, g := range gpus {
+		have[i] = strconv.Itoa(g.Index)
+	}
+	missing := make([]int, 0, len(o))
+	for idx := range o {
+		if idx >= 0 && !slices.ContainsFunc(gpus, func(g GPU) bool { return g.Index == idx }) {
+			missing = append(missing, idx)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	idx := slices.Min(missing)
+	return fmt.Errorf("override %d=%s: no device %d (the devices are %s)", idx, o[idx], idx, strings.Join(have, ","))
 }
 
 // SelectGPUs keeps the devices named by spec: "all" (or "") or a comma-separated list of indices.

@@ -2,6 +2,8 @@ package profile
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -46,14 +50,20 @@ func TestWorkerTypeOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Apply(gpus)
-	if gpus[0].WorkerType != "h200" || gpus[1].WorkerType != "h200-slow" {
-		t.Errorf("after override: %+v", gpus)
+	if err := o.Apply(gpus); err != nil || gpus[0].WorkerType != "h200" || gpus[1].WorkerType != "h200-slow" {
+		t.Errorf("after override: %+v, %v", gpus, err)
 	}
 	o, _ = ParseWorkerTypeOverrides("v100")
-	o.Apply(gpus)
-	if gpus[0].WorkerType != "v100" || gpus[1].WorkerType != "v100" {
-		t.Errorf("after global override: %+v", gpus)
+	if err := o.Apply(gpus); err != nil || gpus[0].WorkerType != "v100" || gpus[1].WorkerType != "v100" {
+		t.Errorf("after global override: %+v, %v", gpus, err)
+	}
+	o, _ = ParseWorkerTypeOverrides("0=a100,7=k80,3=p100")
+	err = o.Apply(gpus)
+	if want := "override 3=p100: no device 3 (the devices are 0,1)"; err == nil || err.Error() != want {
+		t.Errorf("override of missing devices 3 and 7: %v, want %q", err, want)
+	}
+	if gpus[0].WorkerType != "v100" {
+		t.Errorf("a failed override changed device 0 to %q", gpus[0].WorkerType)
 	}
 	for _, bad := range []string{"x=h200", "0=", "a b", "-1=k80"} {
 		if _, err := ParseWorkerTypeOverrides(bad); err == nil {
@@ -270,5 +280,90 @@ func TestRunComputeModeForbidsSharing(t *testing.T) {
 	p := findRecord(recs, "pair", "a", "a")
 	if p == nil || p.Status != StatusFailed || !strings.Contains(p.Reason, "exclusive_process") {
 		t.Errorf("pair record = %+v", p)
+	}
+}
+
+// workloadNVML is an NVML driver whose devices hold the live test workload (see workloadMemory)
+// plus 100 MiB of other use, and report every process's memory as not available.
+type workloadNVML struct{ fakeNVML }
+
+func (f *workloadNVML) DeviceGetHandleByIndex(i int) (nvml.Device, nvml.Return) {
+	d, ret := f.fakeNVML.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	return workloadNVMLDevice{fakeNVMLDevice: d.(fakeNVMLDevice), index: i}, nvml.SUCCESS
+}
+
+type workloadNVMLDevice struct {
+	fakeNVMLDevice
+	index int
+}
+
+func (d workloadNVMLDevice) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	var procs []nvml.ProcessInfo
+	for pid := range workloadMemory(d.index) {
+		procs = append(procs, nvml.ProcessInfo{Pid: uint32(pid), UsedGpuMemory: math.MaxUint64})
+	}
+	return procs, nvml.SUCCESS
+}
+
+func (d workloadNVMLDevice) GetMemoryInfo() (nvml.Memory, nvml.Return) {
+	m := d.mem
+	m.Used = 100 << 20
+	for _, b := range workloadMemory(d.index) {
+		m.Used += b
+	}
+	return m, nvml.SUCCESS
+}
+
+// TestRunMemoryNotAvailable: where NVML cannot tell a process's memory, an isolated peak falls
+// back to the growth of the device's memory in use, and the pre-check goes by those peaks: a
+// pair that fits is measured, one that does not is infeasible.
+func TestRunMemoryNotAvailable(t *testing.T) {
+	share := t.TempDir()
+	devs, err := openNVML(&workloadNVML{fakeNVML{devs: []fakeNVMLDevice{{name: "Fake GPU",
+		mem: nvml.Memory{Total: 1000 << 20}, mode: nvml.COMPUTEMODE_DEFAULT}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus, err := devs.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, small := jt("big"), jt("small")
+	r := newRunner(t, 1, map[table.JobType]Command{
+		big:   workload("-rate", "200", "-share-dir", share, "-mem", "600"),
+		small: workload("-rate", "200", "-share-dir", share, "-mem", "300"),
+	})
+	r.GPUs, r.Devices = gpus, devs
+	w := gpus[0].WorkerType
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: w, Job: big}, {WorkerType: w, Job: small},
+		{WorkerType: w, Job: big, Partner: small}, {WorkerType: w, Job: big, Partner: big}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := findRecord(recs, "isolated", "big", ""); rec == nil || rec.PeakMemoryBytes != 600<<20 {
+		t.Fatalf("isolated record of big = %+v, want peak memory 600 MiB (growth of memory in use)", rec)
+	}
+	if rec := findRecord(recs, "pair", "big", "small"); rec == nil || rec.Status != StatusOK {
+		t.Errorf("big+small (900 MiB of 1000) = %+v, want measured", rec)
+	}
+	if rec := findRecord(recs, "pair", "big", "big"); rec == nil || rec.Status != StatusInfeasible ||
+		!strings.Contains(rec.Reason, "600 MiB + 600 MiB = 1200 MiB exceed the 1000 MiB of device 0") {
+		t.Errorf("big+big (1200 MiB of 1000) = %+v, want infeasible without running", rec)
+	}
+}
+
+// TestPrecheckPeaksDoNotOverflow: two peaks whose sum wraps around 64 bits still exceed the
+// device, and the reason does not print the wrapped sum.
+func TestPrecheckPeaksDoNotOverflow(t *testing.T) {
+	p := (&Runner{}).newPass()
+	a, b := jt("a"), jt("b")
+	p.peak[isoKey{"fake", a}], p.peak[isoKey{"fake", b}] = 1<<63, 1<<63 // sum wraps to 0
+	gpus := []GPU{{Index: 0, WorkerType: "fake", MemoryTotal: 1000 << 20, ComputeMode: "default"}}
+	rec, run := p.precheck(Task{WorkerType: "fake", Job: a, Partner: b}, gpus)
+	if run || rec.Status != StatusInfeasible || !strings.Contains(rec.Reason, fmt.Sprintf("= %d MiB exceed", uint64(math.MaxUint64)>>20)) {
+		t.Errorf("precheck of 8 EiB + 8 EiB on 1000 MiB = %+v, run %v; want infeasible with the sum capped", rec, run)
 	}
 }

@@ -187,6 +187,7 @@ type session struct {
 	ph     phase
 	// warmStart and measStart are the window boundaries at which the phases began.
 	warmStart, measStart time.Time
+	tickAt               time.Time // end of the current window
 	out                  outcome
 }
 
@@ -219,7 +220,10 @@ func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string,
 	if v := ses.startJobs(cmds); v.done {
 		return ses.finish(v)
 	}
-	timer := time.NewTimer(ses.s.Window)
+	ses.tickAt = time.Now().Add(ses.s.Window)
+	// The timer is only re-armed when it fires: progress moves a stall deadline later, and a
+	// wake-up before it merely finds nothing due.
+	timer := time.NewTimer(time.Until(ses.nextWake()))
 	defer timer.Stop()
 	for {
 		var v verdict
@@ -229,13 +233,47 @@ func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string,
 		case ev := <-ses.events:
 			v = ses.handle(ev)
 		case now := <-timer.C:
-			v = ses.tick(ctx, now)
-			timer.Reset(ses.s.Window)
+			v = ses.wake(ctx, now)
+			timer.Reset(time.Until(ses.nextWake()))
 		}
 		if v.done {
 			return ses.finish(v)
 		}
 	}
+}
+
+// nextWake returns the end of the current window or, when earlier, the moment a job would time
+// out: the start-up timeout of one that has not reported, the stall timeout of one that has. A
+// timeout that waited for the window to end would stretch a 1 s --startup-timeout to --window.
+func (ses *session) nextWake() time.Time {
+	at := ses.tickAt
+	for _, j := range ses.jobs {
+		due := j.progressAt.Add(ses.s.StallTimeout)
+		if !j.started {
+			due = ses.start.Add(ses.s.StartupTimeout)
+		}
+		if due.Before(at) {
+			at = due
+		}
+	}
+	return at
+}
+
+// wake handles the timer: at the end of a window it closes the window; before, it only checks
+// the timeouts, after taking the lines already read so that a report in time is not missed.
+func (ses *session) wake(ctx context.Context, now time.Time) verdict {
+	if now.Before(ses.tickAt) {
+		if v := ses.takeEvents(); v.done {
+			return v
+		}
+		if reason := stalled(ses.jobs, ses.names, now, ses.start, ses.s); reason != "" {
+			return stopWith(StatusFailed, reason)
+		}
+		return verdict{}
+	}
+	v := ses.tick(ctx, now)
+	ses.tickAt = time.Now().Add(ses.s.Window)
+	return v
 }
 
 func (ses *session) startJobs(cmds []Command) verdict {
@@ -341,21 +379,28 @@ func (ses *session) jobExited(j *jobState, name string, err error) verdict {
 // tick closes a window: it takes the lines read before the boundary, samples memory, checks
 // for hung jobs and moves the measurement on.
 func (ses *session) tick(ctx context.Context, now time.Time) verdict {
-	for drained := false; !drained; {
-		select {
-		case ev := <-ses.events:
-			if v := ses.handle(ev); v.done {
-				return v
-			}
-		default:
-			drained = true
-		}
+	if v := ses.takeEvents(); v.done {
+		return v
 	}
 	ses.m.sampleMemory(ctx, ses.slot, ses.jobs)
 	if reason := stalled(ses.jobs, ses.names, now, ses.start, ses.s); reason != "" {
 		return stopWith(StatusFailed, reason)
 	}
 	return ses.advance(now)
+}
+
+// takeEvents handles the events already queued, without waiting for more.
+func (ses *session) takeEvents() verdict {
+	for {
+		select {
+		case ev := <-ses.events:
+			if v := ses.handle(ev); v.done {
+				return v
+			}
+		default:
+			return verdict{}
+		}
+	}
 }
 
 // advance closes the batches of the window that ends at now and moves from start-up to

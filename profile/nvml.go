@@ -3,10 +3,15 @@ package profile
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
+
+// memoryNotAvailable is NVML_VALUE_NOT_AVAILABLE (nvml.VALUE_NOT_AVAILABLE, -1) in the unsigned
+// field of a process's used memory: the driver cannot tell. Taken as bytes it would be 16 EiB.
+const memoryNotAvailable = math.MaxUint64
 
 // nvmlDevices reads devices through NVML. NVML calls are safe from several goroutines.
 type nvmlDevices struct {
@@ -74,7 +79,11 @@ func (d *nvmlDevices) List(ctx context.Context) ([]GPU, error) {
 		if procs, ret := dev.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
 			for _, p := range procs {
 				name, _ := d.lib.SystemGetProcessName(int(p.Pid))
-				g.Processes = append(g.Processes, Process{PID: int(p.Pid), Name: name, UsedMemoryBytes: p.UsedGpuMemory})
+				proc := Process{PID: int(p.Pid), Name: name}
+				if p.UsedGpuMemory != memoryNotAvailable {
+					proc.UsedMemoryBytes = &p.UsedGpuMemory
+				}
+				g.Processes = append(g.Processes, proc)
 			}
 		}
 		gpus = append(gpus, g)
@@ -91,9 +100,13 @@ func (d *nvmlDevices) ProcessMemory(_ context.Context, index int) (map[int]uint6
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("NVML device %d processes: %s", index, nvml.ErrorString(ret))
 	}
+	// A process whose memory is not available is left out, as one in another PID namespace
+	// is: the sampler then falls back to the device's memory in use.
 	m := make(map[int]uint64, len(procs))
 	for _, p := range procs {
-		m[int(p.Pid)] += p.UsedGpuMemory
+		if p.UsedGpuMemory != memoryNotAvailable {
+			m[int(p.Pid)] += p.UsedGpuMemory
+		}
 	}
 	return m, nil
 }

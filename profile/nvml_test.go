@@ -2,7 +2,9 @@ package profile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -78,7 +80,7 @@ func TestDevicesNVML(t *testing.T) {
 	want := []GPU{
 		{Index: 0, UUID: "GPU-aaaa", Name: "NVIDIA H200", WorkerType: "h200", MemoryTotal: 141 << 30, MemoryFree: 100 << 30,
 			MIG: "disabled", ComputeMode: "default", Processes: []Process{
-				{PID: 4242, Name: "python3", UsedMemoryBytes: 40 << 30}, {PID: 4242, Name: "python3", UsedMemoryBytes: 1 << 30}}},
+				{PID: 4242, Name: "python3", UsedMemoryBytes: new(uint64(40 << 30))}, {PID: 4242, Name: "python3", UsedMemoryBytes: new(uint64(1 << 30))}}},
 		{Index: 1, UUID: "GPU-bbbb", Name: "Tesla V100-SXM2-16GB", WorkerType: "v100", MemoryTotal: 16 << 30, MemoryFree: 16 << 30,
 			MIG: "unsupported", ComputeMode: "exclusive_process"},
 	}
@@ -114,5 +116,31 @@ func TestDevicesNVMLInitErrors(t *testing.T) {
 		if err == nil || errors.Is(err, ErrNoDriver) != tc.noDriver || !strings.Contains(err.Error(), tc.text) {
 			t.Errorf("init %v: error %v, want no-driver=%v mentioning %q", tc.ret, err, tc.noDriver, tc.text)
 		}
+	}
+}
+
+// TestDevicesNVMLMemoryNotAvailable: NVML reports a process's memory as VALUE_NOT_AVAILABLE
+// (all bits set) where it cannot tell; that is unknown, not 16 EiB.
+func TestDevicesNVMLMemoryNotAvailable(t *testing.T) {
+	lib := &fakeNVML{devs: []fakeNVMLDevice{{name: "NVIDIA H200", mem: nvml.Memory{Total: 141 << 30},
+		procs: []nvml.ProcessInfo{{Pid: 4242, UsedGpuMemory: math.MaxUint64}, {Pid: 4243, UsedGpuMemory: 2 << 30},
+			{Pid: 4243, UsedGpuMemory: math.MaxUint64}}}}}
+	devs, err := openNVML(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devs.Close()
+	mem, err := devs.ProcessMemory(context.Background(), 0)
+	if err != nil || !reflect.DeepEqual(mem, map[int]uint64{4243: 2 << 30}) {
+		t.Errorf("ProcessMemory = %v, %v; want only pid 4243 with 2 GiB", mem, err)
+	}
+	gpus, err := devs.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(gpus[0].Processes)
+	want := `[{"pid":4242,"used_memory_bytes":null},{"pid":4243,"used_memory_bytes":2147483648},{"pid":4243,"used_memory_bytes":null}]`
+	if string(b) != want {
+		t.Errorf("processes %s, want %s", b, want)
 	}
 }

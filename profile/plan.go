@@ -38,7 +38,8 @@ type PlanSpec struct {
 	// UseFraction makes Fraction apply even at 0 (no pairs); a positive Fraction applies anyway.
 	UseFraction bool
 	Seed        uint64
-	// Partners names partners of the model, or "A+B" for any pair of known jobs.
+	// Partners names partners of the model, or "A+B" for any pair of known jobs; a value that
+	// is not one of these is read as a comma-separated list of them.
 	Partners []string
 	// Suggestions come from `gavel-profile suggest --json`.
 	Suggestions []Suggestion
@@ -114,34 +115,64 @@ func (ps *pairSet) add(w string, a, b table.JobType) {
 	}
 }
 
-// addPartners pairs the model with each named partner ("A+B" pairs two known jobs) on every
-// worker type.
-func (ps *pairSet) addPartners(model table.JobType, partners []string, known map[string]table.JobType, workers []string) error {
-	resolve := func(name string) (table.JobType, error) {
-		j, ok := known[strings.TrimSpace(name)]
-		if !ok {
-			return j, fmt.Errorf("pair partner %q: not the profiled job and not in the references", name)
+// addPartners pairs the model with each partner named on every worker type. A value is a
+// partner (see resolvePartner) or, failing that, a comma-separated list of partners: names may
+// hold ',' and '+', so a value is first read whole.
+func (ps *pairSet) addPartners(model table.JobType, values []string, known map[string]table.JobType, workers []string) error {
+	for _, v := range values {
+		a, b, err := resolvePartner(model, v, known)
+		pairs := [][2]table.JobType{{a, b}}
+		if err != nil && strings.Contains(v, ",") {
+			pairs, err = resolvePartners(model, strings.Split(v, ","), known)
 		}
-		return j, nil
-	}
-	for _, p := range partners {
-		a, name := model, p
-		if x, y, ok := strings.Cut(p, "+"); ok {
-			var err error
-			if a, err = resolve(x); err != nil {
-				return err
-			}
-			name = y
-		}
-		b, err := resolve(name)
 		if err != nil {
 			return err
 		}
-		for _, w := range workers {
-			ps.add(w, a, b)
+		for _, pair := range pairs {
+			for _, w := range workers {
+				ps.add(w, pair[0], pair[1])
+			}
 		}
 	}
 	return nil
+}
+
+func resolvePartners(model table.JobType, specs []string, known map[string]table.JobType) ([][2]table.JobType, error) {
+	pairs := make([][2]table.JobType, 0, len(specs))
+	for _, spec := range specs {
+		a, b, err := resolvePartner(model, spec, known)
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, [2]table.JobType{a, b})
+	}
+	return pairs, nil
+}
+
+// resolvePartner reads one partner: a known name, paired with the model, or "A+B", a pair of
+// known jobs, cut at the one '+' that leaves a known name on either side.
+func resolvePartner(model table.JobType, spec string, known map[string]table.JobType) (a, b table.JobType, err error) {
+	if j, ok := known[strings.TrimSpace(spec)]; ok {
+		return model, j, nil
+	}
+	var cuts [][2]table.JobType
+	for i, r := range spec {
+		if r != '+' {
+			continue
+		}
+		x, okX := known[strings.TrimSpace(spec[:i])]
+		y, okY := known[strings.TrimSpace(spec[i+1:])]
+		if okX && okY {
+			cuts = append(cuts, [2]table.JobType{x, y})
+		}
+	}
+	switch len(cuts) {
+	case 1:
+		return cuts[0][0], cuts[0][1], nil
+	case 0:
+		return a, b, fmt.Errorf("pair partner %q: not the profiled job, not in the references, nor A+B of two of them", spec)
+	}
+	return a, b, fmt.Errorf("pair partner %q: ambiguous, %d ways to read it as A+B of known jobs", spec, len(cuts))
 }
 
 // addSuggestions takes the pairs of `gavel-profile suggest --json` that can run here.

@@ -134,7 +134,7 @@ func TestReadReferences(t *testing.T) {
 		{`{"references":[{"name":"a","command":["x"]},{"name":"a","command":["y"]}]}`, "appears twice"},
 		{`{"references":[{"name":"a","command":["x"],"scale_factor":-1}]}`, "scale_factor -1"},
 		{`{"references":[{"name":"a","command":["x"],"progress_regex":"(a)(b)"}]}`, "capture groups"},
-		{`{"references":[{"name":"a","cmd":["x"]}]}`, "unknown field"},
+		{`{"references":[{"name":"a","cmd":["x"]}]}`, `references refs.json:1:28: unknown field "cmd"`},
 		{`{"references":[{"name":"a\nb","command":["x"]}]}`, "cannot be a table key"},
 	} {
 		_, err := ReadReferences(strings.NewReader(tc.in), "refs.json")
@@ -464,5 +464,45 @@ func TestRunMPSStartInterrupted(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("StartMPS returned after %v", d)
+	}
+}
+
+// TestPlanPartnerNamesWithSeparators: a value that names a job whole is that job, even with ','
+// or '+' in the name; otherwise it is a comma-separated list, and "A+B" is cut where both
+// sides name jobs.
+func TestPlanPartnerNamesWithSeparators(t *testing.T) {
+	m, comma, plus, r := jt("m"), jt("ResNet-50 (batch 64, fp16)"), jt("x+y"), jt("r")
+	spec := PlanSpec{Model: m, References: []table.JobType{comma, plus, r}, WorkerTypes: []string{"v100"}}
+	pairs := func(partners ...string) ([]Task, error) {
+		spec.Partners = partners
+		tasks, _, err := Plan(spec)
+		var out []Task
+		for _, tk := range tasks {
+			if tk.IsPair() {
+				out = append(out, tk)
+			}
+		}
+		return out, err
+	}
+	for _, tc := range []struct {
+		partners []string
+		want     []Task
+	}{
+		{[]string{"ResNet-50 (batch 64, fp16)"}, []Task{{"v100", comma, m}}}, // a pair is kept in name order
+		{[]string{"x+y"}, []Task{{"v100", m, plus}}},
+		{[]string{"r,x+y"}, []Task{{"v100", m, r}, {"v100", m, plus}}},
+		{[]string{"r+x+y"}, []Task{{"v100", r, plus}}},
+		{[]string{"ResNet-50 (batch 64, fp16)+r"}, []Task{{"v100", comma, r}}},
+		{[]string{"r", "m+r"}, []Task{{"v100", m, r}}},
+	} {
+		got, err := pairs(tc.partners...)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("partners %q: pairs %v, %v; want %v", tc.partners, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"r,nope", "x+nope"} {
+		if _, err := pairs(bad); err == nil || !strings.Contains(err.Error(), "nope") {
+			t.Errorf("partners %q: %v, want an error naming the unknown partner", bad, err)
+		}
 	}
 }

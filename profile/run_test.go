@@ -500,3 +500,37 @@ func TestValidateGiven(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTimeoutsBeforeWindowEnds: the start-up and stall timeouts end a measurement when they
+// expire, not at the end of the window they expire in. The window is 30 s and the timeouts
+// 0.5 s; the bound of 10 s leaves a loaded machine plenty of slack and still tells them apart.
+func TestRunTimeoutsBeforeWindowEnds(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		reason string
+	}{
+		{"never reports", []string{"-fault", "silent"}, "no progress report within 500ms"},
+		{"stops reporting", []string{"-fault", "stall", "-fault-after", "20"}, "no progress for 500ms after 20 steps"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := jt("bad")
+			r := newRunner(t, 1, map[table.JobType]Command{job: workload(append([]string{"-rate", "200"}, tc.args...)...)})
+			r.Settings.Window, r.Settings.MaxWindow = 30*time.Second, 5*time.Minute
+			r.Settings.StartupTimeout, r.Settings.StallTimeout = 500*time.Millisecond, 500*time.Millisecond
+			recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: job}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := findRecord(recs, "isolated", "bad", "")
+			if rec == nil || rec.Status != StatusFailed || !strings.Contains(rec.Reason, tc.reason) {
+				t.Fatalf("record = %+v, want failed with reason containing %q", rec, tc.reason)
+			}
+			if rec.TotalSeconds >= 10 {
+				t.Errorf("failed after %.1f s with a 0.5 s timeout: waited for the 30 s window", rec.TotalSeconds)
+			}
+			checkNoLeftovers(t)
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -486,16 +487,17 @@ func (p *pass) precheck(t Task, gpus []GPU) (Record, bool) {
 		}
 	}
 	// Peaks are summed over a job's devices, so they are compared with the memory of all of
-	// them: a pair is only declared infeasible when it cannot fit however it spreads.
+	// them: a pair is only declared infeasible when it cannot fit however it spreads. A peak
+	// of 0 is unknown and decides nothing.
 	pa, pb := p.peak[isoKey{t.WorkerType, t.Job}], p.peak[isoKey{t.WorkerType, t.Partner}]
 	total := uint64(0)
 	for _, g := range gpus {
-		total += g.MemoryTotal
+		total = addCapped(total, g.MemoryTotal)
 	}
-	if pa > 0 && pb > 0 && total > 0 && pa+pb > total {
+	if pa > 0 && pb > 0 && total > 0 && addCapped(pa, pb) > total {
 		return p.record(t, Record{Status: StatusInfeasible, Kind: KindPair,
 			Reason: fmt.Sprintf("isolated peak memories %s + %s = %s exceed the %s of %s",
-				mib(pa), mib(pb), mib(pa+pb), mib(total), devicesName(gpus))}, gpus), false
+				mib(pa), mib(pb), mib(addCapped(pa, pb)), mib(total), devicesName(gpus))}, gpus), false
 	}
 	for _, g := range gpus {
 		if p.sharing != MPS && (g.ComputeMode == "exclusive_process" || g.ComputeMode == "exclusive_thread" || g.ComputeMode == "prohibited") {
@@ -504,6 +506,15 @@ func (p *pass) precheck(t Task, gpus []GPU) (Record, bool) {
 		}
 	}
 	return Record{}, true
+}
+
+// addCapped adds byte counts, stopping at the largest uint64 rather than wrapping around to a
+// small sum that would fit any device.
+func addCapped(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%d MiB", b>>20) }

@@ -64,7 +64,9 @@ func runDevices(ctx context.Context, opts devicesOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	overrides.Apply(gpus)
+	if err := overrides.Apply(gpus); err != nil {
+		return cli.UsageError("--worker-type: %v", err)
+	}
 	if opts.json {
 		if gpus == nil {
 			gpus = []profile.GPU{}
@@ -88,7 +90,11 @@ func runDevices(ctx context.Context, opts devicesOptions, io *cli.IO) error {
 			if name == "" {
 				name = "?"
 			}
-			procs = append(procs, fmt.Sprintf("%d %s (%s)", p.PID, name, gib(p.UsedMemoryBytes)))
+			mem := "memory unknown"
+			if p.UsedMemoryBytes != nil {
+				mem = gib(*p.UsedMemoryBytes)
+			}
+			procs = append(procs, fmt.Sprintf("%d %s (%s)", p.PID, name, mem))
 		}
 		if len(procs) == 0 {
 			procs = []string{"none"}

@@ -24,7 +24,8 @@ func (fakeDevices) Close() error                                               {
 func twoH200() fakeDevices {
 	return fakeDevices{
 		{Index: 0, UUID: "GPU-0000", Name: "NVIDIA H200", WorkerType: profile.WorkerType("NVIDIA H200"), MemoryTotal: 141 << 30, MemoryFree: 140 << 30,
-			MIG: "disabled", ComputeMode: "default", Processes: []profile.Process{{PID: 42, Name: "python3", UsedMemoryBytes: 1 << 30}}},
+			MIG: "disabled", ComputeMode: "default", Processes: []profile.Process{
+				{PID: 42, Name: "python3", UsedMemoryBytes: new(uint64(1 << 30))}, {PID: 43, Name: "python3"}}},
 		{Index: 1, UUID: "GPU-0001", Name: "NVIDIA H200", WorkerType: profile.WorkerType("NVIDIA H200"), MemoryTotal: 141 << 30, MemoryFree: 141 << 30,
 			MIG: "disabled", ComputeMode: "exclusive_process"},
 	}
@@ -69,7 +70,7 @@ func TestDevicesListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, want := range []string{"NVIDIA H200", "h200", "h200-b", "141.0 GiB", "42 python3 (1.0 GiB)", "exclusive_process", "GPU-0001"} {
+	for _, want := range []string{"NVIDIA H200", "h200", "h200-b", "141.0 GiB", "42 python3 (1.0 GiB)", "43 python3 (memory unknown)", "exclusive_process", "GPU-0001"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("table lacks %q:\n%s", want, s)
 		}
@@ -105,6 +106,10 @@ func TestDevicesListed(t *testing.T) {
 	}
 	if err := runDevices(context.Background(), devicesOptions{open: open, workerTypes: "x=y"}, streams); cli.ExitCode(err) != 2 {
 		t.Errorf("bad --worker-type: %v", err)
+	}
+	err := runDevices(context.Background(), devicesOptions{open: open, workerTypes: "0=a,5=h200-b"}, streams)
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "5=h200-b") || !strings.Contains(err.Error(), "0,1") {
+		t.Errorf("--worker-type for device 5 of 0,1: %v (exit %d), want a usage error naming 5 and the devices", err, cli.ExitCode(err))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,15 +15,28 @@ import (
 	"github.com/gavelkit/gavel/table"
 )
 
-// TestRunSIGINT interrupts the real binary in the middle of a run: it kills every job, exits
-// 1, and leaves a valid table holding the measurement that finished.
-func TestRunSIGINT(t *testing.T) {
+// TestRunInterruptSignals interrupts the real binary in the middle of a run, as Ctrl-C, kill and
+// a closed terminal do: it kills every job, exits 1, and leaves a valid table holding the
+// measurement that finished.
+func TestRunInterruptSignals(t *testing.T) {
 	wl := buildWorkload(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "gavel-profile")
+	bin := filepath.Join(t.TempDir(), "gavel-profile")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
+	// A failed run may leave jobs behind; they must not outlive the test.
+	t.Cleanup(func() {
+		for pid := range liveWorkloads(wl) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) { testRunInterrupt(t, bin, wl, sig) })
+	}
+}
+
+func testRunInterrupt(t *testing.T, bin, wl string, sig syscall.Signal) {
+	dir := t.TempDir()
 	refs := filepath.Join(dir, "refs.json")
 	// The reference never reaches the precision and ignores SIGTERM; it runs until killed.
 	os.WriteFile(refs, []byte(`{"references":[{"name":"long","command":["`+wl+`","-rate","200","-noise","0.9","-ignore-term","-spawn-child"]}]}`), 0o644)
@@ -49,7 +63,7 @@ func TestRunSIGINT(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Process.Signal(sig)
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "interrupted") {
@@ -67,14 +81,28 @@ func TestRunSIGINT(t *testing.T) {
 	}
 	// Every process of the workload binary is gone (the profiler kills whole groups).
 	time.Sleep(300 * time.Millisecond)
+	for pid, cmdline := range liveWorkloads(wl) {
+		t.Errorf("workload process %d survived: %q", pid, cmdline)
+	}
+}
+
+// liveWorkloads returns the processes running the workload binary wl that are not zombies:
+// pid → command line.
+func liveWorkloads(wl string) map[int]string {
+	live := map[int]string{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && strings.HasPrefix(string(b), wl+"\x00") {
 			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
 			if !strings.Contains(string(st), ") Z ") {
-				t.Errorf("workload process %s survived: %q", e.Name(), b)
+				live[pid] = string(b)
 			}
 		}
 	}
+	return live
 }

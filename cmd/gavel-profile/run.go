@@ -86,7 +86,8 @@ References file (--references):
                    "dir": "", "progress_regex": ""}]}
 
 Exit status: 0 when every measurement is ok or infeasible, 1 when one failed or
-the run was interrupted (what finished is kept), 2 for bad usage or input.`,
+the run was interrupted (SIGINT, SIGTERM or SIGHUP: the jobs are stopped, what
+finished is kept), 2 for bad usage or input.`,
 		Example: `  # Isolated on every GPU, then paired with each reference job:
   gavel-profile run --name "MyNet (batch size 32)" --references refs.json \
       --table out.json -- python3 train.py --batch-size 32
@@ -125,7 +126,8 @@ the run was interrupted (what finished is kept), 2 for bad usage or input.`,
 	f.StringVar(&opts.references, "references", "", "reference jobs file (JSON, see above)")
 	f.Float64Var(&opts.fraction, "fraction", 0, "measure each reference pair with probability P in [0, 1] (seeded by --seed; 0: no pairs)")
 	f.Uint64Var(&opts.seed, "seed", 0, "seed for --fraction")
-	f.StringSliceVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B)")
+	// Not a StringSlice: that splits at every comma, and a reference name may hold one.
+	f.StringArrayVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B), comma-separated or repeated; a value that names a job whole is that job")
 	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json' in this file (- for stdin)")
 	f.BoolVar(&opts.noPairs, "no-pairs", false, "measure isolated rates only")
 	f.StringVar(&opts.tablePath, "table", "", "throughput table to merge into, created if missing (required)")
@@ -235,7 +237,7 @@ func checkRunFlags(opts runOptions) error {
 	if chosen > 1 {
 		return cli.UsageError("run: give at most one of --fraction, --pairs, --pairs-from and --no-pairs")
 	}
-	if opts.pairsSet && len(opts.pairs) == 0 {
+	if opts.pairsSet && strings.TrimSpace(strings.Join(opts.pairs, "")) == "" {
 		return cli.UsageError("run: --pairs is empty; name the partners, or give --no-pairs for isolated rates only")
 	}
 	if opts.pairsFromSet && opts.pairsFrom == "" {
@@ -326,7 +328,10 @@ func openDevices(ctx context.Context, opts runOptions, io *cli.IO) (devs profile
 		devs.Close()
 		return nil, nil, nil, cli.UsageError("run: the NVIDIA driver found no GPUs; add --cpu to profile on the CPU (worker type %s)", profile.CPUWorkerType)
 	}
-	overrides.Apply(all)
+	if err := overrides.Apply(all); err != nil {
+		devs.Close()
+		return nil, nil, nil, cli.UsageError("run: --worker-type: %v", err)
+	}
 	gpus, err := profile.SelectGPUs(all, opts.gpu)
 	if err != nil {
 		devs.Close()

@@ -573,3 +573,47 @@ func TestRunTableDirChecked(t *testing.T) {
 		t.Errorf("got %v (exit %d), want exit 2 with %q", err, cli.ExitCode(err), want)
 	}
 }
+
+// TestRunPairsNamesWithSeparators: --pairs takes a reference whose name holds ',' or '+' as
+// that reference, not as a list or a pair, and a plain "A,B" is still two partners.
+func TestRunPairsNamesWithSeparators(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"x, y","command":["`+bin+`","-rate","100"]},
+		{"name":"p+q","command":["`+bin+`","-rate","100"]}, {"name":"r","command":["`+bin+`","-rate","100"]}]}`), 0o644)
+	out := filepath.Join(dir, "out.json")
+	args := append([]string{"--cpu", "--cpu-slots", "2", "--name", "m", "--references", refs, "--table", out, "--json",
+		"--pairs", "x, y", "--pairs", "p+q,r"}, fastFlags()...)
+	stdout, stderr, err := runCLI(append(args, "--", bin, "-rate", "200")...)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	var got runJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	var pairs []string
+	for _, m := range got.Measurements {
+		if m.Partner != nil {
+			pairs = append(pairs, m.Job+" + "+*m.Partner)
+		}
+	}
+	slices.Sort(pairs)
+	if want := []string{"m + p+q", "m + r", "m + x, y"}; !slices.Equal(pairs, want) {
+		t.Errorf("pairs measured %q, want %q", pairs, want)
+	}
+}
+
+// TestRunWorkerTypeForMissingDevice: an override for a device index the node lacks is a usage
+// error, not silently ignored.
+func TestRunWorkerTypeForMissingDevice(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.json")
+	_, _, err := runCLI("--cpu", "--cpu-slots", "2", "--worker-type", "2=fast", "--name", "m", "--no-pairs", "--table", out, "--", "true")
+	if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "2=fast") || !strings.Contains(err.Error(), "0,1") {
+		t.Fatalf("err = %v (exit %d), want a usage error naming device 2 and devices 0,1", err, cli.ExitCode(err))
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the table was written")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +20,9 @@ type Error struct {
 	// Type is set when a value has the wrong kind, so that a caller can describe the shape it
 	// wants in its own terms.
 	Type *json.UnmarshalTypeError
+	// UnknownField is the key refused when the file has a field v does not: a caller may add
+	// what the file should hold.
+	UnknownField string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -34,7 +38,7 @@ func (e *Error) In(file string, data []byte) error {
 
 // Decode reads exactly one JSON value of data into v. Unknown fields and anything after the
 // value are errors: a misspelt option or two files pasted together must not be half read. The
-// error is an *Error.
+// error is an *Error, with the position of the problem where it can be found.
 func Decode(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &Error{Offset: -1, Msg: "the file is empty"}
@@ -58,7 +62,7 @@ func Decode(data []byte, v any) error {
 		// Offset is just past the value, or past its first byte for an object or array.
 		return &Error{Offset: typ.Offset - 1, Type: typ, Msg: fmt.Sprintf("%s: want %s, got %s", field, Kind(typ.Type), Got(typ.Value))}
 	default:
-		return &Error{Offset: -1, Msg: strings.TrimPrefix(err.Error(), "json: ")}
+		return otherError(err, data, v)
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
@@ -66,6 +70,21 @@ func Decode(data []byte, v any) error {
 		return &Error{Offset: end + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n"))), Msg: "invalid JSON: unexpected text after the JSON value"}
 	}
 	return nil
+}
+
+// otherError wraps an error of encoding/json without a position of its own. The unknown field
+// one is placed at its key, so that a refused key among many entries can be found.
+func otherError(err error, data []byte, v any) *Error {
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	quoted, ok := strings.CutPrefix(msg, "unknown field ")
+	if !ok {
+		return &Error{Offset: -1, Msg: msg}
+	}
+	name, uerr := strconv.Unquote(quoted)
+	if uerr != nil {
+		name = quoted
+	}
+	return &Error{Offset: unknownFieldOffset(data, v), Msg: msg, UnknownField: name}
 }
 
 // Position is the 1-based line and column of byte offset off of data.

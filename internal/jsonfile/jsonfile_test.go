@@ -12,6 +12,17 @@ type sample struct {
 	Tags  []string          `json:"tags"`
 	Env   map[string]string `json:"env"`
 	On    bool              `json:"on"`
+	Items []*item           `json:"items"`
+	inner
+}
+
+type item struct {
+	ID   string         `json:"id"`
+	Meta map[string]any `json:"meta"`
+}
+
+type inner struct {
+	Deep int `json:"deep"`
 }
 
 func TestDecode(t *testing.T) {
@@ -24,7 +35,11 @@ func TestDecode(t *testing.T) {
 		{`{"tags": "x"}`, "f:1:12: tags: want an array of strings, got a string"},
 		{`{"env": []}`, "f:1:9: env: want an object of strings, got an array"},
 		{`[1]`, "f:1:1: the file: want an object, got an array"},
-		{`{"nme": "a"}`, `f: unknown field "nme"`},
+		{`{"nme": "a"}`, `f:1:2: unknown field "nme"`},
+		// The key refused is found by the types: keys of maps and fields matched regardless of
+		// case or promoted from an embedded struct are not it.
+		{"{\"env\": {\"id\": \"x\"}, \"NAME\": \"a\", \"deep\": 1,\n \"items\": [{\"id\": \"a\", \"meta\": {\"x\": {\"q\": 1}}},\n  {\"id\": \"b\",\t\"i\\u0064s\": 2}]}",
+			`f:3:15: unknown field "ids"`},
 		{"{}\n{}", "f:2:1: invalid JSON: unexpected text after the JSON value"},
 	} {
 		var v sample
