@@ -221,10 +221,8 @@ func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string,
 		return ses.finish(v)
 	}
 	ses.tickAt = time.Now().Add(ses.s.Window)
-	// The timer is only re-armed when it fires: progress moves a stall deadline later, and a
-	// wake-up before it merely finds nothing due.
-	timer := time.NewTimer(time.Until(ses.nextWake()))
-	defer timer.Stop()
+	al := newAlarm(ses.nextWake())
+	defer al.t.Stop()
 	for {
 		var v verdict
 		select {
@@ -232,14 +230,50 @@ func (m *measurer) measure(ctx context.Context, slot deviceSlot, names []string,
 			v = interrupted(ctx)
 		case ev := <-ses.events:
 			v = ses.handle(ev)
-		case now := <-timer.C:
+			// A first report replaces the start-up deadline by an often much earlier stall
+			// deadline; a later report only moves deadlines later, and a wake-up before one
+			// merely finds nothing due, so the alarm is only ever brought forward here.
+			al.advanceTo(ses.nextWake())
+		case now := <-al.t.C:
 			v = ses.wake(ctx, now)
-			timer.Reset(time.Until(ses.nextWake()))
+			al.set(ses.nextWake())
 		}
 		if v.done {
 			return ses.finish(v)
 		}
 	}
+}
+
+// alarm is the measurement's timer with the moment it is armed for, which a timer does not
+// tell, so that a deadline earlier than that moment can be seen and the timer re-armed.
+type alarm struct {
+	t  *time.Timer
+	at time.Time
+}
+
+func newAlarm(at time.Time) *alarm {
+	return &alarm{t: time.NewTimer(time.Until(at)), at: at}
+}
+
+// advanceTo re-arms the alarm for at when that is earlier than the moment it is armed for.
+func (a *alarm) advanceTo(at time.Time) {
+	if at.Before(a.at) {
+		a.set(at)
+	}
+}
+
+// set arms the alarm for at. A tick left unread in the channel would wake the loop at once
+// instead of at at; Go 1.23 timers drop it on Stop, and the drain keeps that so under the older
+// semantics (GODEBUG asynctimerchan=1).
+func (a *alarm) set(at time.Time) {
+	if !a.t.Stop() {
+		select {
+		case <-a.t.C:
+		default:
+		}
+	}
+	a.t.Reset(time.Until(at))
+	a.at = at
 }
 
 // nextWake returns the end of the current window or, when earlier, the moment a job would time

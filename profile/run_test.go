@@ -534,3 +534,28 @@ func TestRunTimeoutsBeforeWindowEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStallAfterFirstReportsWithLongStartupTimeout: a job's first report moves its deadline
+// from the start-up timeout (10 min here) to the stall timeout (0.5 s), earlier than the timer
+// was armed for, so the timer must be re-armed then. Otherwise the stall after 20 steps (0.1 s
+// at 200 steps/s) is noticed only when the 30 s window ends; the bound of 10 s separates the two
+// with slack for a loaded machine.
+func TestRunStallAfterFirstReportsWithLongStartupTimeout(t *testing.T) {
+	job := jt("bad")
+	r := newRunner(t, 1, map[table.JobType]Command{job: workload("-rate", "200", "-fault", "stall", "-fault-after", "20")})
+	r.Settings.Window, r.Settings.MaxWindow = 30*time.Second, 5*time.Minute
+	r.Settings.StartupTimeout, r.Settings.StallTimeout = 10*time.Minute, 500*time.Millisecond
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: job}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := findRecord(recs, "isolated", "bad", "")
+	want := "no progress for 500ms after 20 steps"
+	if rec == nil || rec.Status != StatusFailed || !strings.Contains(rec.Reason, want) {
+		t.Fatalf("record = %+v, want failed with reason containing %q", rec, want)
+	}
+	if rec.TotalSeconds >= 10 {
+		t.Errorf("failed after %.1f s with a 0.5 s stall timeout: the first report did not re-arm the timer", rec.TotalSeconds)
+	}
+	checkNoLeftovers(t)
+}
