@@ -151,26 +151,28 @@ func (d *Data) referencesOn(ws []int) []int {
 	return refs
 }
 
-// splitByReferences returns d as one block or, when some of its worker types lack most of the
-// others' reference pairs, as two: the others, and those worker types on their own. Worker types
-// join in order of known entries (most first) unless the block's references with them would
-// be fewer than half those of the first alone. Without this a worker type with isolated rates
-// and few or no pairs (a GPU type just profiled alone) would leave the whole block with no
-// reference, or one, and nothing on the others could be estimated well. The block of those left
-// out has few or no references: [Table] estimates it from them or leaves it with a note, and
-// [SuggestTable] proposes the others' reference pairs there. With nothing left out d itself is
-// returned.
+// splitByReferences returns d as one block or, when some of its worker types share no
+// reference job type with the others, as two: the others, and those worker types on their own.
+// Worker types join in order of known entries (most first) unless the block would then have no
+// reference at all, i.e. no job type measured with itself on every worker type of the block.
+// Without this a worker type with isolated rates and no pairs (a GPU type just profiled alone)
+// would leave the whole block without references and nothing on the others could be estimated.
+// A worker type that shares even one reference joins: estimates on such tables (a worker type
+// measured against fewer references than the others, say) are what they were before the split
+// existed, and the block's references are those the worker types share. The block of those left
+// out has no reference shared with the others: [Table] estimates it from its own or leaves it
+// with a note, and [SuggestTable] proposes the others' reference pairs there. With nothing left
+// out d itself is returned.
 func (d *Data) splitByReferences() []*Data {
 	ws := d.workersByKnown()
 	in := ws[:1]
-	first := len(d.referencesOn(in))
-	if first == 0 {
+	if len(d.referencesOn(in)) == 0 {
 		return []*Data{d}
 	}
 	var out []int
 	for _, w := range ws[1:] {
 		with := append(slices.Clone(in), w)
-		if r := len(d.referencesOn(with)); r > 0 && 2*r >= first {
+		if len(d.referencesOn(with)) > 0 {
 			in = with
 		} else {
 			out = append(out, w)
@@ -232,8 +234,8 @@ var ErrUnknownWorkerType = errors.New("not in the table")
 // not in any block: [Table] fills those whose job cannot run alone (isolated rate 0) as
 // infeasible and leaves, with a note, those whose job has no isolated rate (a pair rate cannot
 // be normalized without one); the notes Blocks returns name the latter. A worker type that
-// lacks most of its group's reference pairs is split off into a block of its own (see
-// splitByReferences). Blocks of a scale factor come in the order of their first worker type, a
+// shares no reference job type with the rest of its group is split off into a block of its own
+// (see splitByReferences). Blocks of a scale factor come in the order of their first worker type, a
 // split-off block right after the one it left.
 //
 // workers, when not nil, restricts the worker types; a name the table does not have is an error

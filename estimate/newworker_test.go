@@ -95,3 +95,76 @@ func TestTableNoReferenceNamesWorkerTypes(t *testing.T) {
 		t.Errorf("suggest: err %v: want ErrNoReference naming p100 and v100", err)
 	}
 }
+
+// A worker type measured against fewer references than the others is an ordinary partial
+// table, not one to split: Gavel's scale-factor-1 table with v100 keeping only the pairs that
+// involve one of the first nref jobs is one block on k80, p100 and v100, whose references are
+// exactly those nref jobs (the only ones measured with every job on v100). Splitting off v100
+// whenever it had fewer than half the others' references changed its estimates.
+func TestBlocksFewerReferencesOnOneWorkerTypeNotSplit(t *testing.T) {
+	for _, nref := range []int{1, 3, 5, 12} {
+		full := gavel3()
+		jobs := full.JobTypesWithScaleFactor(1)
+		tb := full.Select(jobs, nil)
+		for i := nref; i < len(jobs); i++ {
+			for k := nref; k < len(jobs); k++ {
+				tb.DeletePair("v100", jobs[i], jobs[k])
+			}
+		}
+		bs, _, err := Blocks(tb, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) != 1 || strings.Join(bs[0].Workers, " ") != "k80 p100 v100" {
+			t.Fatalf("nref %d: blocks on %v; want one on k80 p100 v100", nref, blockWorkers(bs))
+		}
+		var refs []table.JobType
+		for _, i := range bs[0].References() {
+			refs = append(refs, bs[0].Jobs[i])
+		}
+		if !sameJobSet(refs, jobs[:nref]) {
+			t.Errorf("nref %d: references %v, want %v", nref, refs, jobs[:nref])
+		}
+	}
+}
+
+// Once a worker type shares one reference with the others (the first pair suggest proposes for
+// a bare a100: job 0 with itself) it is in their block again, as it was before bare worker
+// types were split off.
+func TestBlocksWorkerTypeWithOneSharedReferenceJoins(t *testing.T) {
+	tb, jobs := withBareA100(t)
+	tb.SetPair("a100", jobs[0], jobs[0], 1, 1)
+	bs, _, err := Blocks(tb, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || strings.Join(bs[0].Workers, " ") != "a100 k80 p100 v100" {
+		t.Fatalf("blocks on %v; want one on a100 k80 p100 v100", blockWorkers(bs))
+	}
+}
+
+// sameJobSet reports whether a and b hold the same job types, in any order.
+func sameJobSet(a, b []table.JobType) bool {
+	in := map[table.JobType]bool{}
+	for _, j := range a {
+		in[j] = true
+	}
+	if len(in) != len(b) || len(a) != len(b) {
+		return false
+	}
+	for _, j := range b {
+		if !in[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// blockWorkers lists the worker types of each block, for messages.
+func blockWorkers(bs []*Data) [][]string {
+	out := make([][]string, len(bs))
+	for x, d := range bs {
+		out[x] = d.Workers
+	}
+	return out
+}

@@ -81,8 +81,8 @@ group is estimated on those job types. A pair whose job cannot run alone on the 
 type (isolated rate 0) is filled as infeasible (a fact, counted apart from the estimates);
 a pair whose job has no isolated rate there cannot be normalized and stays missing, and so
 do the pairs of a group without reference job types; notes on stderr name them. A worker
-type lacking most of the others' reference pairs (one with isolated rates only) is a group
-of its own, so the others are still estimated; 'gavel-profile suggest' proposes its
+type sharing no reference job type with the others (one with isolated rates only) is a
+group of its own, so the others are still estimated; 'gavel-profile suggest' proposes its
 reference pairs.
 
 The output counts the estimated entries per worker type; --list prints each one
