@@ -84,7 +84,7 @@ func otherError(err error, data []byte, v any) *Error {
 	if uerr != nil {
 		name = quoted
 	}
-	return &Error{Offset: unknownFieldOffset(data, v), Msg: msg, UnknownField: name}
+	return &Error{Offset: unknownFieldOffset(data, v, name), Msg: msg, UnknownField: name}
 }
 
 // Position is the 1-based line and column of byte offset off of data.

@@ -60,6 +60,40 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// optionalInner embeds with a tag that has options but no name: encoding/json still promotes
+// inner's fields, so "deep" is known and "zzz" (column 22) is the key refused.
+type optionalInner struct {
+	Name  string `json:"name"`
+	inner `json:",omitempty"`
+}
+
+// badTag's tag name is one encoding/json rejects (a quote), so it reads the field as "X" and
+// refuses "x'y"; the walk takes the tag at its word and would blame "X". A key other than the
+// one encoding/json names is no position to give.
+type badTag struct {
+	X int `json:"x'y"`
+}
+
+func TestDecodeUnknownFieldPosition(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		v    any
+		want string
+	}{
+		{`{"name":"a","deep":1,"zzz":2}`, &optionalInner{}, `f:1:22: unknown field "zzz"`},
+		{`{"X":1,"x'y":2}`, &badTag{}, `f: unknown field "x'y"`},
+	} {
+		err := Decode([]byte(tc.in), tc.v)
+		got := ""
+		if err != nil {
+			got = err.(*Error).In("f", []byte(tc.in)).Error()
+		}
+		if got != tc.want {
+			t.Errorf("%q into %T: %q, want %q", tc.in, tc.v, got, tc.want)
+		}
+	}
+}
+
 func TestKind(t *testing.T) {
 	for _, tc := range []struct {
 		v    any

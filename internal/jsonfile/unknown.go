@@ -10,10 +10,23 @@ import (
 // unknownFieldOffset finds the key that DisallowUnknownFields refused, which encoding/json
 // reports without a position: the first object key, in document order, that names no field of
 // the struct its object is read into. It returns the offset of the key's opening quote, or −1.
-func unknownFieldOffset(data []byte, v any) int64 {
+// The walk only imitates encoding/json's field rules (it takes an invalid tag name at its word,
+// for one), so a key other than name, the one encoding/json refused, gives −1: no position is
+// better than one that points at a field that is fine.
+func unknownFieldOffset(data []byte, v any, name string) int64 {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	off, _ := walkValue(dec, data, reflect.TypeOf(v))
+	if off < 0 || keyAt(data, off) != name {
+		return -1
+	}
 	return off
+}
+
+// keyAt is the (unescaped) object key whose opening quote is at data[off].
+func keyAt(data []byte, off int64) string {
+	tok, _ := json.NewDecoder(bytes.NewReader(data[off:])).Token()
+	key, _ := tok.(string)
+	return key
 }
 
 // walkValue reads one value from dec, meant for type t (nil: anything goes), and returns the
@@ -108,7 +121,9 @@ func fieldType(t reflect.Type, key string) (reflect.Type, bool) {
 }
 
 // jsonFields lists the fields of struct t that encoding/json reads, with the fields of embedded
-// structs without a JSON name promoted. Which of two equal names wins does not matter here.
+// structs without a JSON name promoted. A tag with options only (`json:",omitempty"`) names
+// nothing, so its struct's fields are promoted too, as encoding/json does. Which of two equal
+// names wins does not matter here.
 func jsonFields(t reflect.Type) []reflect.StructField {
 	var out []reflect.StructField
 	for i := range t.NumField() {
@@ -117,7 +132,8 @@ func jsonFields(t reflect.Type) []reflect.StructField {
 		if tag == "-" {
 			continue
 		}
-		if et := structural(f.Type); f.Anonymous && tag == "" && et != nil && et.Kind() == reflect.Struct {
+		name, _, _ := strings.Cut(tag, ",")
+		if et := structural(f.Type); f.Anonymous && name == "" && et != nil && et.Kind() == reflect.Struct {
 			out = append(out, jsonFields(et)...)
 		} else if f.IsExported() {
 			out = append(out, f)
