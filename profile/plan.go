@@ -115,16 +115,11 @@ func (ps *pairSet) add(w string, a, b table.JobType) {
 	}
 }
 
-// addPartners pairs the model with each partner named on every worker type. A value is a
-// partner (see resolvePartner) or, failing that, a comma-separated list of partners: names may
-// hold ',' and '+', so a value is first read whole.
+// addPartners pairs the model with each partner named on every worker type (see
+// resolveValue).
 func (ps *pairSet) addPartners(model table.JobType, values []string, known map[string]table.JobType, workers []string) error {
 	for _, v := range values {
-		a, b, err := resolvePartner(model, v, known)
-		pairs := [][2]table.JobType{{a, b}}
-		if err != nil && strings.Contains(v, ",") {
-			pairs, err = resolvePartners(model, strings.Split(v, ","), known)
-		}
+		pairs, err := resolveValue(model, v, known)
 		if err != nil {
 			return err
 		}
@@ -137,6 +132,22 @@ func (ps *pairSet) addPartners(model table.JobType, values []string, known map[s
 	return nil
 }
 
+// resolveValue reads one --pairs value: a partner (see resolvePartner) or, failing that, a
+// comma-separated list of partners. Names may hold ',' and '+', so a value is first read whole.
+func resolveValue(model table.JobType, v string, known map[string]table.JobType) ([][2]table.JobType, error) {
+	a, b, err := resolvePartner(model, v, known)
+	if err == nil || !strings.Contains(v, ",") {
+		return [][2]table.JobType{{a, b}}, err
+	}
+	pairs, err := resolvePartners(model, strings.Split(v, ","), known)
+	if err != nil {
+		// "a,y,z" with a reference "y,z" fails on "y", which alone does not say why.
+		return nil, fmt.Errorf("%w (in %q, read as a comma-separated list: a name containing ',' must be given as its own --pairs value)", err, v)
+	}
+	return pairs, nil
+}
+
+// resolvePartners reads each of specs as one partner (see resolvePartner).
 func resolvePartners(model table.JobType, specs []string, known map[string]table.JobType) ([][2]table.JobType, error) {
 	pairs := make([][2]table.JobType, 0, len(specs))
 	for _, spec := range specs {

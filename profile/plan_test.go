@@ -506,3 +506,25 @@ func TestPlanPartnerNamesWithSeparators(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanPartnerListHint: "a,y,z" with a reference named "y,z" is not a name, so it is read as
+// the list a, y, z and fails on "y"; the error says that such a name must be a value of its own.
+// A value without a comma was never split, and gets no such hint.
+func TestPlanPartnerListHint(t *testing.T) {
+	spec := PlanSpec{Model: jt("m"), References: []table.JobType{jt("a"), jt("y,z")}, WorkerTypes: []string{"v100"}}
+	const hint = "a name containing ',' must be given as its own --pairs value"
+	for _, tc := range []struct {
+		value, partner string
+		hint           bool
+	}{{"a,y,z", `"y"`, true}, {"a+nope", `"a+nope"`, false}} {
+		spec.Partners = []string{tc.value}
+		_, _, err := Plan(spec)
+		if err == nil || !strings.Contains(err.Error(), "pair partner "+tc.partner) || strings.Contains(err.Error(), hint) != tc.hint {
+			t.Errorf("partners %q: %v; want an error naming partner %s, hint %q given: %v", tc.value, err, tc.partner, hint, tc.hint)
+		}
+	}
+	spec.Partners = []string{"a", "y,z"}
+	if _, _, err := Plan(spec); err != nil {
+		t.Errorf("partners a and y,z as values of their own: %v", err)
+	}
+}
