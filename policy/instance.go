@@ -81,6 +81,10 @@ type instance struct {
 	equal   []float64 // equal-share rate: what the isolated allocation delivers
 	combos  []combo   // singles first (index = job index), then pairs
 	byJob   [][]int   // job → its combinations, own single first
+	// oddSets are the job sets whose odd-set rows (see oddsets.go) every
+	// LP of this instance carries; found lazily by builder.solve.
+	oddSets [][]int
+	oddKeys map[string]bool
 }
 
 // checkID rejects job ids that would make combination keys ambiguous: a
