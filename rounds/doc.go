@@ -35,7 +35,9 @@
 //	jobs, history ──────┼─> Plan(state, allocation, now) ─> RoundPlan (GPU → job or pair)
 //	allocation ─────────┘
 //
-// Plan is a pure function of its inputs. It ranks every (combination, worker
+// Plan is a pure function of its inputs (with Options.Decompose it also
+// keeps, in the State, a packed allocation's decomposition and the rounds
+// planned with each of its parts). It ranks every (combination, worker
 // type) entry by how far the time it received lags its target (Ledger: target
 // fraction vs fraction received, turned into Pfair pseudo-deadlines with PD²'s
 // tie-breaks, so that every combination stays within a round of its target;
@@ -52,6 +54,16 @@
 // Placement puts multi-GPU combinations on as few servers as possible (best
 // fit, largest first) and keeps a combination on the GPUs it had last round
 // when they are still free.
+//
+// An allocation with pairs is different: a round is then a matching of the
+// jobs, and the walk above, which keeps each entry near its target on its
+// own, can fall further behind the longer it runs. With Options.Decompose
+// (RunRounds sets it; the simulator, whose allocation changes every few
+// rounds, does not) the allocation is first written as a convex
+// combination of feasible rounds by column generation (an LP and a MILP
+// through policy/lp), and each round runs the one furthest behind its
+// weight; the walk fills what is left. Allocations with more than 80
+// targets are left to the walk (the decomposition's cost grows fast).
 //
 // The simulator (Simulate) replays a trace on a virtual clock: arrivals join
 // at the next round boundary, jobs finish mid-round, and the allocation is

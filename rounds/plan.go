@@ -113,7 +113,7 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	types := cfg.Topology.WorkerTypes()
 	ledger := NewLedger(cfg.RoundSeconds)
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
-		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.noBackFill()}}
+		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.noBackFill(), Decompose: true}}
 	res := &RoundsResult{}
 	for i := 0; i < cfg.Rounds; i++ {
 		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)

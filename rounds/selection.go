@@ -34,7 +34,7 @@ const dueSlack = 1e-9
 // types; the augmenting paths keep nearly all cases within a round, but no
 // rule is known to guarantee it for every allocation (fidelity_test.go has
 // the measured rates).
-func (s *State) selectEntries(es []*entry) map[string][]entry {
+func (s *State) selectEntries(es []*entry, now float64) map[string][]entry {
 	w := newWalk(s)
 	if s.GavelCompat {
 		for _, e := range es {
@@ -43,6 +43,9 @@ func (s *State) selectEntries(es []*entry) map[string][]entry {
 			}
 		}
 		return w.result()
+	}
+	if s.followSchedule(w, es, now) {
+		return w.finish(s, es)
 	}
 	// A single-GPU single may later move between its eligible types.
 	alts := map[string][]*entry{}
@@ -71,6 +74,11 @@ func (s *State) selectEntries(es []*entry) map[string][]entry {
 			w.try(e)
 		}
 	}
+	return w.finish(s, es)
+}
+
+// finish is steps 3 and 4: entries already ahead, then back-fill.
+func (w *walk) finish(s *State, es []*entry) map[string][]entry {
 	for _, e := range es {
 		if e.target > 0 {
 			w.try(e)
