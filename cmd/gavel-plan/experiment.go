@@ -118,6 +118,12 @@ func (o *continuousOptions) parse() (*continuousRun, error) {
 		return nil, cli.UsageError("--window %q: want start:end with 0 <= start < end", o.window)
 	}
 	r.start, r.end = start, end
+	if o.maxPartners < 0 {
+		return nil, cli.UsageError("--max-partners %d must be at least 0", o.maxPartners)
+	}
+	if o.timeout < 0 {
+		return nil, cli.UsageError("--timeout %v must be at least 0", o.timeout)
+	}
 	r.names = strings.Split(o.policies, ",")
 	for i, n := range r.names {
 		r.names[i] = strings.TrimSpace(n)

@@ -66,6 +66,8 @@ func TestExperimentBadInput(t *testing.T) {
 		{"continuous", "--rates", "x"},
 		{"continuous", "--window", "5:5"},
 		{"continuous", "--policies", "nope"},
+		{"continuous", "--max-partners", "-3"},
+		{"continuous", "--timeout", "-1s"},
 		{"hierarchical", "--cluster", "v100"},
 	} {
 		if _, _, err := rtRun(t, newExperimentCmd, args...); cli.ExitCode(err) != 2 {
