@@ -26,10 +26,12 @@
 // MethodAuto; tolerances 1e-9).
 // Differences from Gavel, each deliberate (gavel-reference §11): makespan is
 // one LP instead of a 5% bisection; packed LPs are correct with mixed scale
-// factors and carry the odd-set rows their solutions would otherwise break
-// (the pairs inside a set of 3 jobs can run at most one at a time, so take
-// at most all of the time together; Gavel's LP can give them 1.5 of it,
-// which no sequence of rounds realizes; see oddsets.go); nothing is allocated where a job's isolated rate is 0 or where a
+// factors and carry the odd-set rows of sets of 3 and 5 jobs their
+// solutions would otherwise break (the pairs inside a set of 3 jobs can run
+// only one at a time, so take at most all of the time together; Gavel's LP
+// can give them 1.5 of it, which no sequence of rounds realizes; see
+// oddsets.go; larger sets and the GPU counts can still make an allocation
+// unrealizable); nothing is allocated where a job's isolated rate is 0 or where a
 // worker type has fewer GPUs than its scale factor; agnostic FIFO never
 // oversubscribes; water filling uses an exact LP-only bottleneck test and
 // returns solver errors; agnostic FTF and makespan use each job's fastest

@@ -13,21 +13,22 @@ import (
 	"github.com/gavelkit/gavel/policy/lp"
 )
 
-// Packed allocations are realized through a decomposition (Options.Decompose).
-// With pairs, a round is a matching of the jobs (each in one combination)
-// within every worker type's GPUs, and keeping each (combination, worker
-// type) near its target one entry at a time does not work: on random
-// allocations that are convex combinations of such rounds the walk's
-// largest shortfall after 100 rounds averaged 0.012 (worst 0.11), and on a
-// max-min packed allocation of 14 jobs it grew with the rounds (0.12 after
-// 100, 0.14 after 400; packed_test.go). So the allocation's targets are
-// written as a convex combination of configurations, each a feasible round
-// (decompose), and every round runs the configuration that PD² on one
-// processor picks: the one furthest behind its weight, which keeps each
-// configuration within a round of its share (0.0035, worst 0.029; the
-// 14-job case 0.009 and 0.003). What the configurations leave (an
-// allocation no sequence of rounds can realize, or spare GPUs) the walk's
-// later steps fill.
+// Packed allocations can be realized through a decomposition
+// (Options.Decompose). With pairs, a round is a matching of the jobs (each
+// in one combination) within every worker type's GPUs, and keeping each
+// (combination, worker type) near its target one entry at a time can drift:
+// on a max-min packed allocation of 14 jobs the walk's largest shortfall
+// grew with the rounds (0.12 after 100, 0.14 after 400; packed_test.go), and
+// on random realizable packed allocations it averaged 0.012 after 100 rounds
+// (worst 0.11). So the allocation's targets are written as a convex
+// combination of configurations, each a feasible round (decompose), and
+// every round runs the configuration that PD² on one processor picks: the
+// one furthest behind its weight, which keeps each configuration within a
+// round of its share (0.009 and 0.003; mean 0.0035, worst 0.029). It is not
+// better everywhere: with about as many configurations as targets an entry
+// can still drift by a few rounds, and on 40-60 job allocations on 3-4 GPUs
+// a type the walk did better (0.008-0.010 against 0.015-0.022 after 100
+// rounds), which is why RunRounds plans both and keeps the better.
 
 // followSchedule takes this round's configuration of a packed allocation
 // into w and reports whether it did: not in compat mode (Gavel's walk), not
@@ -126,20 +127,28 @@ type configSchedule struct {
 }
 
 // Column generation's cost grows fast with the targets (max-min packed
-// allocations measured with 100 rounds: 28 targets 42 columns 0.1 s, 58
-// targets 134 columns 0.4 s, 126 targets 862 columns 34 s), and a partial
+// allocations: 28 targets 42 columns 0.1 s, 55-61 targets 0.4-2.4 s, 73-75
+// targets about 5 s, 126 targets 862 columns 34 s), and a partial
 // decomposition is worse than none (its uncovered targets, served by the
 // walk after it, came out 0.06 behind at 126 targets against the walk's
 // 0.047 alone). So an allocation with more than decomposeMaxTargets
 // targets, or one whose decomposition needs more than decomposeLimit
 // columns, is left to the walk.
 const (
-	decomposeMaxTargets = 80
-	decomposeLimit      = 400
+	decomposeMaxTargets = 60
+	decomposeLimit      = 300
 )
 
-// errDecomposeLimit reports a decomposition cut short by decomposeLimit.
-var errDecomposeLimit = errors.New("decomposition needs more columns than allowed")
+var (
+	// errDecomposeLimit reports a decomposition cut short by decomposeLimit.
+	errDecomposeLimit = errors.New("decomposition needs more columns than allowed")
+	// errNotRealizable reports targets no convex combination of rounds
+	// covers (a gang able to take every GPU of a type, say). The walk
+	// spreads such a shortfall over the jobs; the master LP, minimizing the
+	// total uncovered, would put it all on one (0.51 short against the
+	// walk's 0.25 on two 4-GPU gangs sharing 6 GPUs).
+	errNotRealizable = errors.New("no sequence of rounds realizes the targets")
+)
 
 // coverBonus adds coverBonus × target to each entry's value in pricing, so
 // that among rounds of equal value at the duals (most entries have dual 0)
@@ -154,8 +163,8 @@ const coverBonus = 1e-2
 // configurations q, Σ weight ≤ 1, by column generation: a master LP
 // minimizes the targets left uncovered, and a pricing MILP finds the round
 // (a matching of jobs within every type's GPUs) with the largest value at
-// the master's duals. When the targets are realizable (uncovered 0) it stops
-// there; otherwise at the least uncovered total it can reach.
+// the master's duals. It stops when the targets are covered, and fails with
+// errNotRealizable when no round would cover more.
 func decompose(ctx context.Context, es []*entry, caps map[string]int) (*configSchedule, error) {
 	cs := &configSchedule{sig: scheduleSignature(es)}
 	var target []float64
@@ -183,7 +192,7 @@ func decompose(ctx context.Context, es []*entry, caps map[string]int) (*configSc
 			return nil, err
 		}
 		if q == nil {
-			break
+			return nil, errNotRealizable
 		}
 		cs.confs = append(cs.confs, q)
 	}

@@ -58,12 +58,12 @@
 // An allocation with pairs is different: a round is then a matching of the
 // jobs, and the walk above, which keeps each entry near its target on its
 // own, can fall further behind the longer it runs. With Options.Decompose
-// (RunRounds sets it; the simulator, whose allocation changes every few
-// rounds, does not) the allocation is first written as a convex
-// combination of feasible rounds by column generation (an LP and a MILP
-// through policy/lp), and each round runs the one furthest behind its
-// weight; the walk fills what is left. Allocations with more than 80
-// targets are left to the walk (the decomposition's cost grows fast).
+// the allocation is first written as a convex combination of feasible
+// rounds by column generation (an LP and a MILP through policy/lp), and
+// each round runs the one furthest behind its weight; the walk fills what
+// is left. Neither is better on every allocation, so RunRounds plans both
+// and keeps the plan with the smaller largest shortfall; the simulator,
+// whose allocation changes every few rounds, uses the walk.
 //
 // The simulator (Simulate) replays a trace on a virtual clock: arrivals join
 // at the next round boundary, jobs finish mid-round, and the allocation is
