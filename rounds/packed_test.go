@@ -2,6 +2,7 @@ package rounds
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -200,5 +201,42 @@ func TestDecomposedPlanTwiceCountsOnce(t *testing.T) {
 	}
 	if ran > 2 {
 		t.Errorf("configurations counted %v times in 2 rounds", ran)
+	}
+}
+
+// Two 4-GPU gangs on 6 GPUs can never run together, so targets of 0.75
+// each cannot both be met; the decomposition refuses (its LP would put the
+// whole shortfall on one gang) and RunRounds keeps the walk's plan, which
+// shares it.
+func TestDecomposeRefusesUnrealizable(t *testing.T) {
+	tbl := table.New()
+	gang := table.JobType{Model: "g", ScaleFactor: 4}
+	one := table.JobType{Model: "m", ScaleFactor: 1}
+	tbl.SetIsolated("w", gang, 1)
+	tbl.SetIsolated("w", one, 1)
+	tbl.SetPair("w", one, one, 0.7, 0.7)
+	jobs := []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}, {ID: "a", Type: one}, {ID: "b", Type: one}}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+		policy.Single("g1"): {"w": 0.75}, policy.Single("g2"): {"w": 0.75},
+		policy.PairOf("a", "b"): {"w": 1}, policy.Single("a"): {}, policy.Single("b"): {},
+	}}
+	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
+	st := &State{Topology: topo, Jobs: JobsFromTable(tbl, topo.WorkerTypes(), jobs), PairRates: TablePairRates(tbl),
+		History: NewLedger(DefaultRoundSeconds)}
+	var es []*entry
+	for _, e := range st.entries(alloc) {
+		es = append(es, &e)
+	}
+	if _, err := decompose(context.Background(), es, map[string]int{"w": 6}); !errors.Is(err, errNotRealizable) {
+		t.Fatalf("decompose: err %v, want errNotRealizable", err)
+	}
+	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
+	walk, _ := runRounds(cfg, false)
+	got, err := RunRounds(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MaxDeviationAllocated != walk.MaxDeviationAllocated || got.MaxDeviationAllocated > 0.3 {
+		t.Errorf("largest shortfall %.3f, want the walk's %.3f (about 0.25: the gangs share it)", got.MaxDeviationAllocated, walk.MaxDeviationAllocated)
 	}
 }
