@@ -22,9 +22,11 @@ import (
 // solve again (builder.solve).
 
 // oddSetTol is how far a set's pair time may exceed (|S|-1)/2 before its row
-// is added: well above the solver's tolerance (1e-9), far below anything a
-// round schedule could notice.
-const oddSetTol = 1e-6
+// is added: the solver's tolerance. An accepted solution then breaks any
+// row found later by no more than the solver breaks any other row, which
+// water filling's retry (wfRelax) absorbs when a later LP keeps earlier
+// levels.
+const oddSetTol = 1e-9
 
 // oddSetLimit caps the connected 5-job sets examined per separation, so a
 // solution whose pairs form a dense graph (many tiny fractions) cannot make
@@ -151,6 +153,31 @@ func (g *pairGraph) adjacentToSet(u int, s []int) bool {
 		}
 	}
 	return false
+}
+
+// withinOddSets scales down the pairs inside every known odd set whose time
+// exceeds (|S|-1)/2 (by the solver's tolerance), so that levels taken from x
+// are reachable exactly under those rows too (see withinCapacity).
+func (in *instance) withinOddSets(x [][]float64) {
+	for _, s := range in.oddSets {
+		var inside []int
+		t := 0.0
+		for c := in.m(); c < len(in.combos); c++ {
+			if cb := &in.combos[c]; slices.Contains(s, cb.a) && slices.Contains(s, cb.b) {
+				inside = append(inside, c)
+				for _, v := range x[c] {
+					t += v
+				}
+			}
+		}
+		if limit := float64(len(s)-1) / 2; t > limit {
+			for _, c := range inside {
+				for w := range x[c] {
+					x[c][w] *= limit / t
+				}
+			}
+		}
+	}
 }
 
 // addOddSet adds the row of job set s: the pairs inside s, on every worker

@@ -317,6 +317,7 @@ func (in *instance) withinCapacity(x [][]float64) [][]float64 {
 			}
 		}
 	}
+	in.withinOddSets(x)
 	return x
 }
 
