@@ -193,7 +193,7 @@ func blockName(d *Data, blocksOfSF int) string {
 	if blocksOfSF == 1 {
 		return fmt.Sprintf("scale factor %d", d.Jobs[0].ScaleFactor)
 	}
-	return fmt.Sprintf("scale factor %d on %s", d.Jobs[0].ScaleFactor, strings.Join(d.Workers, ","))
+	return withWorkers(d)
 }
 
 // withWorkers names a block by its scale factor and worker types, for messages about what the
@@ -445,9 +445,13 @@ const refBonus = 300
 // after any prefix the jobs measured so far are references of d (the first pair alone makes one).
 func referencePairs(d *Data, blocks []*Data, refs [][]int, budget int) ([]Measurement, string) {
 	sf := d.Jobs[0].ScaleFactor
-	from := slices.IndexFunc(blocks, func(b *Data) bool {
-		return b != d && b.Jobs[0].ScaleFactor == sf && len(refs[slices.Index(blocks, b)]) > 0
-	})
+	from := -1
+	for x, b := range blocks {
+		if b != d && b.Jobs[0].ScaleFactor == sf && len(refs[x]) > 0 {
+			from = x
+			break
+		}
+	}
 	if from < 0 {
 		return nil, fmt.Sprintf("%s: %v; skipped (no other worker type of the scale factor has reference job types to suggest)", withWorkers(d), ErrNoReference)
 	}

@@ -121,8 +121,8 @@ func (b *builder) addObjective(coef func(c, w int) float64) {
 // optimum, and 2x faster on throughput sums.
 //
 // A packed LP is solved again with the odd-set rows its solution violates
-// (see oddsets.go) until it violates none; the rows stay with the instance,
-// so its later LPs start with them.
+// (see oddsets.go) until it violates none, at most oddSetRounds times; the
+// rows stay with the instance, so its later LPs start with them.
 func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
 	res, err := b.solveOnce(ctx, opt, st)
 	for round := 0; err == nil && len(b.in.combos) > b.in.m() && round < oddSetRounds; round++ {

@@ -138,7 +138,7 @@ func (g *pairGraph) extend(s, ext []int, root, size int, seen *int, f func([]int
 		ext = ext[:len(ext)-1]
 		next := slices.Clone(ext)
 		for _, u := range g.nbr[w] {
-			if u > root && !slices.Contains(s, u) && !slices.Contains(next, u) && !g.adjacentToSet(u, s) {
+			if u > root && !slices.Contains(next, u) && !g.adjacentToSet(u, s) {
 				next = append(next, u)
 			}
 		}
@@ -146,6 +146,7 @@ func (g *pairGraph) extend(s, ext []int, root, size int, seen *int, f func([]int
 	}
 }
 
+// adjacentToSet reports whether u is in s or a neighbour of one of its jobs.
 func (g *pairGraph) adjacentToSet(u int, s []int) bool {
 	for _, a := range s {
 		if _, ok := g.y[u][a]; ok || u == a {

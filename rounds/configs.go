@@ -31,9 +31,11 @@ import (
 // rounds), which is why RunRounds plans both and keeps the better.
 
 // followSchedule takes this round's configuration of a packed allocation
-// into w and reports whether it did: not in compat mode (Gavel's walk), not
-// without pair targets (the walk alone is PD² there), not when the
-// decomposition failed (the walk then serves the targets alone).
+// into w and reports whether it did: not without Options.Decompose, not
+// without pair targets (the walk alone is PD² there), not with more than
+// decomposeMaxTargets targets, not when the decomposition failed (the walk
+// then serves the targets alone). selectEntries never calls it in compat
+// mode.
 //
 // The schedule counts the round as planned; planning the round that starts
 // at the same time again (a plan discarded, or asked for twice) takes the
@@ -69,16 +71,17 @@ func (s *State) followSchedule(w *walk, es []*entry, now float64) bool {
 // scheduleFor returns the decomposition of es's targets (cached in s while
 // they stay the same), or nil where the walk serves them alone.
 func (s *State) scheduleFor(es []*entry) *configSchedule {
-	if !s.Decompose || s.GavelCompat || !hasPairTargets(es) || countTargets(es) > decomposeMaxTargets {
+	targets := sortedTargets(es)
+	if !s.Decompose || len(targets) > decomposeMaxTargets || !slices.ContainsFunc(targets, func(e *entry) bool { return e.c.IsPair() }) {
 		return nil
 	}
-	sig := scheduleSignature(es)
+	sig := scheduleSignature(targets)
 	if s.schedule == nil || s.schedule.sig != sig {
 		caps := map[string]int{}
 		for _, t := range s.Topology.WorkerTypes() {
 			caps[t] = s.Topology.Count(t)
 		}
-		cs, err := decompose(context.Background(), es, caps)
+		cs, err := decompose(context.Background(), targets, sig, caps)
 		if err != nil {
 			cs = &configSchedule{sig: sig, failed: true}
 		}
@@ -88,25 +91,6 @@ func (s *State) scheduleFor(es []*entry) *configSchedule {
 		return nil
 	}
 	return s.schedule
-}
-
-func countTargets(es []*entry) int {
-	n := 0
-	for _, e := range es {
-		if e.target > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-func hasPairTargets(es []*entry) bool {
-	for _, e := range es {
-		if e.target > 0 && e.c.IsPair() {
-			return true
-		}
-	}
-	return false
 }
 
 // config is one feasible round: entries (indices into a configSchedule's
@@ -169,17 +153,17 @@ var (
 // against 0.0061.
 const coverBonus = 1e-2
 
-// decompose writes the positive targets of es as Σ_q weight_q · q over
+// decompose writes the targets (sortedTargets, identified by sig) as Σ_q weight_q · q over
 // configurations q, Σ weight ≤ 1, by column generation: a master LP
 // minimizes the targets left uncovered, and a pricing MILP finds the round
 // (a matching of jobs within every type's GPUs) with the largest value at
 // the master's duals. It stops when the targets are covered, and fails with
 // errNotRealizable when no round would cover more.
-func decompose(ctx context.Context, es []*entry, caps map[string]int) (*configSchedule, error) {
-	cs := &configSchedule{sig: scheduleSignature(es)}
+func decompose(ctx context.Context, targets []*entry, sig string, caps map[string]int) (*configSchedule, error) {
+	cs := &configSchedule{sig: sig}
 	var target []float64
 	var sfs []int
-	for _, e := range sortedTargets(es) {
+	for _, e := range targets {
 		cs.keys = append(cs.keys, entryKey{e.c, e.w})
 		target = append(target, e.target)
 		sfs = append(sfs, e.sf)
@@ -260,10 +244,10 @@ func newPricing(keys []entryKey, sfs []int, caps map[string]int) *pricing {
 		}
 		byType[key.w] = append(byType[key.w], k)
 	}
-	for _, j := range sortedKeys(byJob) {
+	for _, j := range slices.Sorted(maps.Keys(byJob)) {
 		m.AddRow(-lp.Inf, 1, byJob[j], ones(len(byJob[j])))
 	}
-	for _, w := range sortedKeys(byType) {
+	for _, w := range slices.Sorted(maps.Keys(byType)) {
 		val := make([]float64, len(byType[w]))
 		for i, k := range byType[w] {
 			val[i] = float64(sfs[k])
@@ -356,7 +340,7 @@ func (p *pricing) best(ctx context.Context, value []float64) (config, error) {
 func (cs *configSchedule) next() int {
 	end := cs.rounds + 1
 	best, lag := -1, 0.0
-	idle := end - cs.rounds
+	idle := 1.0 // the idle share's lag: end·(1 - Σ weight) - (rounds - Σ ran)
 	for q, w := range cs.weight {
 		idle -= w * end
 		idle += cs.ran[q]
@@ -386,10 +370,10 @@ func (cs *configSchedule) unrun(q int) {
 	cs.rounds--
 }
 
-// scheduleSignature identifies the positive targets of es.
-func scheduleSignature(es []*entry) string {
+// scheduleSignature identifies targets (from sortedTargets).
+func scheduleSignature(targets []*entry) string {
 	var b strings.Builder
-	for _, e := range sortedTargets(es) {
+	for _, e := range targets {
 		b.WriteString(e.c.String())
 		b.WriteByte('@')
 		b.WriteString(e.w)
@@ -414,15 +398,6 @@ func sortedTargets(es []*entry) []*entry {
 		return cmp.Or(cmp.Compare(a.c.A, b.c.A), cmp.Compare(a.c.B, b.c.B), cmp.Compare(a.w, b.w))
 	})
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func ones(n int) []float64 {

@@ -88,7 +88,8 @@ func TestDecomposeCoversTargets(t *testing.T) {
 		for _, w := range topo.WorkerTypes() {
 			caps[w] = topo.Count(w)
 		}
-		cs, err := decompose(context.Background(), es, caps)
+		targets := sortedTargets(es)
+		cs, err := decompose(context.Background(), targets, scheduleSignature(targets), caps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,23 +129,49 @@ func TestDecomposeCoversTargets(t *testing.T) {
 // On a sample of realizable packed allocations, following the
 // decomposition keeps every job near its targets: after 100 rounds the
 // mean of the largest shortfall is 0.0035 and the worst 0.029 (measured;
-// the per-entry walk alone fails: 0.012 and 0.11).
+// the walk serves the cases with more than decomposeMaxTargets targets; the
+// per-entry walk alone: 0.012 and 0.11). RunRounds keeps whichever of the
+// two plans falls less short: the walk's on some cases (counted), the
+// decomposition's on the others.
 func TestFidelityPackedSample(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n = 200
 	worst, mean := 0.0, 0.0
+	walkWins, skipped := 0, 0
 	for i := 0; i < n; i++ {
 		tbl, topo, jobs, alloc := packedCase(rng)
-		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100})
+		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
+		walk, _ := runRounds(cfg, false)
+		dec, used := runRounds(cfg, true)
+		if !used { // over decomposeMaxTargets targets
+			dec = walk
+			skipped++
+		}
+		worst = max(worst, dec.MaxDeviationAllocated)
+		mean += dec.MaxDeviationAllocated / n
+		res, err := RunRounds(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		worst = max(worst, res.MaxDeviationAllocated)
-		mean += res.MaxDeviationAllocated / n
+		want, wantDec := walk.MaxDeviationAllocated, false
+		if used && dec.MaxDeviationAllocated < walk.MaxDeviationAllocated-1e-9 {
+			want, wantDec = dec.MaxDeviationAllocated, true
+		}
+		if res.MaxDeviationAllocated != want || res.Decomposed != wantDec {
+			t.Fatalf("case %d: RunRounds kept shortfall %v (decomposed %v); walk %v, decomposition %v",
+				i, res.MaxDeviationAllocated, res.Decomposed, walk.MaxDeviationAllocated, dec.MaxDeviationAllocated)
+		}
+		if used && !res.Decomposed {
+			walkWins++
+		}
 	}
-	t.Logf("%d cases: mean %.4f, worst %.4f", n, mean, worst)
+	t.Logf("%d cases (%d too large to decompose): decomposition mean %.4f, worst %.4f; the walk's plan kept in %d of the others",
+		n, skipped, mean, worst, walkWins)
 	if mean > 0.0055 || worst > 0.035 {
 		t.Errorf("mean shortfall %.4f (want ≤ 0.0055), worst %.4f (want ≤ 0.035)", mean, worst)
+	}
+	if walkWins == 0 || walkWins == n-skipped {
+		t.Errorf("the walk's plan kept in %d of %d cases: the sample no longer exercises both", walkWins, n)
 	}
 }
 
@@ -206,7 +233,7 @@ func TestDecomposedPlanTwiceCountsOnce(t *testing.T) {
 
 // Two 4-GPU gangs on 6 GPUs can never run together, so targets of 0.75
 // each cannot both be met; the decomposition refuses (its LP would put the
-// whole shortfall on one gang) and RunRounds keeps the walk's plan, which
+// whole shortfall on one gang, about 0.5) and the plan is the walk's, which
 // shares it.
 func TestDecomposeRefusesUnrealizable(t *testing.T) {
 	tbl := table.New()
@@ -227,16 +254,19 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 	for _, e := range st.entries(alloc) {
 		es = append(es, &e)
 	}
-	if _, err := decompose(context.Background(), es, map[string]int{"w": 6}); !errors.Is(err, errNotRealizable) {
+	targets := sortedTargets(es)
+	if _, err := decompose(context.Background(), targets, scheduleSignature(targets), map[string]int{"w": 6}); !errors.Is(err, errNotRealizable) {
 		t.Fatalf("decompose: err %v, want errNotRealizable", err)
 	}
 	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
-	walk, _ := runRounds(cfg, false)
+	if _, used := runRounds(cfg, true); used {
+		t.Error("the decomposition was followed for an allocation no rounds realize")
+	}
 	got, err := RunRounds(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.MaxDeviationAllocated != walk.MaxDeviationAllocated || got.MaxDeviationAllocated > 0.3 {
-		t.Errorf("largest shortfall %.3f, want the walk's %.3f (about 0.25: the gangs share it)", got.MaxDeviationAllocated, walk.MaxDeviationAllocated)
+	if got.Decomposed || got.MaxDeviationAllocated > 0.3 {
+		t.Errorf("decomposed %v, largest shortfall %.3f: want the walk's plan (about 0.25: the gangs share it)", got.Decomposed, got.MaxDeviationAllocated)
 	}
 }

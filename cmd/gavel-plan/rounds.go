@@ -33,7 +33,11 @@ func newRoundsCmd(io *cli.IO) *cobra.Command {
 consecutive rounds with Gavel's round-based mechanism: each round, jobs (or
 co-located pairs) are picked by priority (target time fraction vs fraction
 received), never one job in two places, multi-GPU jobs on as few servers as
-possible, and jobs kept on the same GPUs when they can be.
+possible, and jobs kept on the same GPUs when they can be. An allocation
+with co-located pairs is also written as a mix of feasible rounds (each job
+at most once a round) and planned by following that mix; of the two plans
+the one with the smaller max allocated deviation is printed (a line says
+so, and --json's "decomposed" is true, when it is the mix's).
 
 The policy takes allocate's flags (--prices for cost policies, --seed,
 --max-partners, --reference, --time-limit) and gives the same allocation;
@@ -60,7 +64,8 @@ mostly back-fill, which is harmless. max allocated deviation is the largest
 the allocation (a job given too much where GPUs are scarce leaves another
 short).
 --json has the same fields: fidelity {job → {worker type → {target,
-received, backfill}}}, max_deviation and max_deviation_allocated.`,
+received, backfill}}}, max_deviation, max_deviation_allocated and
+decomposed.`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
       --gpus-per-server v100=4,p100=4,k80=4 --jobs examples/jobs.json --rounds 20
   gavel-plan rounds --policy max_min_fairness_packed --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json \
@@ -195,8 +200,10 @@ type roundsJSON struct {
 	Fidelity     map[string]map[string]rounds.Fidelity `json:"fidelity"`
 	MaxDeviation float64                               `json:"max_deviation"`
 	// MaxDeviationAllocated leaves back-fill out (see rounds.Fidelity).
-	MaxDeviationAllocated float64                       `json:"max_deviation_allocated"`
-	Allocation            map[string]map[string]float64 `json:"allocation"`
+	MaxDeviationAllocated float64 `json:"max_deviation_allocated"`
+	// Decomposed: the plan follows the allocation's mix of feasible rounds.
+	Decomposed bool                          `json:"decomposed"`
+	Allocation map[string]map[string]float64 `json:"allocation"`
 }
 
 type roundJSON struct {
@@ -259,7 +266,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 
 func newRoundsJSON(o *roundsOptions, alloc *policy.Allocation, res *rounds.RoundsResult) roundsJSON {
 	out := roundsJSON{Policy: o.policy, RoundSeconds: o.roundSeconds, Fidelity: res.Fidelity, MaxDeviation: res.MaxDeviation,
-		MaxDeviationAllocated: res.MaxDeviationAllocated, Allocation: map[string]map[string]float64{}}
+		MaxDeviationAllocated: res.MaxDeviationAllocated, Decomposed: res.Decomposed, Allocation: map[string]map[string]float64{}}
 	for c, x := range alloc.Fractions {
 		out.Allocation[c.Key()] = x
 	}
@@ -317,6 +324,11 @@ func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) erro
 	}
 	if err := ft.Render(); err != nil {
 		return err
+	}
+	if res.Decomposed {
+		if _, err := fmt.Fprintln(io.Out, "planned by following the allocation's mix of feasible rounds (its plan fell less short than the per-entry walk's)"); err != nil {
+			return err
+		}
 	}
 	_, err := fmt.Fprintf(io.Out, "max deviation: %.4f over %d rounds (back-fill included); max allocated deviation: %.4f\n",
 		res.MaxDeviation, len(res.Plans), res.MaxDeviationAllocated)

@@ -212,3 +212,40 @@ func TestDemoEntitiesNotedOnce(t *testing.T) {
 		t.Errorf("water filling: %v, stderr %q, want none", err, stderr)
 	}
 }
+
+// A packed allocation the per-entry walk cannot keep up with (rounds
+// package, TestPackedAllocationConverges) is planned through its mix of
+// rounds, and the output says so; a perf allocation (no pairs) is not.
+func TestRoundsPackedDecomposed(t *testing.T) {
+	for _, tc := range []struct {
+		policy     string
+		decomposed bool
+	}{{"max_min_fairness_packed", true}, {"max_min_fairness_perf", false}} {
+		out, _, err := rtRun(t, newRoundsCmd, "--policy", tc.policy, "--cluster", "v100=3,p100=3,k80=3",
+			"--jobs", "../../policy/testdata/packed14.json", "--rounds", "100", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Decomposed *bool   `json:"decomposed"`
+			MaxAlloc   float64 `json:"max_deviation_allocated"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Decomposed == nil || *got.Decomposed != tc.decomposed {
+			t.Errorf("%s: decomposed %v, want %v", tc.policy, got.Decomposed, tc.decomposed)
+		}
+		if tc.decomposed && got.MaxAlloc > 0.015 {
+			t.Errorf("%s: max allocated deviation %.4f after 100 rounds, want ≤ 0.015", tc.policy, got.MaxAlloc)
+		}
+		human, _, err := rtRun(t, newRoundsCmd, "--policy", tc.policy, "--cluster", "v100=3,p100=3,k80=3",
+			"--jobs", "../../policy/testdata/packed14.json", "--rounds", "100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if says := strings.Contains(human, "mix of feasible rounds"); says != tc.decomposed {
+			t.Errorf("%s: human output mentions the mix: %v, want %v", tc.policy, says, tc.decomposed)
+		}
+	}
+}
