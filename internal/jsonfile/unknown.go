@@ -15,27 +15,20 @@ import (
 // better than one that points at a field that is fine.
 func unknownFieldOffset(data []byte, v any, name string) int64 {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	off, _ := walkValue(dec, data, reflect.TypeOf(v))
-	if off < 0 || keyAt(data, off) != name {
+	off, key, _ := walkValue(dec, data, reflect.TypeOf(v))
+	if off < 0 || key != name {
 		return -1
 	}
 	return off
 }
 
-// keyAt is the (unescaped) object key whose opening quote is at data[off].
-func keyAt(data []byte, off int64) string {
-	tok, _ := json.NewDecoder(bytes.NewReader(data[off:])).Token()
-	key, _ := tok.(string)
-	return key
-}
-
 // walkValue reads one value from dec, meant for type t (nil: anything goes), and returns the
-// offset of the first unknown key in it, or −1.
-func walkValue(dec *json.Decoder, data []byte, t reflect.Type) (int64, error) {
+// offset of the first unknown key in it, or −1, with the (unescaped) key.
+func walkValue(dec *json.Decoder, data []byte, t reflect.Type) (int64, string, error) {
 	t = structural(t)
 	tok, err := dec.Token()
 	if err != nil {
-		return -1, err
+		return -1, "", err
 	}
 	switch tok {
 	case json.Delim('['):
@@ -43,7 +36,7 @@ func walkValue(dec *json.Decoder, data []byte, t reflect.Type) (int64, error) {
 	case json.Delim('{'):
 		return walkObject(dec, data, t)
 	}
-	return -1, nil
+	return -1, "", nil
 }
 
 // structural is t without pointers, or nil when the JSON inside a value of t is not checked
@@ -59,40 +52,40 @@ func structural(t reflect.Type) reflect.Type {
 	return t
 }
 
-func walkArray(dec *json.Decoder, data []byte, t reflect.Type) (int64, error) {
+func walkArray(dec *json.Decoder, data []byte, t reflect.Type) (int64, string, error) {
 	var elem reflect.Type
 	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		elem = t.Elem()
 	}
 	for dec.More() {
-		if off, err := walkValue(dec, data, elem); off >= 0 || err != nil {
-			return off, err
+		if off, key, err := walkValue(dec, data, elem); off >= 0 || err != nil {
+			return off, key, err
 		}
 	}
 	_, err := dec.Token() // ]
-	return -1, err
+	return -1, "", err
 }
 
-func walkObject(dec *json.Decoder, data []byte, t reflect.Type) (int64, error) {
+func walkObject(dec *json.Decoder, data []byte, t reflect.Type) (int64, string, error) {
 	for dec.More() {
 		// InputOffset is past the previous token; the key's quote follows a comma and spaces.
 		before := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
-			return -1, err
+			return -1, "", err
 		}
 		key, _ := tok.(string)
 		ft, ok := fieldType(t, key)
 		if !ok {
 			rest := data[before:]
-			return before + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n,"))), nil
+			return before + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n,"))), key, nil
 		}
-		if off, err := walkValue(dec, data, ft); off >= 0 || err != nil {
-			return off, err
+		if off, inner, err := walkValue(dec, data, ft); off >= 0 || err != nil {
+			return off, inner, err
 		}
 	}
 	_, err := dec.Token() // }
-	return -1, err
+	return -1, "", err
 }
 
 // fieldType is the type of the value under key in an object read into t, and false when t is a
