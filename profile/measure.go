@@ -297,13 +297,7 @@ func (ses *session) nextWake() time.Time {
 // the timeouts, after taking the lines already read so that a report in time is not missed.
 func (ses *session) wake(ctx context.Context, now time.Time) verdict {
 	if now.Before(ses.tickAt) {
-		if v := ses.takeEvents(); v.done {
-			return v
-		}
-		if reason := stalled(ses.jobs, ses.names, now, ses.start, ses.s); reason != "" {
-			return stopWith(StatusFailed, reason)
-		}
-		return verdict{}
+		return ses.poll(now)
 	}
 	v := ses.tick(ctx, now)
 	ses.tickAt = time.Now().Add(ses.s.Window)
@@ -410,17 +404,25 @@ func (ses *session) jobExited(j *jobState, name string, err error) verdict {
 	return stopWith(StatusFailed, fmt.Sprintf("%s %s", name, why))
 }
 
-// tick closes a window: it takes the lines read before the boundary, samples memory, checks
-// for hung jobs and moves the measurement on.
+// tick closes a window: it takes the lines read before the boundary, checks for hung jobs,
+// samples memory and moves the measurement on.
 func (ses *session) tick(ctx context.Context, now time.Time) verdict {
-	if v := ses.takeEvents(); v.done {
+	if v := ses.poll(now); v.done {
 		return v
 	}
 	ses.m.sampleMemory(ctx, ses.slot, ses.jobs)
+	return ses.advance(now)
+}
+
+// poll takes the events already queued and then checks the start-up and stall timeouts at now.
+func (ses *session) poll(now time.Time) verdict {
+	if v := ses.takeEvents(); v.done {
+		return v
+	}
 	if reason := stalled(ses.jobs, ses.names, now, ses.start, ses.s); reason != "" {
 		return stopWith(StatusFailed, reason)
 	}
-	return ses.advance(now)
+	return verdict{}
 }
 
 // takeEvents handles the events already queued, without waiting for more.
