@@ -11,9 +11,13 @@ package lp
 import "C"
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -85,8 +89,16 @@ func iptr(v []int32) *C.int      { return (*C.int)(unsafe.Pointer(&v[0])) }
 
 func solveCLP(m *Model, opt Options, lim float64) (*Result, error) {
 	t0 := time.Now()
-	model := C.Clp_newModel()
+	model := newCLP(m)
 	defer C.Clp_deleteModel(model)
+	setLimits(model, opt, lim)
+	runMethod(model, opt.Method)
+	return clpResult(model, m.NumCols(), m.NumRows(), lim, t0)
+}
+
+// newCLP loads m into a new CLP model.
+func newCLP(m *Model) unsafe.Pointer {
+	model := C.Clp_newModel()
 	C.Clp_setLogLevel(model, 0)
 	l := load(m)
 	ncols, nrows := C.int(m.NumCols()), C.int(m.NumRows())
@@ -95,19 +107,30 @@ func solveCLP(m *Model, opt Options, lim float64) (*Result, error) {
 	if m.Sense == Maximize {
 		C.Clp_setObjSense(model, -1)
 	}
+	return model
+}
+
+// setLimits sets the tolerances and the time limit (lim seconds; 0 = none).
+func setLimits(model unsafe.Pointer, opt Options, lim float64) {
 	C.Clp_setPrimalTolerance(model, C.double(opt.Tolerance))
 	C.Clp_setDualTolerance(model, C.double(opt.Tolerance))
 	if lim > 0 {
 		C.Clp_setMaximumSeconds(model, C.double(lim))
+	} else {
+		C.Clp_setMaximumSeconds(model, -1)
 	}
-	switch opt.Method {
+}
+
+// runMethod solves a loaded model from scratch with meth.
+func runMethod(model unsafe.Pointer, meth Method) {
+	switch meth {
 	case Dual:
 		C.Clp_dual(model, 0)
 	case Primal:
 		C.Clp_primal(model, 0)
 	default:
 		o := C.ClpSolve_new()
-		switch opt.Method {
+		switch meth {
 		case Barrier:
 			C.ClpSolve_setSolveType(o, 3, -1)
 		case Sprint:
@@ -119,6 +142,11 @@ func solveCLP(m *Model, opt Options, lim float64) (*Result, error) {
 		C.Clp_initialSolveWithOptions(model, o)
 		C.ClpSolve_delete(o)
 	}
+}
+
+// clpResult reads a solved model's outcome: a Result when optimal, else a
+// *StatusError.
+func clpResult(model unsafe.Pointer, n, r int, lim float64, t0 time.Time) (*Result, error) {
 	st := int(C.Clp_status(model))
 	sec := int(C.Clp_secondaryStatus(model))
 	res := &Result{Iterations: int(C.Clp_numberIterations(model))}
@@ -138,7 +166,6 @@ func solveCLP(m *Model, opt Options, lim float64) (*Result, error) {
 		return nil, &StatusError{Status: Numerical, Detail: fmt.Sprintf("clp status %d, secondary %d", st, sec)}
 	}
 	res.Objective = float64(C.Clp_objectiveValue(model))
-	n, r := m.NumCols(), m.NumRows()
 	res.X = make([]float64, n)
 	if n > 0 {
 		copy(res.X, unsafe.Slice((*float64)(unsafe.Pointer(C.Clp_getColSolution(model))), n))
@@ -149,6 +176,137 @@ func solveCLP(m *Model, opt Options, lim float64) (*Result, error) {
 	}
 	res.Seconds = time.Since(t0).Seconds()
 	return res, nil
+}
+
+type handle = unsafe.Pointer
+
+// NewSession loads a copy of the LP m into CLP for warm-started re-solves
+// (see Session). It fails for MILPs and for models Solve would reject. Call
+// Close when done.
+func NewSession(m *Model) (*Session, error) {
+	if m.IsMIP() {
+		return nil, errors.New("lp: NewSession: the model has integer columns")
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	s := &Session{m: m.clone()}
+	s.c = newCLP(s.m)
+	s.nr, s.nc, s.nz = s.m.NumRows(), s.m.NumCols(), s.m.NumNonzeros()
+	runtime.SetFinalizer(s, (*Session).Close)
+	return s, nil
+}
+
+// Solve optimizes the session's LP: with opt.Method the first time, then
+// from the last basis (see Session).
+func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
+	if s.closed {
+		return nil, errors.New("lp: Session.Solve after Close")
+	}
+	if err := s.m.check(); err != nil {
+		return nil, err
+	}
+	lim, err := timeLimit(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Tolerance == 0 {
+		opt.Tolerance = 1e-9
+	}
+	t0 := time.Now()
+	first := !s.solved
+	rows, cols := s.rowsAdded, s.colsAdded
+	s.push()
+	setLimits(s.c, opt, lim)
+	switch {
+	case first:
+		runMethod(s.c, opt.Method)
+	case rows:
+		C.Clp_dual(s.c, 0)
+	default: // columns only, or nothing new
+		_ = cols
+		C.Clp_primal(s.c, 0)
+	}
+	s.solved = true
+	runtime.KeepAlive(s)
+	return clpResult(s.c, s.m.NumCols(), s.m.NumRows(), lim, t0)
+}
+
+// push hands the rows and columns added since the last solve to CLP:
+// first the new columns with their entries in the old rows, then the new
+// rows with all their entries (new columns included).
+func (s *Session) push() {
+	m := s.m
+	nr, nc := m.NumRows(), m.NumCols()
+	if nc > s.nc {
+		k := nc - s.nc
+		byCol := make([][]entry, k)
+		for p := s.nz; p < len(m.tVal); p++ {
+			if int(m.tRow[p]) < s.nr {
+				j := int(m.tCol[p]) - s.nc
+				byCol[j] = append(byCol[j], entry{m.tRow[p], m.tVal[p]})
+			}
+		}
+		start, index, value := packed(byCol)
+		lb, ub, obj := cbounds(m.lb[s.nc:]), cbounds(m.ub[s.nc:]), m.obj[s.nc:]
+		C.Clp_addColumns(s.c, C.int(k), dptr(lb), dptr(ub), dptr(obj),
+			(*C.CoinBigIndex)(unsafe.Pointer(&start[0])), iptr(index), dptr(value))
+	}
+	if nr > s.nr {
+		k := nr - s.nr
+		byRow := make([][]entry, k)
+		for p := s.nz; p < len(m.tVal); p++ {
+			if i := int(m.tRow[p]) - s.nr; i >= 0 {
+				byRow[i] = append(byRow[i], entry{m.tCol[p], m.tVal[p]})
+			}
+		}
+		start, index, value := packed(byRow)
+		lb, ub := cbounds(m.rowLB[s.nr:]), cbounds(m.rowUB[s.nr:])
+		C.Clp_addRows(s.c, C.int(k), dptr(lb), dptr(ub),
+			(*C.CoinBigIndex)(unsafe.Pointer(&start[0])), iptr(index), dptr(value))
+	}
+	s.nr, s.nc, s.nz = nr, nc, len(m.tVal)
+	s.rowsAdded, s.colsAdded = false, false
+}
+
+// entry is one coefficient of a row (at a column) or column (at a row).
+type entry struct {
+	at  int32
+	val float64
+}
+
+// packed lays vectors out as starts, indices and values, indices ascending
+// and duplicates summed, with a dummy element where COIN would read element
+// 0 of an empty array.
+func packed(vecs [][]entry) (start, index []int32, value []float64) {
+	start = make([]int32, len(vecs)+1)
+	for v, es := range vecs {
+		slices.SortStableFunc(es, func(a, b entry) int { return cmp.Compare(a.at, b.at) })
+		for p, e := range es {
+			if p > 0 && es[p-1].at == e.at {
+				value[len(value)-1] += e.val
+				continue
+			}
+			index = append(index, e.at)
+			value = append(value, e.val)
+		}
+		start[v+1] = int32(len(index))
+	}
+	if len(index) == 0 {
+		index, value = make([]int32, 1), make([]float64, 1)
+	}
+	return start, index, value
+}
+
+// Close frees the session's C memory. It is idempotent.
+func (s *Session) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	runtime.SetFinalizer(s, nil)
+	C.Clp_deleteModel(s.c)
+	s.c = nil
 }
 
 // cbcMu serializes CBC: Cbc_solve runs CBC's command-line driver, whose

@@ -20,3 +20,16 @@ func Default() Solver { return COIN{} }
 func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
 	return nil, ErrUnavailable
 }
+
+type handle = struct{}
+
+// NewSession always fails without cgo.
+func NewSession(m *Model) (*Session, error) { return nil, ErrUnavailable }
+
+// Solve always fails without cgo.
+func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
+	return nil, ErrUnavailable
+}
+
+// Close does nothing without cgo.
+func (s *Session) Close() {}
