@@ -122,29 +122,50 @@ func (b *builder) addObjective(coef func(c, w int) float64) {
 //
 // A packed LP is solved again with the odd-set rows its solution violates
 // (see oddsets.go) until it violates none, at most oddSetRounds times; the
-// rows stay with the instance, so its later LPs start with them.
+// rows stay with the instance, so its later LPs start with them. With the
+// default solver (COIN) those re-solves are warm started (an lp.Session:
+// dual simplex from the last basis after the rows are added).
 func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
-	res, err := b.solveOnce(ctx, opt, st)
+	var sess *lp.Session
+	if _, ok := opt.solver().(lp.COIN); ok && len(b.in.combos) > b.in.m() && !b.m.IsMIP() {
+		if s, err := lp.NewSession(b.m); err == nil {
+			sess = s
+			defer sess.Close()
+		}
+	}
+	res, err := b.solveOnce(ctx, opt, st, sess)
 	for round := 0; err == nil && len(b.in.combos) > b.in.m() && round < oddSetRounds; round++ {
 		added := 0
 		for _, s := range b.in.violatedOddSets(b.fractions(res)) {
 			if b.in.addOddSet(s) {
-				b.addOddSetRow(s)
+				if idx, val, ub := b.oddSetRow(s); len(idx) > 0 {
+					b.m.AddRow(-lp.Inf, ub, idx, val)
+					if sess != nil {
+						sess.AddRow(-lp.Inf, ub, idx, val)
+					}
+				}
 				added++
 			}
 		}
 		if added == 0 {
 			break
 		}
-		res, err = b.solveOnce(ctx, opt, st)
+		res, err = b.solveOnce(ctx, opt, st, sess)
 	}
 	return res, err
 }
 
-func (b *builder) solveOnce(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
+// solveOnce solves b.m, through sess when it is not nil.
+func (b *builder) solveOnce(ctx context.Context, opt *options, st *SolveStats, sess *lp.Session) (*lp.Result, error) {
 	o := lp.Options{TimeLimit: opt.timeLimit, Tolerance: 1e-9, Method: b.method(opt)}
 	t0 := time.Now()
-	res, err := opt.solver().Solve(ctx, b.m, o)
+	var res *lp.Result
+	var err error
+	if sess != nil {
+		res, err = sess.Solve(ctx, o)
+	} else {
+		res, err = opt.solver().Solve(ctx, b.m, o)
+	}
 	iters := 0
 	if res != nil {
 		iters = res.Iterations

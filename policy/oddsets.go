@@ -208,8 +208,14 @@ func oddSetKey(s []int) string {
 
 // addOddSetRow adds s's row to b's model.
 func (b *builder) addOddSetRow(s []int) {
-	var idx []int
-	var val []float64
+	if idx, val, ub := b.oddSetRow(s); len(idx) > 0 {
+		b.m.AddRow(-lp.Inf, ub, idx, val)
+	}
+}
+
+// oddSetRow returns odd set s's row: Σ idx·val ≤ ub (no entries when s has
+// no pair columns).
+func (b *builder) oddSetRow(s []int) (idx []int, val []float64, ub float64) {
 	for _, a := range s {
 		for _, c := range b.in.byJob[a] {
 			cb := &b.in.combos[c]
@@ -224,7 +230,5 @@ func (b *builder) addOddSetRow(s []int) {
 			}
 		}
 	}
-	if len(idx) > 0 {
-		b.m.AddRow(-lp.Inf, float64(len(s)-1)/2, idx, val)
-	}
+	return idx, val, float64(len(s)-1) / 2
 }

@@ -13,11 +13,12 @@ package lp
 // fresh solve when the optimum is not unique; the objective agrees to the
 // tolerance.
 //
-// Not used by policy or rounds yet, because of that: measured 2026-11-30,
-// warm odd-set re-solves made the 128-job packed max-min LPs 2.08 s -> 0.45 s
-// and a warm column-generation master made 108/128-target decompositions
-// 4.7/6.7 s -> 1.2/1.4 s, but both changed the plans (other optimal vertices,
-// other odd sets and columns), so gavel-plan's output was no longer the same.
+// policy uses it for the odd-set re-solves of packed LPs (measured
+// 2026-11-30, 128 jobs with every pair: max-min packed 2.08 s -> 0.38 s, the
+// same objectives; the plans may differ where the optimum is not unique).
+// rounds' column generation does not yet: a warm master made 108/128-target
+// decompositions 4.7/6.7 s -> 1.2/1.4 s but changed which columns were
+// found, and with them the plans whose shortfalls the docs report.
 //
 // A Session is not safe for concurrent use; separate sessions are. Close
 // frees its C memory; it is idempotent, and a closed session fails to solve.
