@@ -31,20 +31,30 @@ func Default() Solver { return COIN{} }
 
 // Solve solves m. On any non-optimal outcome it returns a *StatusError.
 func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
-	if err := m.check(); err != nil {
-		return nil, err
-	}
-	lim, err := timeLimit(ctx, opt)
+	opt, lim, err := prepare(ctx, m, opt)
 	if err != nil {
 		return nil, err
-	}
-	if opt.Tolerance == 0 {
-		opt.Tolerance = 1e-9
 	}
 	if m.IsMIP() {
 		return solveCBC(m, opt, lim)
 	}
 	return solveCLP(m, opt, lim)
+}
+
+// prepare checks m and returns opt with its default tolerance and the time
+// limit in seconds (0 = none) from opt and ctx's deadline.
+func prepare(ctx context.Context, m *Model, opt Options) (Options, float64, error) {
+	if err := m.check(); err != nil {
+		return opt, 0, err
+	}
+	lim, err := timeLimit(ctx, opt)
+	if err != nil {
+		return opt, 0, err
+	}
+	if opt.Tolerance == 0 {
+		opt.Tolerance = 1e-9
+	}
+	return opt, lim, nil
 }
 
 // cbounds converts ±Inf to the ±DBL_MAX that COIN reads as infinite.
@@ -203,15 +213,9 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	if s.closed {
 		return nil, errors.New("lp: Session.Solve after Close")
 	}
-	if err := s.m.check(); err != nil {
-		return nil, err
-	}
-	lim, err := timeLimit(ctx, opt)
+	opt, lim, err := prepare(ctx, s.m, opt)
 	if err != nil {
 		return nil, err
-	}
-	if opt.Tolerance == 0 {
-		opt.Tolerance = 1e-9
 	}
 	t0 := time.Now()
 	first := !s.solved
