@@ -18,13 +18,13 @@ import (
 // in one combination) within every worker type's GPUs, and keeping each
 // (combination, worker type) near its target one entry at a time can drift:
 // on a max-min packed allocation of 14 jobs the walk's largest shortfall
-// grew with the rounds (0.12 after 100, 0.14 after 400; packed_test.go), and
-// on random realizable packed allocations it averaged 0.012 after 100 rounds
-// (worst 0.11). So the allocation's targets are written as a convex
+// did not shrink with the rounds (0.17 after 100, 0.14 after 400;
+// packed_test.go), and on random realizable packed allocations it averaged
+// 0.012 after 100 rounds (worst 0.11). So the allocation's targets are written as a convex
 // combination of configurations, each a feasible round (decompose), and
 // every round runs the configuration that PD² on one processor picks: the
 // one furthest behind its weight, which keeps each configuration within a
-// round of its share (0.009 and 0.003; mean 0.0035, worst 0.029). It is not
+// round of its share (0.009 and 0.002; mean 0.0035, worst 0.029). It is not
 // better everywhere: with about as many configurations as targets an entry
 // can still drift by a few rounds, and on 40-60 job allocations on 3-4 GPUs
 // a type the walk did better (0.008-0.010 against 0.015-0.022 after 100

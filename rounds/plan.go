@@ -114,8 +114,8 @@ type RoundsResult struct {
 // following its decomposition into feasible rounds (Options.Decompose), and
 // the plan with the smaller largest shortfall is kept (the walk's on a tie):
 // neither is better on every allocation. The walk drifted on a 14-job
-// max-min packed allocation (0.12 behind after 100 rounds, 0.14 after 400,
-// where the decomposition gave 0.009 and 0.003), but its plan was the
+// max-min packed allocation (0.17 behind after 100 rounds, 0.14 after 400,
+// where the decomposition gave 0.009 and 0.002), but its plan was the
 // better one on 98 of the 194 random realizable allocations of
 // TestFidelityPackedSample, and a review measured it ahead on 40-60 job
 // max-min packed allocations on 3-4 GPUs a type (0.008-0.010 against
