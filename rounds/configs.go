@@ -24,11 +24,14 @@ import (
 // combination of configurations, each a feasible round (decompose), and
 // every round runs the configuration that PD² on one processor picks: the
 // one furthest behind its weight, which keeps each configuration within a
-// round of its share (0.009 and 0.002; mean 0.0035, worst 0.029). It is not
-// better everywhere: with about as many configurations as targets an entry
-// can still drift by a few rounds, and on 40-60 job allocations on 3-4 GPUs
-// a type the walk did better (0.008-0.010 against 0.015-0.022 after 100
-// rounds), which is why RunRounds plans both and keeps the better.
+// round of its share (0.018 after 100 rounds and 0.002 after 400; mean
+// 0.0034, worst 0.023). On max-min packed allocations with about one job a
+// GPU it stays within 0.005-0.021 where the walk falls 0.02-0.11 behind. It
+// is not better everywhere: with about as many configurations as targets
+// an entry can still drift by a few rounds, and with 4-5 jobs a GPU the walk
+// does better (0.008-0.017 against 0.016-0.028 after 100 rounds;
+// TestPackedPolicyRegimes), which is why RunRounds plans both and keeps the
+// better.
 
 // followSchedule takes this round's configuration of a packed allocation
 // into w and reports whether it did: not without Options.Decompose, not
@@ -119,17 +122,20 @@ type configSchedule struct {
 	last      int
 }
 
-// Column generation's cost grows fast with the targets (max-min packed
-// allocations: 28 targets 42 columns 0.1 s, 55-61 targets 0.4-2.4 s, 73-75
-// targets about 5 s, 126 targets 862 columns 34 s), and a partial
-// decomposition is worse than none (its uncovered targets, served by the
-// walk after it, came out 0.06 behind at 126 targets against the walk's
-// 0.047 alone). So an allocation with more than decomposeMaxTargets
-// targets, or one whose decomposition needs more than decomposeLimit
-// columns, is left to the walk.
+// Column generation's cost grows fast with the targets, in about 4 columns
+// a target (max-min packed allocations on 2 cores: 43 targets 108 columns
+// 0.06 s, 65-78 targets 0.15-1 s, 98-106 targets 0.3-1.4 s, 126-162
+// targets 600-700 columns about 3 s, 203 targets 842 columns 6.4 s; before
+// the master was warm started and the pricing MILPs solved plainly,
+// lp.Options.Plain, 73-75 targets took about 5 s and 126 targets 34 s),
+// and a partial decomposition is worse than none (its uncovered targets,
+// served by the walk after it, came out 0.06 behind at 126 targets against
+// the walk's 0.047 alone). So an allocation with more than
+// decomposeMaxTargets targets, or one whose decomposition needs more than
+// decomposeLimit columns, is left to the walk.
 const (
-	decomposeMaxTargets = 60
-	decomposeLimit      = 300
+	decomposeMaxTargets = 150
+	decomposeLimit      = 800
 )
 
 var (
@@ -158,7 +164,9 @@ const coverBonus = 1e-2
 // minimizes the targets left uncovered, and a pricing MILP finds the round
 // (a matching of jobs within every type's GPUs) with the largest value at
 // the master's duals. It stops when the targets are covered, and fails with
-// errNotRealizable when no round would cover more.
+// errNotRealizable when no round would cover more. The master is an
+// lp.Session (COIN only): without one the decomposition fails and the walk
+// serves the targets.
 func decompose(ctx context.Context, targets []*entry, sig string, caps map[string]int) (*configSchedule, error) {
 	cs := &configSchedule{sig: sig}
 	var target []float64
@@ -169,12 +177,17 @@ func decompose(ctx context.Context, targets []*entry, sig string, caps map[strin
 		sfs = append(sfs, e.sf)
 	}
 	pricing := newPricing(cs.keys, sfs, caps)
+	master, err := newMaster(target)
+	if err != nil {
+		return nil, err
+	}
+	defer master.Close()
 	for {
-		res, err := cs.master(ctx, target)
+		res, err := master.Solve(ctx, lp.Options{})
 		if err != nil {
 			return nil, err
 		}
-		cs.setWeights(res)
+		cs.setWeights(res, len(target))
 		if res.Objective <= 1e-9 {
 			break
 		}
@@ -189,38 +202,34 @@ func decompose(ctx context.Context, targets []*entry, sig string, caps map[strin
 			return nil, errNotRealizable
 		}
 		cs.confs = append(cs.confs, q)
+		rows := append(slices.Clone(q), len(target)) // its targets and the Σ weight row
+		master.AddColumn(0, lp.Inf, 0, rows, ones(len(rows)))
 	}
 	cs.ran = make([]float64, len(cs.confs))
 	return cs, nil
 }
 
-// master solves min Σ uncovered_e subject to Σ_q weight_q·[e ∈ q] +
-// uncovered_e ≥ target_e and Σ weight ≤ 1.
-func (cs *configSchedule) master(ctx context.Context, target []float64) (*lp.Result, error) {
+// newMaster returns the master LP before any configuration, kept loaded so
+// that each new configuration's column is priced in from the last basis
+// (primal simplex): min Σ uncovered_e subject to Σ_q weight_q·[e ∈ q] +
+// uncovered_e ≥ target_e and Σ weight ≤ 1. Its first columns are the
+// uncovered_e, the configurations' weights follow.
+func newMaster(target []float64) (*lp.Session, error) {
 	m := lp.NewModel(lp.Minimize)
-	rows := make([][]int, len(target))
-	for q, conf := range cs.confs {
-		m.AddCol(0, lp.Inf, 0)
-		for _, e := range conf {
-			rows[e] = append(rows[e], q)
-		}
-	}
 	for e := range target {
 		slack := m.AddCol(0, lp.Inf, 1)
-		m.AddRow(target[e], lp.Inf, append(rows[e], slack), ones(len(rows[e])+1))
+		m.AddRow(target[e], lp.Inf, []int{slack}, []float64{1})
 	}
-	all := make([]int, len(cs.confs))
-	for q := range all {
-		all[q] = q
-	}
-	m.AddRow(-lp.Inf, 1, all, ones(len(all)))
-	return lp.Default().Solve(ctx, m, lp.Options{})
+	m.AddRow(-lp.Inf, 1, nil, nil)
+	return lp.NewSession(m)
 }
 
-func (cs *configSchedule) setWeights(res *lp.Result) {
+// setWeights reads the configurations' weights from the master's solution,
+// whose first n columns are the uncovered targets.
+func (cs *configSchedule) setWeights(res *lp.Result, n int) {
 	cs.weight = make([]float64, len(cs.confs))
 	for q := range cs.confs {
-		cs.weight[q] = max(0, res.X[q])
+		cs.weight[q] = max(0, res.X[n+q])
 	}
 }
 
@@ -320,7 +329,7 @@ func (p *pricing) best(ctx context.Context, value []float64) (config, error) {
 	for k, v := range value {
 		p.m.SetObj(k, v)
 	}
-	res, err := lp.Default().Solve(ctx, p.m, lp.Options{})
+	res, err := lp.Default().Solve(ctx, p.m, lp.Options{Plain: true})
 	if err != nil {
 		return nil, err
 	}

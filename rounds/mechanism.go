@@ -85,10 +85,10 @@ type Options struct {
 	// Decompose realizes an allocation with pairs by following its
 	// decomposition into feasible rounds (see configs.go) instead of the
 	// per-entry walk, which can drift with pairs. It is for an allocation
-	// that stays fixed: the decomposition (LPs and MILPs, 0.1 s for 30
-	// targets, up to a few seconds for 60) starts again, with no rounds
+	// that stays fixed: the decomposition (LPs and MILPs, 0.06 s for 43
+	// targets, up to about 3 s for 150) starts again, with no rounds
 	// counted, whenever a target changes. It applies only to realizable
-	// allocations of at most 60 targets and never in compat mode; RunRounds
+	// allocations of at most 150 targets and never in compat mode; RunRounds
 	// sets it for one of the two plans it compares.
 	Decompose bool
 }

@@ -115,11 +115,12 @@ type RoundsResult struct {
 // the plan with the smaller largest shortfall is kept (the walk's on a tie):
 // neither is better on every allocation. The walk drifted on a 14-job
 // max-min packed allocation (0.17 behind after 100 rounds, 0.14 after 400,
-// where the decomposition gave 0.009 and 0.002), but its plan was the
-// better one on 98 of the 194 random realizable allocations of
-// TestFidelityPackedSample, and a review measured it ahead on 40-60 job
-// max-min packed allocations on 3-4 GPUs a type (0.008-0.010 against
-// 0.015-0.022 after 100 rounds).
+// where the decomposition gave 0.018 and 0.002), but its plan was the
+// better one on 100 of the 194 random realizable allocations of
+// TestFidelityPackedSample, and on max-min packed allocations with 4-5 jobs
+// a GPU (TestPackedPolicyRegimes: 0.008-0.017 against 0.016-0.028 after 100
+// rounds; with about one job a GPU the decomposition is ahead, 0.005-0.021
+// against 0.02-0.11).
 func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	if cfg.Rounds < 1 {
 		return nil, fmt.Errorf("rounds: %d rounds, want at least 1", cfg.Rounds)

@@ -236,8 +236,8 @@ func TestRoundsPackedDecomposed(t *testing.T) {
 		if got.Decomposed == nil || *got.Decomposed != tc.decomposed {
 			t.Errorf("%s: decomposed %v, want %v", tc.policy, got.Decomposed, tc.decomposed)
 		}
-		if tc.decomposed && got.MaxAlloc > 0.015 {
-			t.Errorf("%s: max allocated deviation %.4f after 100 rounds, want ≤ 0.015", tc.policy, got.MaxAlloc)
+		if tc.decomposed && got.MaxAlloc > 0.025 {
+			t.Errorf("%s: max allocated deviation %.4f after 100 rounds, want ≤ 0.025", tc.policy, got.MaxAlloc)
 		}
 		human, _, err := rtRun(t, newRoundsCmd, "--policy", tc.policy, "--cluster", "v100=3,p100=3,k80=3",
 			"--jobs", "../../policy/testdata/packed14.json", "--rounds", "100")

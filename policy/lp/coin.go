@@ -219,7 +219,7 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	}
 	t0 := time.Now()
 	first := !s.solved
-	rows, cols := s.rowsAdded, s.colsAdded
+	rows := s.rowsAdded
 	s.push()
 	setLimits(s.c, opt, lim)
 	switch {
@@ -228,7 +228,6 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	case rows:
 		C.Clp_dual(s.c, 0)
 	default: // columns only, or nothing new
-		_ = cols
 		C.Clp_primal(s.c, 0)
 	}
 	s.solved = true
@@ -270,7 +269,7 @@ func (s *Session) push() {
 			(*C.CoinBigIndex)(unsafe.Pointer(&start[0])), iptr(index), dptr(value))
 	}
 	s.nr, s.nc, s.nz = nr, nc, len(m.tVal)
-	s.rowsAdded, s.colsAdded = false, false
+	s.rowsAdded = false
 }
 
 // entry is one coefficient of a row (at a column) or column (at a row).
@@ -319,6 +318,14 @@ func (s *Session) Close() {
 // independent and run concurrently.
 var cbcMu sync.Mutex
 
+// cbcSet sets one of CBC's command-line parameters.
+func cbcSet(model unsafe.Pointer, name, value string) {
+	n, v := C.CString(name), C.CString(value)
+	defer C.free(unsafe.Pointer(n))
+	defer C.free(unsafe.Pointer(v))
+	C.Cbc_setParameter(model, n, v)
+}
+
 func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 	cbcMu.Lock()
 	defer cbcMu.Unlock()
@@ -339,6 +346,11 @@ func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 	}
 	if lim > 0 {
 		C.Cbc_setMaximumSeconds(model, C.double(lim))
+	}
+	if opt.Plain {
+		for _, name := range []string{"preprocess", "cuts", "heuristics"} {
+			cbcSet(model, name, "off")
+		}
 	}
 	C.Cbc_solve(model)
 	st, sec := int(C.Cbc_status(model)), int(C.Cbc_secondaryStatus(model))

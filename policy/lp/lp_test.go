@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -132,6 +133,72 @@ func TestMILPKnapsack(t *testing.T) {
 		if !near(r.X[i], want) {
 			t.Fatalf("x = %v", r.X)
 		}
+	}
+}
+
+// Plain (branch and bound alone) and the default find the optimum of seeded
+// random 0/1 programs with two knapsack rows and pairwise conflicts (x_i +
+// x_j <= 1, as in a matching), checked against enumeration, and a plain
+// infeasible MILP is reported infeasible.
+func TestMILPPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 5))
+	for c := 0; c < 40; c++ {
+		n := 4 + rng.IntN(9)
+		val := make([]float64, n)
+		w := [2][]float64{make([]float64, n), make([]float64, n)}
+		for i := range val {
+			val[i] = math.Round(rng.Float64()*200-40) / 10
+			w[0][i], w[1][i] = float64(1+rng.IntN(6)), float64(1+rng.IntN(6))
+		}
+		capacity := [2]float64{float64(3 + rng.IntN(12)), float64(3 + rng.IntN(12))}
+		var conflicts [][2]int
+		for k := 0; k < n/2; k++ {
+			if i, j := rng.IntN(n), rng.IntN(n); i != j {
+				conflicts = append(conflicts, [2]int{i, j})
+			}
+		}
+		m := NewModel(Maximize)
+		idx := make([]int, n)
+		for i := range val {
+			idx[i] = m.AddCol(0, 1, val[i])
+			m.SetInteger(idx[i])
+		}
+		m.AddRow(-Inf, capacity[0], idx, w[0])
+		m.AddRow(-Inf, capacity[1], idx, w[1])
+		for _, cf := range conflicts {
+			m.AddRow(-Inf, 1, []int{cf[0], cf[1]}, []float64{1, 1})
+		}
+		best := 0.0
+		for s := 0; s < 1<<n; s++ {
+			v, w0, w1, ok := 0.0, 0.0, 0.0, true
+			for i := range val {
+				if s&(1<<i) != 0 {
+					v, w0, w1 = v+val[i], w0+w[0][i], w1+w[1][i]
+				}
+			}
+			for _, cf := range conflicts {
+				ok = ok && (s&(1<<cf[0]) == 0 || s&(1<<cf[1]) == 0)
+			}
+			if ok && w0 <= capacity[0] && w1 <= capacity[1] {
+				best = max(best, v)
+			}
+		}
+		for _, plain := range []bool{false, true} {
+			r, err := COIN{}.Solve(context.Background(), m, Options{Plain: plain})
+			if err != nil {
+				t.Fatalf("case %d, plain %v: %v", c, plain, err)
+			}
+			if !near(r.Objective, best) {
+				t.Fatalf("case %d, plain %v: MILP %v, enumeration %v", c, plain, r.Objective, best)
+			}
+		}
+	}
+	m := NewModel(Minimize)
+	x := m.AddCol(0, 10, 1)
+	m.SetInteger(x)
+	m.AddRow(1, 1, []int{x}, []float64{2})
+	if _, err := (COIN{}).Solve(context.Background(), m, Options{Plain: true}); !errors.Is(err, ErrInfeasible) {
+		t.Fatalf("plain: got %v, want infeasible", err)
 	}
 }
 

@@ -243,6 +243,13 @@ type Options struct {
 	Method    Method
 	TimeLimit time.Duration // 0 = none (the context deadline also applies)
 	Tolerance float64       // primal and dual feasibility tolerance; 0 = 1e-9
+	// Plain asks a MILP to be solved by branch and bound alone, without the
+	// backend's preprocessing, cutting planes and primal heuristics. For
+	// small MILPs solved many times (column generation's pricing) their
+	// set-up costs more than the search saves: CBC took about 20 ms for an
+	// 80-column matching MILP with them, 3 ms without. The result is
+	// optimal either way. LPs ignore it.
+	Plain bool
 }
 
 // Status is a solve outcome.
