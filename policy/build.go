@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/gavelkit/gavel/policy/lp"
@@ -134,25 +135,35 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 		}
 	}
 	res, err := b.solveOnce(ctx, opt, st, sess)
-	for round := 0; err == nil && len(b.in.combos) > b.in.m() && round < oddSetRounds; round++ {
-		added := 0
-		for _, s := range b.in.violatedOddSets(b.fractions(res)) {
-			if b.in.addOddSet(s) {
-				if idx, val, ub := b.oddSetRow(s); len(idx) > 0 {
-					b.m.AddRow(-lp.Inf, ub, idx, val)
-					if sess != nil {
-						sess.AddRow(-lp.Inf, ub, idx, val)
-					}
+	if err != nil || len(b.in.combos) == b.in.m() {
+		return res, err
+	}
+	limit := opt.oddSetRounds
+	if limit == 0 {
+		limit = oddSetRounds
+	}
+	for round := 0; ; round++ {
+		sets, complete := b.in.violatedOddSets(b.fractions(res))
+		sets = slices.DeleteFunc(sets, b.in.hasOddSet)
+		if len(sets) == 0 || round >= limit {
+			if len(sets) > 0 || !complete {
+				st.OddSetsUnsettled++
+			}
+			return res, nil
+		}
+		for _, s := range sets {
+			b.in.addOddSet(s)
+			if idx, val, ub := b.oddSetRow(s); len(idx) > 0 {
+				b.m.AddRow(-lp.Inf, ub, idx, val)
+				if sess != nil {
+					sess.AddRow(-lp.Inf, ub, idx, val)
 				}
-				added++
 			}
 		}
-		if added == 0 {
-			break
+		if res, err = b.solveOnce(ctx, opt, st, sess); err != nil {
+			return res, err
 		}
-		res, err = b.solveOnce(ctx, opt, st, sess)
 	}
-	return res, err
 }
 
 // solveOnce solves b.m, through sess when it is not nil.

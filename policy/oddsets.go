@@ -33,7 +33,9 @@ const oddSetTol = 1e-9
 // the search explode; triangles are always examined in full.
 const oddSetLimit = 200000
 
-// oddSetRounds caps the solve-separate rounds of one LP.
+// oddSetRounds caps the solve-separate rounds of one LP (options can set
+// another cap, for tests). An LP stopped by it, or by oddSetLimit, is
+// counted in SolveStats.OddSetsUnsettled and the allocation warns.
 const oddSetRounds = 25
 
 // pairGraph is the support of a solution's pairs: y[a][b] is the time
@@ -82,8 +84,10 @@ func (g *pairGraph) inside(s []int) float64 {
 }
 
 // violatedOddSets returns the sets of 3 and 5 jobs (sorted) whose pairs take
-// more than (|S|-1)/2 of the time in x, in a deterministic order.
-func (in *instance) violatedOddSets(x [][]float64) [][]int {
+// more than (|S|-1)/2 of the time in x, in a deterministic order, and
+// whether every set was examined (false when the 5-job search stopped at
+// oddSetLimit).
+func (in *instance) violatedOddSets(x [][]float64) (sets [][]int, complete bool) {
 	g := in.pairGraph(x)
 	var out [][]int
 	for a := range g.nbr {
@@ -106,7 +110,7 @@ func (in *instance) violatedOddSets(x [][]float64) [][]int {
 			}
 		})
 	}
-	return out
+	return out, seen < oddSetLimit
 }
 
 // connectedSets calls f once for every connected set of size jobs whose
@@ -180,6 +184,9 @@ func (in *instance) withinOddSets(x [][]float64) {
 		}
 	}
 }
+
+// hasOddSet reports whether the instance has the row of job set s.
+func (in *instance) hasOddSet(s []int) bool { return in.oddKeys[oddSetKey(s)] }
 
 // addOddSet adds the row of job set s: the pairs inside s, on every worker
 // type, take at most (|s|-1)/2 of the time. It reports false when the

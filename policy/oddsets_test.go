@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gavelkit/gavel/table"
@@ -111,9 +112,35 @@ func TestViolatedOddSets(t *testing.T) {
 	pair(12, 13, 0.4)
 	pair(13, 14, 0.3)
 	pair(12, 14, 0.3)
-	got := in.violatedOddSets(x)
+	got, complete := in.violatedOddSets(x)
 	want := [][]int{{0, 1, 2}, {3, 4, 5, 6, 7}}
-	if !slices.EqualFunc(got, want, slices.Equal[[]int]) {
-		t.Errorf("violated sets %v, want %v", got, want)
+	if !slices.EqualFunc(got, want, slices.Equal[[]int]) || !complete {
+		t.Errorf("violated sets %v (complete %v), want %v (complete)", got, complete, want)
+	}
+}
+
+// The 14 jobs' LP breaks a triangle row before its first re-solve. With no
+// re-solves allowed the allocation says so in a warning and its stats count
+// the LP; with the default cap it settles and does not warn.
+func TestUnsettledOddSetsWarn(t *testing.T) {
+	jf, err := LoadJobs("testdata/packed14.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rounds int
+		warns  bool
+	}{{-1, true}, {0, false}} {
+		p, _ := New("max_min_fairness_packed")
+		p.(*named).opt.oddSetRounds = c.rounds
+		a, err := p.Allocate(context.Background(), &Problem{Table: table.Default(),
+			Cluster: Cluster{"v100": 3, "p100": 3, "k80": 3}, Jobs: jf.Jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := slices.ContainsFunc(a.Warnings, func(w string) bool { return strings.Contains(w, "set of 3 and 5 jobs") })
+		if warned != c.warns || (a.Stats.OddSetsUnsettled > 0) != c.warns {
+			t.Errorf("re-solve cap %d: warnings %q, unsettled %d; want a warning: %v", c.rounds, a.Warnings, a.Stats.OddSetsUnsettled, c.warns)
+		}
 	}
 }

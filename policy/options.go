@@ -17,6 +17,9 @@ type options struct {
 	timeLimit   time.Duration
 	method      Method
 	solverImpl  lp.Solver
+	// oddSetRounds caps a packed LP's odd-set re-solves: 0 = the default
+	// (the oddSetRounds constant), negative = none (tests).
+	oddSetRounds int
 }
 
 func (o *options) solver() lp.Solver {
@@ -76,7 +79,10 @@ func WithMaxPartners(k int) Option { return func(o *options) { o.maxPartners = k
 // fastest worker type for each job (its highest isolated rate).
 func WithReference(workerType string) Option { return func(o *options) { o.reference = workerType } }
 
-// WithTimeLimit bounds each LP solve.
+// WithTimeLimit bounds each LP solve. A policy may solve many (water
+// filling one or more a level, finish-time fairness a search, a packed LP
+// up to 26 with its odd-set rows; SolveStats.LPs counts them), so bound the
+// whole allocation with the context's deadline.
 func WithTimeLimit(d time.Duration) Option { return func(o *options) { o.timeLimit = d } }
 
 // WithMethod selects the LP algorithm.

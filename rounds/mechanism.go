@@ -104,8 +104,8 @@ type State struct {
 	Previous map[policy.Combination][]int
 	Options
 	// schedule decomposes the current packed allocation (see configs.go):
-	// a cache of a function of the allocation, with the rounds each of its
-	// configurations was planned for.
+	// a cache of a function of the allocation and the GPUs of each type,
+	// with the rounds each of its configurations was planned for.
 	schedule *configSchedule
 }
 

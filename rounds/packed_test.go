@@ -89,7 +89,7 @@ func TestDecomposeCoversTargets(t *testing.T) {
 			caps[w] = topo.Count(w)
 		}
 		targets := sortedTargets(es)
-		cs, err := decompose(context.Background(), targets, scheduleSignature(targets), caps)
+		cs, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,6 +265,43 @@ func TestPackedPolicyRegimes(t *testing.T) {
 	}
 }
 
+// A decomposition is for the GPUs it was made on: when the cluster shrinks
+// under the same allocation, the next round decomposes again (here: no
+// longer realizable, so the walk alternates the pairs) instead of counting
+// a configuration for 2 GPUs as run on 1, which starved c+d.
+func TestDecompositionFollowsTopology(t *testing.T) {
+	tbl := table.New()
+	jt := table.JobType{Model: "m", ScaleFactor: 1}
+	tbl.SetIsolated("w", jt, 1)
+	tbl.SetPair("w", jt, jt, 0.7, 0.7)
+	var jobs []policy.Job
+	for _, id := range []string{"a", "b", "c", "d"} {
+		jobs = append(jobs, policy.Job{ID: id, Type: jt})
+	}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+		policy.PairOf("a", "b"): {"w": 1}, policy.PairOf("c", "d"): {"w": 1},
+		policy.Single("a"): {}, policy.Single("b"): {}, policy.Single("c"): {}, policy.Single("d"): {},
+	}}
+	big, _ := NewTopology(policy.Cluster{"w": 2}, nil)
+	small, _ := NewTopology(policy.Cluster{"w": 1}, nil)
+	ledger := NewLedger(DefaultRoundSeconds)
+	st := &State{Topology: big, Jobs: JobsFromTable(tbl, big.WorkerTypes(), jobs), PairRates: TablePairRates(tbl),
+		History: ledger, Options: Options{Decompose: true}}
+	Plan(st, alloc, 0) // decomposed for 2 GPUs, not committed
+	st.Topology = small
+	count := map[string]int{}
+	for i := 0; i < 10; i++ {
+		p := Plan(st, alloc, float64(i)*DefaultRoundSeconds)
+		commitRound(st, ledger, alloc, p, DefaultRoundSeconds)
+		for _, a := range p.Assignments {
+			count[a.Combination.String()]++
+		}
+	}
+	if count["a+b"] != 5 || count["c+d"] != 5 {
+		t.Errorf("rounds per pair on 1 GPU over 10 rounds: %v, want 5 each", count)
+	}
+}
+
 // Planning the same round twice counts it once: a plan may be discarded.
 func TestDecomposedPlanTwiceCountsOnce(t *testing.T) {
 	tbl, topo, jobs, alloc := packedCase(rand.New(rand.NewPCG(1, 2)))
@@ -314,7 +351,7 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 		es = append(es, &e)
 	}
 	targets := sortedTargets(es)
-	if _, err := decompose(context.Background(), targets, scheduleSignature(targets), map[string]int{"w": 6}); !errors.Is(err, errNotRealizable) {
+	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, map[string]int{"w": 6}), map[string]int{"w": 6}); !errors.Is(err, errNotRealizable) {
 		t.Fatalf("decompose: err %v, want errNotRealizable", err)
 	}
 	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}

@@ -231,8 +231,11 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 		C.Clp_primal(s.c, 0)
 	}
 	s.solved = true
+	res, err := clpResult(s.c, s.m.NumCols(), s.m.NumRows(), lim, t0)
+	// Until the result is read: a caller that drops s after Solve would
+	// otherwise let the finalizer free the model while clpResult reads it.
 	runtime.KeepAlive(s)
-	return clpResult(s.c, s.m.NumCols(), s.m.NumRows(), lim, t0)
+	return res, err
 }
 
 // push hands the rows and columns added since the last solve to CLP:
