@@ -64,6 +64,11 @@ func (in *instance) newBuilder(sense lp.Sense) *builder {
 	for _, s := range in.oddSets {
 		b.addOddSetRow(s)
 	}
+	for _, cv := range in.covers {
+		if idx, val, ub := b.coverRow(cv); len(idx) > 0 {
+			b.m.AddRow(-lp.Inf, ub, idx, val)
+		}
+	}
 	return b
 }
 
@@ -122,20 +127,22 @@ func (b *builder) addObjective(coef func(c, w int) float64) {
 // optimum, and 2x faster on throughput sums.
 //
 // A packed LP is solved again with the odd-set rows its solution violates
-// (see oddsets.go) until it violates none, at most oddSetRounds times; the
+// (see oddsets.go), and an LP with jobs of several GPUs with the cover rows
+// (covers.go), until it violates none, at most oddSetRounds times; the
 // rows stay with the instance, so its later LPs start with them. With the
 // default solver (COIN) those re-solves are warm started (an lp.Session:
 // dual simplex from the last basis after the rows are added).
 func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
+	packed, gangs := len(b.in.combos) > b.in.m(), b.in.hasGangs()
 	var sess *lp.Session
-	if _, ok := opt.solver().(lp.COIN); ok && len(b.in.combos) > b.in.m() && !b.m.IsMIP() {
+	if _, ok := opt.solver().(lp.COIN); ok && (packed || gangs) && !b.m.IsMIP() {
 		if s, err := lp.NewSession(b.m); err == nil {
 			sess = s
 			defer sess.Close()
 		}
 	}
 	res, err := b.solveOnce(ctx, opt, st, sess)
-	if err != nil || len(b.in.combos) == b.in.m() {
+	if err != nil || !(packed || gangs) {
 		return res, err
 	}
 	limit := opt.oddSetRounds
@@ -143,26 +150,47 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 		limit = oddSetRounds
 	}
 	for round := 0; ; round++ {
-		sets, complete := b.in.violatedOddSets(b.fractions(res))
-		sets = slices.DeleteFunc(sets, b.in.hasOddSet)
-		if len(sets) == 0 || round >= limit {
-			if len(sets) > 0 || !complete {
-				st.OddSetsUnsettled++
+		x := b.fractions(res)
+		var sets [][]int
+		complete := true
+		if packed {
+			sets, complete = b.in.violatedOddSets(x)
+			sets = slices.DeleteFunc(sets, b.in.hasOddSet)
+		}
+		var covers []cover
+		if gangs {
+			covers = slices.DeleteFunc(b.in.violatedCovers(x), b.in.hasCover)
+		}
+		if len(sets)+len(covers) == 0 || round >= limit {
+			if len(sets)+len(covers) > 0 || !complete {
+				st.Unsettled++
 			}
 			return res, nil
 		}
 		for _, s := range sets {
 			b.in.addOddSet(s)
-			if idx, val, ub := b.oddSetRow(s); len(idx) > 0 {
-				b.m.AddRow(-lp.Inf, ub, idx, val)
-				if sess != nil {
-					sess.AddRow(-lp.Inf, ub, idx, val)
-				}
-			}
+			idx, val, ub := b.oddSetRow(s)
+			b.addRow(sess, idx, val, ub)
+		}
+		for _, cv := range covers {
+			b.in.addCover(cv)
+			idx, val, ub := b.coverRow(cv)
+			b.addRow(sess, idx, val, ub)
 		}
 		if res, err = b.solveOnce(ctx, opt, st, sess); err != nil {
 			return res, err
 		}
+	}
+}
+
+// addRow adds Σ idx·val ≤ ub to the model and to sess (when not nil).
+func (b *builder) addRow(sess *lp.Session, idx []int, val []float64, ub float64) {
+	if len(idx) == 0 {
+		return
+	}
+	b.m.AddRow(-lp.Inf, ub, idx, val)
+	if sess != nil {
+		sess.AddRow(-lp.Inf, ub, idx, val)
 	}
 }
 

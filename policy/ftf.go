@@ -94,6 +94,10 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 	// Start from the isolated allocation (x = equal share), which every job
 	// can use: eff_i > 0 because each job runs somewhere.
 	x := isolatedFractions(in)
+	// With gangs the isolated allocation can give a gang time beside jobs
+	// that leave it too few GPUs; start from what rounds can realize, so
+	// that it is what is returned when no LP improves on it.
+	in.settleCovers(x)
 	effAt := func(x [][]float64) []float64 { return in.throughputAt(x, rate) }
 	ratio := func(e []float64) float64 {
 		r := 0.0

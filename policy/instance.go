@@ -85,6 +85,10 @@ type instance struct {
 	// LP of this instance carries; found lazily by builder.solve.
 	oddSets [][]int
 	oddKeys map[string]bool
+	// covers are the gang covers whose rows (see covers.go) every LP of
+	// this instance carries; found lazily by builder.solve.
+	covers    []cover
+	coverKeys map[string]bool
 }
 
 // checkID rejects job ids that would make combination keys ambiguous: a

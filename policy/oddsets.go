@@ -35,7 +35,7 @@ const oddSetLimit = 200000
 
 // oddSetRounds caps the solve-separate rounds of one LP (options can set
 // another cap, for tests). An LP stopped by it, or by oddSetLimit, is
-// counted in SolveStats.OddSetsUnsettled and the allocation warns.
+// counted in SolveStats.Unsettled and the allocation warns.
 const oddSetRounds = 25
 
 // pairGraph is the support of a solution's pairs: y[a][b] is the time

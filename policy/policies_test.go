@@ -234,9 +234,13 @@ func TestMakespanAgnosticHand(t *testing.T) {
 // Packing with mixed scale factors (Gavel's reshape bug, §11.2). Two v100s;
 // A, B sf 1 (rate 2, pair 1.5 each), C sf 2 (rate 4). LAS coefficients
 // sf·eff/prop give t ≤ a + 0.75p (A, B with singles a each and pair p),
-// t ≤ 2c (C), a + p ≤ 1, 2a + p + 2c ≤ 2. p = 1 − a, c = (1 − a)/2 →
-// 0.75 + 0.25a = 1 − a → a = 0.2, t* = 0.8. Dual certificate: multipliers
-// 0.8, 0.2 on the t rows, 0.4 on A's time row, 0.2 on capacity: bound 0.8.
+// t ≤ 2c (C), a + p ≤ 1, 2a + p + 2c ≤ 2. Without more rows the optimum is
+// t = 0.8 (a = 0.2, p = 0.8, c = 0.4), which no rounds realize: C takes
+// both GPUs, so the pair cannot run beside it, and c + p = 1.2 > 1. With
+// the cover row c + p ≤ 1 (covers.go; c + a ≤ 1 stays slack): c = 5/13,
+// p = 8/13, a = 4/13, t* = 10/13. Dual certificate: multipliers 4/13 on A's
+// and B's t rows, 5/13 on C's, 4/13 on capacity, 2/13 on the cover row:
+// bound 2·4/13 + 2/13 = 10/13.
 func TestPackedMixedScaleFactors(t *testing.T) {
 	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
 	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}, y: {4}})
@@ -244,8 +248,11 @@ func TestPackedMixedScaleFactors(t *testing.T) {
 	tb.SetPair("v100", y, y, 3, 3)
 	p := &Problem{Table: tb, Cluster: Cluster{"v100": 2}, Jobs: []Job{job("A", x, 1), job("B", x, 1), job("C", y, 1)}}
 	a := mustAllocate(t, "max_min_fairness_packed", p)
-	if !approx(a.Objective, 0.8, 1e-7) {
-		t.Fatalf("t* = %v, want 0.8", a.Objective)
+	if !approx(a.Objective, 10.0/13, 1e-7) {
+		t.Fatalf("t* = %v, want 10/13", a.Objective)
+	}
+	if c, pair := a.Fractions[Single("C")]["v100"], a.Fractions[PairOf("A", "B")]["v100"]; c+pair > 1+1e-7 {
+		t.Errorf("C %v and the pair A+B %v share 2 GPUs for more than all of the time", c, pair)
 	}
 	in, _ := prepare(p, packed, &options{})
 	if len(in.combos) != 4 { // A, B, C, A+B — never A+C or B+C

@@ -92,9 +92,9 @@ func (n *named) Allocate(ctx context.Context, p *Problem) (*Allocation, error) {
 		return nil, fmt.Errorf("policy %s: %w", n.cli, err)
 	}
 	a.Policy = n.cli
-	if k := a.Stats.OddSetsUnsettled; k > 0 {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("%d packed LP(s) stopped before every set of 3 and 5 jobs was settled "+
-			"(re-solves or the search capped): some jobs' pairs may take more time together than rounds can give them; "+
+	if k := a.Stats.Unsettled; k > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("%d LP(s) stopped before every odd set of 3 and 5 jobs and every gang cover was settled "+
+			"(re-solves or the search capped): some jobs may get more time together than rounds can give them; "+
 			"gavel-plan rounds reports any shortfall", k))
 	}
 	return a, nil

@@ -192,10 +192,11 @@ type SolveStats struct {
 	Iterations int // total simplex/barrier iterations, when the solver reports them
 	LPs        int // number of LPs (or MILPs) solved
 	Seconds    float64
-	// OddSetsUnsettled counts packed LPs whose final solution may break an
-	// odd-set row (oddsets.go): it still did when the re-solves ran out,
-	// or the search of 5-job sets was cut short. Allocate then warns.
-	OddSetsUnsettled int
+	// Unsettled counts LPs whose final solution may break an odd-set row
+	// (oddsets.go) or a cover row (covers.go): it still did when the
+	// re-solves ran out, or the search of 5-job sets was cut short.
+	// Allocate then warns.
+	Unsettled int
 }
 
 func (s *SolveStats) add(rows, cols, iters int, d time.Duration) {

@@ -318,6 +318,7 @@ func (in *instance) withinCapacity(x [][]float64) [][]float64 {
 		}
 	}
 	in.withinOddSets(x)
+	in.withinCovers(x)
 	return x
 }
 

@@ -1,0 +1,154 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gavelkit/gavel/table"
+)
+
+// worstCover checks every set of combinations on every worker type by brute
+// force: combinations whose GPUs together exceed the type's cannot all run
+// at once, so their time there sums to at most |C|-1. It returns the
+// largest excess and where.
+func worstCover(a *Allocation, cluster Cluster, sf map[string]int) (float64, string) {
+	worst, at := 0.0, ""
+	for w, n := range cluster {
+		type item struct {
+			c    Combination
+			x    float64
+			gpus int
+		}
+		var items []item
+		for c, x := range a.Fractions {
+			if x[w] > 1e-12 {
+				items = append(items, item{c, x[w], sf[c.A]})
+			}
+		}
+		for mask := 1; mask < 1<<len(items); mask++ {
+			gpus, t, k := 0, 0.0, 0
+			for i, it := range items {
+				if mask&(1<<i) != 0 {
+					gpus, t, k = gpus+it.gpus, t+it.x, k+1
+				}
+			}
+			if gpus > n && t-float64(k-1) > worst {
+				worst, at = t-float64(k-1), fmt.Sprintf("%s: mask %b of %v", w, mask, items)
+			}
+		}
+	}
+	return worst, at
+}
+
+// On random small clusters with jobs of 1, 2 and 4 GPUs, every LP policy's
+// allocation respects every cover row (brute force), so a gang is never
+// given time beside combinations that leave it too few GPUs.
+func TestAllocationsRespectCovers(t *testing.T) {
+	policies := []string{"max_min_fairness_perf", "max_min_fairness_packed", "max_min_fairness_water_filling_perf",
+		"finish_time_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf"}
+	rng := rand.New(rand.NewPCG(4, 9))
+	for n := 0; n < 60; n++ {
+		workers := []string{"a", "b"}[:1+rng.IntN(2)]
+		cluster := Cluster{}
+		for _, w := range workers {
+			cluster[w] = []int{4, 5, 6}[rng.IntN(3)]
+		}
+		rates := map[table.JobType][]float64{}
+		var jobs []Job
+		sf := map[string]int{}
+		for i := 0; i < 3+rng.IntN(5); i++ {
+			ty := table.JobType{Model: fmt.Sprintf("m%d", i), ScaleFactor: []int{1, 1, 2, 4}[rng.IntN(4)]}
+			r := make([]float64, len(workers))
+			for w := range r {
+				r[w] = 1 + 4*rng.Float64()
+			}
+			rates[ty] = r
+			id := fmt.Sprintf("j%d", i)
+			jobs = append(jobs, job(id, ty, 1000+1000*rng.Float64()))
+			sf[id] = ty.ScaleFactor
+		}
+		tb := rateTable(workers, rates)
+		for a := range rates {
+			for b := range rates {
+				if a.ScaleFactor == b.ScaleFactor {
+					for _, w := range workers {
+						tb.SetPair(w, a, b, 0.6, 0.6)
+					}
+				}
+			}
+		}
+		p := &Problem{Table: tb, Cluster: cluster, Jobs: jobs}
+		for _, name := range policies {
+			pol, _ := New(name)
+			a, err := pol.Allocate(context.Background(), p)
+			if err != nil {
+				t.Fatalf("case %d %s: %v", n, name, err)
+			}
+			if ex, at := worstCover(a, cluster, sf); ex > 1e-6 {
+				t.Errorf("case %d %s: a cover's time exceeds |C|-1 by %.4f (%s)", n, name, ex, at)
+			}
+		}
+	}
+}
+
+// The separation returns, for each gang, a true cover (more GPUs than the
+// type has) whose row is violated, and none is less violated than the most
+// violated cover containing that gang, found by enumeration; when
+// enumeration finds a violated cover with a gang, a cover is returned.
+func TestViolatedCoversExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	for n := 0; n < 400; n++ {
+		in := &instance{workers: []string{"w"}, cap: []float64{float64(2 + rng.IntN(6))}}
+		var x [][]float64
+		for c := 0; c < 2+rng.IntN(8); c++ {
+			in.combos = append(in.combos, combo{a: c, b: -1, sf: []int{1, 1, 2, 3, 4}[rng.IntN(5)]})
+			v := rng.Float64()
+			if rng.IntN(3) == 0 {
+				v = 1
+			}
+			x = append(x, []float64{v})
+		}
+		best := map[int]float64{} // gang → largest violation of a cover containing it
+		for mask := 1; mask < 1<<len(x); mask++ {
+			gpus, sum, k := 0, 0.0, 0
+			for c := range x {
+				if mask&(1<<c) != 0 {
+					gpus, sum, k = gpus+in.combos[c].sf, sum+x[c][0], k+1
+				}
+			}
+			if float64(gpus) <= in.cap[0] {
+				continue
+			}
+			for c := range x {
+				if mask&(1<<c) != 0 && in.combos[c].sf > 1 {
+					if v, ok := best[c]; !ok || sum-float64(k-1) > v {
+						best[c] = sum - float64(k-1)
+					}
+				}
+			}
+		}
+		got := map[int]bool{}
+		for _, cv := range in.violatedCovers(x) {
+			gpus, sum := 0, 0.0
+			for _, c := range cv.combos {
+				gpus, sum = gpus+in.combos[c].sf, sum+x[c][0]
+			}
+			v := sum - float64(len(cv.combos)-1)
+			if float64(gpus) <= in.cap[0] || v <= coverTol {
+				t.Fatalf("case %d: %v is not a violated cover (%d GPUs of %v, violation %v)", n, cv.combos, gpus, in.cap[0], v)
+			}
+			for _, c := range cv.combos {
+				if in.combos[c].sf > 1 && v >= best[c]-1e-12 {
+					got[c] = true
+				}
+			}
+		}
+		for g, v := range best {
+			if v > coverTol && !got[g] {
+				t.Errorf("case %d: gang %d is in a cover violated by %v; no cover returned reaches it", n, g, v)
+			}
+		}
+	}
+}
