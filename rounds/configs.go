@@ -85,7 +85,7 @@ func (s *State) scheduleFor(es []*entry) *configSchedule {
 	if s.schedule == nil || s.schedule.sig != sig {
 		cs, err := decompose(context.Background(), targets, sig, caps)
 		if err != nil {
-			cs = &configSchedule{sig: sig, failed: true}
+			cs = &configSchedule{sig: sig, failed: true, err: err}
 		}
 		s.schedule = cs
 	}
@@ -115,6 +115,7 @@ type configSchedule struct {
 	ran    []float64 // rounds each configuration ran
 	rounds float64   // rounds planned with this schedule
 	failed bool      // the decomposition failed: the walk serves the targets
+	err    error     // why it failed
 	// The last round planned: its start and configuration.
 	planned   bool
 	lastStart float64

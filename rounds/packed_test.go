@@ -141,8 +141,8 @@ func TestFidelityPackedSample(t *testing.T) {
 	for i := 0; i < n; i++ {
 		tbl, topo, jobs, alloc := packedCase(rng)
 		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
-		walk, _ := runRounds(cfg, false)
-		dec, used := runRounds(cfg, true)
+		walk, _, _ := runRounds(cfg, false)
+		dec, used, _ := runRounds(cfg, true)
 		if !used { // over decomposeMaxTargets targets
 			dec = walk
 			skipped++
@@ -243,8 +243,8 @@ func TestPackedPolicyRegimes(t *testing.T) {
 			}
 			topo, _ := NewTopology(cluster, nil)
 			cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
-			walk, _ := runRounds(cfg, false)
-			dec, used := runRounds(cfg, true)
+			walk, _, _ := runRounds(cfg, false)
+			dec, used, _ := runRounds(cfg, true)
 			if !used {
 				t.Fatalf("%d jobs on %d GPUs a type, seed %d: not decomposed", c.jobs, c.gpus, seed)
 			}
@@ -355,7 +355,7 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 		t.Fatalf("decompose: err %v, want errNotRealizable", err)
 	}
 	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
-	if _, used := runRounds(cfg, true); used {
+	if _, used, _ := runRounds(cfg, true); used {
 		t.Error("the decomposition was followed for an allocation no rounds realize")
 	}
 	got, err := RunRounds(cfg)
@@ -364,5 +364,47 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 	}
 	if got.Decomposed || got.MaxDeviationAllocated > 0.3 {
 		t.Errorf("decomposed %v, largest shortfall %.3f: want the walk's plan (about 0.25: the gangs share it)", got.Decomposed, got.MaxDeviationAllocated)
+	}
+	if got.Realizable == nil || *got.Realizable {
+		t.Errorf("realizable %v, want false", got.Realizable)
+	}
+}
+
+// RunRounds says whether an allocation is realizable: always for single-GPU
+// jobs without pairs; by the decomposition with gangs or pairs (the gangs of
+// TestDecomposeRefusesUnrealizable without the pair: still not; one gang at
+// 0.75 beside a single at 0.25: yes; a realizable packed draw: yes).
+func TestRoundsRealizable(t *testing.T) {
+	tbl := table.New()
+	gang := table.JobType{Model: "g", ScaleFactor: 4}
+	one := table.JobType{Model: "m", ScaleFactor: 1}
+	tbl.SetIsolated("w", gang, 1)
+	tbl.SetIsolated("w", one, 1)
+	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
+	jobs := []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}, {ID: "a", Type: one}, {ID: "b", Type: one}}
+	fr := func(g1, g2, a, b float64) *policy.Allocation {
+		return &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+			policy.Single("g1"): {"w": g1}, policy.Single("g2"): {"w": g2}, policy.Single("a"): {"w": a}, policy.Single("b"): {"w": b}}}
+	}
+	rng := rand.New(rand.NewPCG(2, 3))
+	ptbl, ptopo, pjobs, palloc := packedCase(rng)
+	for _, c := range []struct {
+		name string
+		cfg  RoundsConfig
+		want bool
+	}{
+		{"two gangs", RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: fr(0.75, 0.75, 0, 0)}, false},
+		{"gang beside a single", RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: fr(0.75, 0.25, 1, 1)}, true},
+		{"singles", RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs[2:], Allocation: fr(0, 0, 1, 1)}, true},
+		{"packed draw", RoundsConfig{Topology: ptopo, Table: ptbl, Jobs: pjobs, Allocation: palloc}, true},
+	} {
+		c.cfg.Rounds = 10
+		res, err := RunRounds(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Realizable == nil || *res.Realizable != c.want {
+			t.Errorf("%s: realizable %v, want %v", c.name, res.Realizable, c.want)
+		}
 	}
 }

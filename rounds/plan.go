@@ -1,6 +1,8 @@
 package rounds
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -104,6 +106,14 @@ type RoundsResult struct {
 	// feasible rounds (a packed allocation whose plan that way had the
 	// smaller largest shortfall; see RunRounds).
 	Decomposed bool
+	// Realizable says whether some sequence of rounds gives every job and
+	// pair its allocation exactly: true for jobs of one GPU without pairs
+	// (their time fractions always are a mix of rounds) and for allocations
+	// the decomposition writes as one; false when it proves none does, so
+	// that a shortfall is the allocation's, not the mechanism's; nil when
+	// not known (more than decomposeMaxTargets targets, or the
+	// decomposition stopped at its column limit).
+	Realizable *bool
 }
 
 // RunRounds plans cfg.Rounds consecutive rounds for a job set that neither
@@ -128,18 +138,60 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	if cfg.RoundSeconds == 0 {
 		cfg.RoundSeconds = DefaultRoundSeconds
 	}
-	res, _ := runRounds(cfg, false)
+	res, _, _ := runRounds(cfg, false)
 	if !hasPairs(cfg.Allocation) {
+		res.Realizable = realizable(cfg)
 		return res, nil
 	}
+	dec, used, err := runRounds(cfg, true)
+	res.Realizable = verdict(used, err)
 	// A plan must fall short by clearly less (beyond rounding) to replace
 	// the walk's, so that the choice does not turn on the last bit.
-	if dec, used := runRounds(cfg, true); used && dec.MaxDeviationAllocated < res.MaxDeviationAllocated-1e-9 {
-		dec.Decomposed = true
+	if used && dec.MaxDeviationAllocated < res.MaxDeviationAllocated-1e-9 {
+		dec.Decomposed, dec.Realizable = true, res.Realizable
 		return dec, nil
 	}
 	return res, nil
 }
+
+// realizable checks an allocation without pairs: one of single-GPU jobs
+// always is realizable (the job and capacity rows form a bipartite system,
+// whose vertices are rounds); with gangs, the decomposition decides.
+func realizable(cfg RoundsConfig) *bool {
+	gangs := slices.ContainsFunc(cfg.Jobs, func(j policy.Job) bool { return j.Type.ScaleFactor > 1 })
+	if !gangs {
+		return verdict(true, nil)
+	}
+	st := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs),
+		PairRates: TablePairRates(cfg.Table), History: NewLedger(cfg.RoundSeconds)}
+	var es []*entry
+	for _, e := range st.entries(cfg.Allocation) {
+		es = append(es, &e)
+	}
+	targets := sortedTargets(es)
+	if len(targets) > decomposeMaxTargets {
+		return nil
+	}
+	caps := map[string]int{}
+	for _, w := range cfg.Topology.WorkerTypes() {
+		caps[w] = cfg.Topology.Count(w)
+	}
+	_, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps)
+	return verdict(err == nil, err)
+}
+
+// verdict turns a decomposition's outcome into RoundsResult.Realizable.
+func verdict(decomposed bool, err error) *bool {
+	switch {
+	case decomposed:
+		return ptr(true)
+	case errors.Is(err, errNotRealizable):
+		return ptr(false)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func sortedCombinations[V any](m map[policy.Combination]V) []policy.Combination {
 	cs := slices.Collect(maps.Keys(m))
@@ -160,8 +212,9 @@ func hasPairs(a *policy.Allocation) bool {
 }
 
 // runRounds is RunRounds with or without the decomposition; used reports
-// whether the decomposition was followed.
-func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool) {
+// whether the decomposition was followed, and err why not (nil when it was
+// not asked for, or the allocation is beyond its size limit).
+func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool, err error) {
 	types := cfg.Topology.WorkerTypes()
 	ledger := NewLedger(cfg.RoundSeconds)
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
@@ -172,7 +225,10 @@ func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool) 
 		commitRound(state, ledger, cfg.Allocation, p, cfg.RoundSeconds)
 		res.Plans = append(res.Plans, p)
 		if i == 0 && decompose && (state.schedule == nil || state.schedule.failed) {
-			return nil, false
+			if state.schedule != nil {
+				err = state.schedule.err
+			}
+			return nil, false, err
 		}
 	}
 	res.Fidelity = fidelity(cfg, types, ledger)
@@ -182,7 +238,7 @@ func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool) 
 			res.MaxDeviationAllocated = math.Max(res.MaxDeviationAllocated, math.Abs(e.AllocatedDeviation()))
 		}
 	}
-	return res, true
+	return res, true, nil
 }
 
 // fidelity sums targets (from the allocation) and received time (from the

@@ -37,7 +37,10 @@ possible, and jobs kept on the same GPUs when they can be. An allocation
 with co-located pairs is also written as a mix of feasible rounds (each job
 at most once a round) and planned by following that mix; of the two plans
 the one with the smaller max allocated deviation is printed (a line says
-so, and --json's "decomposed" is true, when it is the mix's).
+so, and --json's "decomposed" is true, when it is the mix's). When no mix
+of feasible rounds gives the allocation exactly (jobs of several GPUs or
+pairs can ask for more than any rounds give; checked for at most 150
+targets), a note says so: that shortfall is the allocation's.
 
 The policy takes allocate's flags (--prices for cost policies, --seed,
 --max-partners, --reference, --time-limit) and gives the same allocation;
@@ -64,8 +67,8 @@ mostly back-fill, which is harmless. max allocated deviation is the largest
 the allocation (a job given too much where GPUs are scarce leaves another
 short).
 --json has the same fields: fidelity {job → {worker type → {target,
-received, backfill}}}, max_deviation, max_deviation_allocated and
-decomposed.`,
+received, backfill}}}, max_deviation, max_deviation_allocated, decomposed
+and realizable (true, false, or null when not checked).`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
       --gpus-per-server v100=4,p100=4,k80=4 --jobs examples/jobs.json --rounds 20
   gavel-plan rounds --policy max_min_fairness_packed --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json \
@@ -202,7 +205,10 @@ type roundsJSON struct {
 	// MaxDeviationAllocated leaves back-fill out (see rounds.Fidelity).
 	MaxDeviationAllocated float64 `json:"max_deviation_allocated"`
 	// Decomposed: the plan follows the allocation's mix of feasible rounds.
-	Decomposed bool                          `json:"decomposed"`
+	Decomposed bool `json:"decomposed"`
+	// Realizable: some sequence of rounds gives the allocation exactly
+	// (null: not checked; see rounds.RoundsResult).
+	Realizable *bool                         `json:"realizable"`
 	Allocation map[string]map[string]float64 `json:"allocation"`
 }
 
@@ -266,7 +272,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 
 func newRoundsJSON(o *roundsOptions, alloc *policy.Allocation, res *rounds.RoundsResult) roundsJSON {
 	out := roundsJSON{Policy: o.policy, RoundSeconds: o.roundSeconds, Fidelity: res.Fidelity, MaxDeviation: res.MaxDeviation,
-		MaxDeviationAllocated: res.MaxDeviationAllocated, Decomposed: res.Decomposed, Allocation: map[string]map[string]float64{}}
+		MaxDeviationAllocated: res.MaxDeviationAllocated, Decomposed: res.Decomposed, Realizable: res.Realizable, Allocation: map[string]map[string]float64{}}
 	for c, x := range alloc.Fractions {
 		out.Allocation[c.Key()] = x
 	}
@@ -327,6 +333,12 @@ func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) erro
 	}
 	if res.Decomposed {
 		if _, err := fmt.Fprintln(io.Out, "planned by following the allocation's mix of feasible rounds (its plan fell less short than the per-entry walk's)"); err != nil {
+			return err
+		}
+	}
+	if res.Realizable != nil && !*res.Realizable {
+		if _, err := fmt.Fprintln(io.Out, "note: no sequence of rounds gives this allocation exactly (it is no mix of feasible rounds): "+
+			"part of the shortfall is the allocation's, not the rounds'"); err != nil {
 			return err
 		}
 	}

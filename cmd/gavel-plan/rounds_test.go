@@ -249,3 +249,41 @@ func TestRoundsPackedDecomposed(t *testing.T) {
 		}
 	}
 }
+
+// Two 4-GPU jobs on 6 v100s under the isolated policy (Gavel's equal
+// shares: 0.75 each) can never run together, so no rounds give them their
+// shares: --json says realizable false and the human output says why the
+// shortfall is there; the 14-job packed allocation is realizable.
+func TestRoundsRealizable(t *testing.T) {
+	jobs := rtFile(t, "gangs.json", `{"jobs": [
+  {"id": "g1", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000},
+  {"id": "g2", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000}]}`)
+	for _, c := range []struct {
+		policy, cluster, jobs string
+		want                  bool
+	}{
+		{"isolated", "v100=6", jobs, false},
+		{"max_min_fairness_packed", "v100=3,p100=3,k80=3", "../../policy/testdata/packed14.json", true},
+	} {
+		out, _, err := rtRun(t, newRoundsCmd, "--policy", c.policy, "--cluster", c.cluster, "--jobs", c.jobs, "--rounds", "10", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Realizable *bool `json:"realizable"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Realizable == nil || *got.Realizable != c.want {
+			t.Errorf("%s: realizable %v, want %v", c.policy, got.Realizable, c.want)
+		}
+		human, _, err := rtRun(t, newRoundsCmd, "--policy", c.policy, "--cluster", c.cluster, "--jobs", c.jobs, "--rounds", "10")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if says := strings.Contains(human, "no sequence of rounds gives this allocation"); says == c.want {
+			t.Errorf("%s: human output notes an unrealizable allocation: %v, want %v", c.policy, says, !c.want)
+		}
+	}
+}
