@@ -22,7 +22,7 @@ type estimatorFlags struct {
 }
 
 func (f *estimatorFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.table, "table", "", "partial throughput table (Gavel JSON); required")
+	cmd.Flags().StringVar(&f.table, "table", "", "partial throughput table (Gavel JSON or CSV, - for stdin); required")
 	cmd.Flags().StringVar(&f.workers, "worker-types", "", "comma-separated worker types (default: all)")
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed of the estimator")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object")
@@ -110,7 +110,7 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if err := checkOutput("estimate", "--out", o.out); err != nil {
 		return err
 	}
-	t, err := cli.LoadTable(o.table)
+	t, err := cli.LoadTableFrom(io.In, o.table)
 	if err != nil {
 		return err
 	}

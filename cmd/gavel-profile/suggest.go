@@ -59,7 +59,7 @@ func runSuggest(ctx context.Context, o suggestOptions, io *cli.IO) error {
 	if o.budget < 0 {
 		return cli.UsageError("suggest: --budget %d: must be 0 or more", o.budget)
 	}
-	t, err := cli.LoadTable(o.table)
+	t, err := cli.LoadTableFrom(io.In, o.table)
 	if err != nil {
 		return err
 	}

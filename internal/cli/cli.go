@@ -102,21 +102,46 @@ func NewTableWriter(w io.Writer, header ...string) *tablewriter.Table {
 	return t
 }
 
-// LoadTable loads the table at path, or the embedded default when path is
-// empty. Any problem in the file is bad input (exit status 2).
-func LoadTable(path string) (*table.Table, error) {
+// LoadTable loads a table as LoadTableFrom does, reading "-" from the process's standard
+// input.
+func LoadTable(path string) (*table.Table, error) { return LoadTableFrom(os.Stdin, path) }
+
+// StdinName is what problems in a table read from standard input ("-") call the file.
+const StdinName = "stdin"
+
+// LoadTableFrom loads the table at path, from in when path is "-", or the embedded default
+// when path is empty. Gavel JSON and the CSV of `table convert` are both read, told apart by
+// their content. Any problem in the table, or a file that cannot be opened, is bad input
+// (exit status 2).
+func LoadTableFrom(in io.Reader, path string) (*table.Table, error) {
 	if path == "" {
 		return table.Default(), nil
 	}
-	t, err := table.Load(path)
+	t, ps, err := CheckTable(in, path)
 	if err != nil {
-		var ps table.Problems
-		if errors.As(err, &ps) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w", &usageError{msg: err.Error()})
+		return nil, err
+	}
+	if errs := ps.Errors(); len(errs) > 0 {
+		return nil, errs
 	}
 	return t, nil
+}
+
+// CheckTable reads the table at path (from in when path is "-"), JSON or CSV, and returns
+// every problem found in it, warnings included. err is set, as a usage error, only when the
+// file cannot be opened.
+func CheckTable(in io.Reader, path string) (*table.Table, table.Problems, error) {
+	if path == "-" {
+		t, ps := table.CheckAny(in, StdinName)
+		return t, ps, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, UsageError("table: %v", err)
+	}
+	defer f.Close()
+	t, ps := table.CheckAny(f, path)
+	return t, ps, nil
 }
 
 // Main runs a root command and returns the exit status, printing the error
