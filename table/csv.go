@@ -201,6 +201,9 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 	seen[row] = line
 	rate, err := parseRate([]byte(rec[6]))
 	if err != nil {
+		if !isolated {
+			b.badPair(w, j, k)
+		}
 		at(fmt.Errorf("rate: %w", err))
 		return
 	}
@@ -210,6 +213,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 	}
 	prate, err := parseRate([]byte(rec[7]))
 	if err != nil {
+		b.badPair(w, j, k)
 		at(fmt.Errorf("partner rate: %w", err))
 		return
 	}
