@@ -276,12 +276,20 @@ func TableValidate(streams *IO, path string, asJSON bool) error {
 		for _, p := range ps {
 			fmt.Fprintln(streams.Out, p.Error())
 		}
-		fmt.Fprintf(streams.Out, "%s: %d errors, %d warnings\n", path, len(ps.Errors()), len(ps.Warnings()))
+		fmt.Fprintf(streams.Out, "%s: %s, %s\n", path, Count(len(ps.Errors()), "error"), Count(len(ps.Warnings()), "warning"))
 	}
 	if n := len(ps.Errors()); n > 0 {
-		return UsageError("%s: %d errors", path, n)
+		return UsageError("%s: %s", path, Count(n, "error"))
 	}
 	return nil
+}
+
+// Count is n followed by noun, plural unless n is 1: "1 error", "0 errors".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func newTableConvertCmd(streams *IO, bin string) *cobra.Command {

@@ -305,3 +305,34 @@ func TestLoadTableFromFormats(t *testing.T) {
 		}
 	}
 }
+
+// validate printed "1 errors"; a bad pair value was counted twice (the value, and its other
+// side as "present on one side only").
+func TestTableValidateCounts(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content, want string
+	}{
+		{"one bad pair value", `{"v100": {"('A', 1)": {"null": 2, "('B', 1)": [1.0]}, "('B', 1)": {"null": 2, "('A', 1)": [1, 1]}}}`,
+			"t.json: 1 error, 0 warnings"},
+		{"one warning", `{"v100": {"('A', 1)": {"null": 2, "('A', 1)": [3, 3]}}}`, "t.json: 0 errors, 1 warning"},
+		{"two errors", `{"v100": {"('A', 1)": {"null": -2}, "oops": {}}}`, "t.json: 2 errors, 0 warnings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, "t.json")
+			os.WriteFile(path, []byte(tt.content), 0o644)
+			streams, out, _ := TestIO()
+			err := TableValidate(streams, path, false)
+			if !strings.HasSuffix(out.String(), tt.want+"\n") {
+				t.Errorf("output ends %q, want %q", out, tt.want)
+			}
+			if strings.HasPrefix(tt.want, "t.json: 0 errors") != (err == nil) {
+				t.Errorf("error %v for %q", err, tt.want)
+			}
+			if err != nil && !strings.HasSuffix(err.Error(), strings.SplitN(tt.want, ",", 2)[0][len("t.json: "):]) {
+				t.Errorf("error %q does not end with the count of %q", err, tt.want)
+			}
+		})
+	}
+}
