@@ -125,6 +125,9 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 		fmt.Fprintln(io.Err, "note:", n)
 	}
 	if o.json {
+		if rep.Entries == nil {
+			rep.Entries = []estimate.Entry{} // "entries": [], not null
+		}
 		return cli.WriteJSON(io.Out, rep)
 	}
 	if err := printEstimated(io, rep, o.list); err != nil {
