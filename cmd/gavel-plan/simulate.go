@@ -67,6 +67,9 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if o.trace == "" {
 		return cli.UsageError("--trace is required")
 	}
+	if err := cli.CheckOutput("simulate", "--jobs-out", o.jobsOut); err != nil {
+		return err
+	}
 	s, err := o.setupFlags.load()
 	if err != nil {
 		return err
@@ -88,15 +91,20 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(io.Err, "warning: %s (first at %.0f s, said by %d allocations)\n", w.Message, w.First, w.Count)
 	}
-	if o.jobsOut != "" {
-		if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
-			return fmt.Errorf("--jobs-out: %w", err)
-		}
-	}
+	// The results are printed before --jobs-out is written, so that a failure writing it
+	// (checked above, but a disk may fill) loses nothing of what was computed.
 	if o.json {
-		return cli.WriteJSON(io.Out, simulationJSON(res, s.prices != nil))
+		err = cli.WriteJSON(io.Out, simulationJSON(res, s.prices != nil))
+	} else {
+		err = printSimulation(io, res, s.prices != nil)
 	}
-	return printSimulation(io, res, s.prices != nil)
+	if err != nil || o.jobsOut == "" {
+		return err
+	}
+	if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
+		return fmt.Errorf("--jobs-out: %w", err)
+	}
+	return nil
 }
 
 // simulateJSON is --json's object: rounds.Result with the fields that a zero must not stand

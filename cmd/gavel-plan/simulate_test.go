@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
 )
@@ -191,6 +194,33 @@ func TestSimulateJSONFields(t *testing.T) {
 			// with A3C and misses it; A3C has no SLO.
 			if v0, v1 := string(got.Jobs[0]["slo_violated"]), string(got.Jobs[1]["slo_violated"]); v0 != "true" || v1 != "false" {
 				t.Errorf("slo_violated %s, %s; want true, false", v0, v1)
+			}
+		})
+	}
+}
+
+// An output file in a directory that does not exist failed only after the work (simulate
+// printed nothing and exited 1): every output path is checked first, as bad usage.
+func TestOutputPathsCheckedFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "x.csv")
+	tests := []struct {
+		name string
+		mk   func(*cli.IO) *cobra.Command
+		args []string
+		flag string
+	}{
+		{"simulate --jobs-out", newSimulateCmd, []string{"--trace", workedTrace, "--policy", "max_min_fairness_perf",
+			"--cluster", "v100=2,p100=2,k80=2", "--jobs-out", bad}, "--jobs-out"},
+		{"experiment hierarchical --csv", newExperimentCmd, []string{"hierarchical", "--csv", bad}, "--csv"},
+		{"table convert --out", func(io *cli.IO) *cobra.Command { return cli.NewTableCmd(io, "gavel-plan") },
+			[]string{"convert", "--to", "csv", "--out", bad}, "--out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := rtRun(t, tt.mk, tt.args...)
+			want := tt.flag + " " + bad + ": directory " + filepath.Dir(bad) + " does not exist"
+			if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), want) || out != "" {
+				t.Errorf("err %v (exit %d), stdout %q; want exit 2 with %q and nothing done", err, cli.ExitCode(err), out, want)
 			}
 		})
 	}

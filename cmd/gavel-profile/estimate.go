@@ -10,7 +10,6 @@ import (
 
 	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
-	"github.com/gavelkit/gavel/table"
 )
 
 // estimatorFlags are the flags estimate and suggest share: the partial table and how to
@@ -107,7 +106,7 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if o.table == "" || o.out == "" {
 		return cli.UsageError("estimate: --table and --out are required")
 	}
-	if err := checkOutput("estimate", "--out", o.out); err != nil {
+	if err := cli.CheckOutput("estimate", "--out", o.out); err != nil {
 		return err
 	}
 	t, err := cli.LoadTableFrom(io.In, o.table)
@@ -139,15 +138,6 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	}
 	if rep.LeftMissing > 0 {
 		fmt.Fprintf(io.Out, "%d entries still missing (see the notes)\n", rep.LeftMissing)
-	}
-	return nil
-}
-
-// checkOutput fails before the work, which can take minutes or hours, when the file that flag
-// (of command) names cannot be written (see table.CheckWritable).
-func checkOutput(command, flag, path string) error {
-	if err := table.CheckWritable(path); err != nil {
-		return cli.UsageError("%s: %s %s: %v", command, flag, path, err)
 	}
 	return nil
 }

@@ -218,7 +218,7 @@ func checkRunFlags(opts runOptions) error {
 	if opts.tablePath == "" {
 		return cli.UsageError("run: --table is required")
 	}
-	if err := checkOutput("run", "--table", opts.tablePath); err != nil {
+	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
 		return err
 	}
 	if opts.scaleFactor < 1 {

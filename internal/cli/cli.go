@@ -144,6 +144,20 @@ func CheckTable(in io.Reader, path string) (*table.Table, table.Problems, error)
 	return t, ps, nil
 }
 
+// CheckOutput fails, as bad usage (exit status 2), when the file that flag of command names
+// cannot be written (see table.CheckWritable): commands call it before their work, which can
+// take minutes or hours, so that a mistyped output path loses nothing. An empty path (no
+// output asked for) passes.
+func CheckOutput(command, flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := table.CheckWritable(path); err != nil {
+		return UsageError("%s: %s %s: %v", command, flag, path, err)
+	}
+	return nil
+}
+
 // Main runs a root command and returns the exit status, printing the error
 // (if any) to Err. cmd/*/main.go are one line around it. A *cobra.Command
 // root first gets MarkUsageErrors.

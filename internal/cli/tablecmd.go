@@ -328,6 +328,9 @@ func TableConvert(streams *IO, path, to, out string) error {
 	if to != "csv" && to != "json" {
 		return UsageError("--to must be csv or json, not %q", to)
 	}
+	if err := CheckOutput("table convert", "--out", out); err != nil {
+		return err
+	}
 	t, err := LoadTableFrom(streams.In, path)
 	if err != nil {
 		return err
