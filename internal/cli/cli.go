@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -158,6 +160,48 @@ func CheckOutput(command, flag, path string) error {
 	return nil
 }
 
+// flagError is err, an error of pflag's parsing, as bad usage; a value a numeric, duration or
+// boolean flag cannot take gets a plain message ("--seed: -1 is not a non-negative integer")
+// rather than pflag's, which quotes strconv ("strconv.ParseUint: parsing "-1": invalid
+// syntax"). The original stays in the chain.
+func flagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) {
+		return asUsage(err)
+	}
+	want, ok := flagValueKind(iv.GetFlag().Value.Type())
+	if !ok {
+		return asUsage(err)
+	}
+	v := iv.GetValue()
+	if v == "" || strings.ContainsAny(v, " \t\n") || strconv.Quote(v) != `"`+v+`"` {
+		v = strconv.Quote(v)
+	}
+	msg := fmt.Sprintf("--%s: %s is not %s", iv.GetFlag().Name, v, want)
+	if errors.Is(err, strconv.ErrRange) {
+		msg = fmt.Sprintf("--%s: %s is out of range (want %s)", iv.GetFlag().Name, v, want)
+	}
+	return &usageError{msg: msg, err: err}
+}
+
+// flagValueKind says what a flag of pflag value type typ takes; false for types whose own
+// messages are kept.
+func flagValueKind(typ string) (string, bool) {
+	switch typ {
+	case "int", "int8", "int16", "int32", "int64":
+		return "an integer", true
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a non-negative integer", true
+	case "float32", "float64":
+		return "a number", true
+	case "duration":
+		return "a duration such as 90s, 10m or 1h30m", true
+	case "bool":
+		return "true or false", true
+	}
+	return "", false
+}
+
 // Main runs a root command and returns the exit status, printing the error
 // (if any) to Err. cmd/*/main.go are one line around it. A *cobra.Command
 // root first gets MarkUsageErrors.
@@ -180,7 +224,7 @@ func Main(root interface{ Execute() error }, streams *IO) int {
 // itself, as an untyped error; Main's ExitCode recognizes it by its text.
 // Calling it twice changes nothing more.
 func MarkUsageErrors(root *cobra.Command) {
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		if args := c.Args; args != nil {
