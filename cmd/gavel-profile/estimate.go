@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,8 +28,25 @@ func (f *estimatorFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object")
 }
 
-func (f estimatorFlags) options() estimate.Options {
-	return estimate.Options{Workers: estimate.ParseWorkers(f.workers), Seed: f.seed}
+// options are the estimator's options; a bad --worker-types is a usage error.
+func (f estimatorFlags) options(command string) (estimate.Options, error) {
+	workers, err := parseWorkerTypes(command, f.workers)
+	return estimate.Options{Workers: workers, Seed: f.seed}, err
+}
+
+// parseWorkerTypes reads --worker-types: comma-separated names, nil (all) when s is blank. An
+// empty element ("v100," or "v100,,k80") is a usage error naming it, rather than dropped.
+func parseWorkerTypes(command, s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if parts[i] = strings.TrimSpace(p); parts[i] == "" {
+			return nil, cli.UsageError("%s: --worker-types %q: element %d of %d is empty (a stray comma?)", command, s, i+1, len(parts))
+		}
+	}
+	return parts, nil
 }
 
 // tableError wraps an estimator error with the table's path; a table without reference job
@@ -109,11 +127,15 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if err := cli.CheckOutput("estimate", "--out", o.out); err != nil {
 		return err
 	}
+	opts, err := o.options("estimate")
+	if err != nil {
+		return err
+	}
 	t, err := cli.LoadTableFrom(io.In, o.table)
 	if err != nil {
 		return err
 	}
-	full, rep, err := estimate.Table(ctx, t, o.options())
+	full, rep, err := estimate.Table(ctx, t, opts)
 	if err != nil {
 		return o.tableError(err)
 	}

@@ -224,6 +224,12 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"suggest unknown worker type", newSuggestCmd, []string{"--table", in, "--worker-types", "p100,v10"}, "worker type v10"},
 		{"evaluate unknown worker type", newEvaluateCmd, []string{"--worker-types", "v10"}, "worker type v10"},
 		{"evaluate unknown policy", newEvaluateCmd, []string{"--policy", "max_min_fairnes", "--seeds", "0"}, "max_min_fairnes"},
+		// An empty element was dropped silently ("v100," meant v100 only).
+		{"estimate trailing comma", newEstimateCmd, []string{"--table", in, "--out", out, "--worker-types", "v100,"},
+			`estimate: --worker-types "v100,": element 2 of 2 is empty`},
+		{"suggest empty element", newSuggestCmd, []string{"--table", in, "--worker-types", "v100, ,k80"},
+			`suggest: --worker-types "v100, ,k80": element 2 of 3 is empty`},
+		{"evaluate leading comma", newEvaluateCmd, []string{"--worker-types", ",k80"}, `evaluate: --worker-types ",k80": element 1 of 2 is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

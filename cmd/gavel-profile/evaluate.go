@@ -133,6 +133,10 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 // truth loads the complete block to evaluate on: --scale-factor's job types of --table, which
 // must have every pair and more job types than --references.
 func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
+	workers, err := parseWorkerTypes("evaluate", o.workers)
+	if err != nil {
+		return nil, err
+	}
 	t, err := cli.LoadTableFrom(stdin, o.table)
 	if err != nil {
 		return nil, err
@@ -141,7 +145,7 @@ func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
 	if name == "" {
 		name = "embedded Gavel table"
 	}
-	blocks, _, err := estimate.Blocks(t, estimate.ParseWorkers(o.workers), true)
+	blocks, _, err := estimate.Blocks(t, workers, true)
 	if err != nil {
 		return nil, cli.UsageError("table %s: --worker-types: %v", name, err)
 	}
