@@ -56,7 +56,7 @@ rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
   %[1]s table show --table examples/partial.json --worker-type v100
   %[1]s table show --pairs "ResNet-50 (batch size 64)"
   %[1]s table show --scale-factor 2 --json
-  %[1]s table show --table - < gavel.csv`, bin),
+  cat gavel.csv | %[1]s table show --table -`, bin),
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return TableShow(streams, o) },
 	}
