@@ -42,10 +42,10 @@ type Report struct {
 	// KnownInfeasible counts the missing entries filled as infeasible because a job of the pair
 	// cannot run alone on the worker type (isolated rate 0): facts, not estimates, so they are
 	// not in Entries.
-	KnownInfeasible int `json:"known_infeasible,omitempty"`
+	KnownInfeasible int `json:"known_infeasible"`
 	// LeftMissing counts the entries still missing in the returned table: pairs with a job that
 	// has no isolated rate on the worker type, and blocks without a reference job type.
-	LeftMissing int      `json:"left_missing,omitempty"`
+	LeftMissing int      `json:"left_missing"`
 	Notes       []string `json:"notes,omitempty"`
 }
 

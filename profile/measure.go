@@ -150,6 +150,8 @@ type measurer struct {
 	devices  Devices // for peak memory; nil = not measured
 	// baseline is the memory in use on each device before the jobs started.
 	baseline map[int]uint64
+	// logf receives notes on the jobs (a hint on their progress format); nil discards them.
+	logf func(format string, args ...any)
 }
 
 type phase int
@@ -381,6 +383,11 @@ func (ses *session) handle(ev event) verdict {
 		return stopWith(StatusFailed, fmt.Sprintf("%s: %v", name, ev.err))
 	case evOOM:
 		return stopWith(StatusInfeasible, fmt.Sprintf("%s: out of memory: %s", name, ev.text))
+	case evHint:
+		if ses.m.logf != nil {
+			ses.m.logf("note: %s: %d output lines and no progress report yet (%v); one line was: %q",
+				name, hintAfterLines, ev.err, ev.text)
+		}
 	case evExit:
 		j.exited = true
 		return ses.jobExited(j, name, ev.err)

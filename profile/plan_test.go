@@ -133,6 +133,9 @@ func TestReadReferences(t *testing.T) {
 		{`{"references":[{"name":"a","command":[]}]}`, "command is required"},
 		{`{"references":[{"name":"a","command":["x"]},{"name":"a","command":["y"]}]}`, "appears twice"},
 		{`{"references":[{"name":"a","command":["x"],"scale_factor":-1}]}`, "scale_factor -1"},
+		// An explicit 0 was taken as "left out" (1); the entry is named.
+		{`{"references":[{"name":"a","command":["x"]},{"name":"b","command":["y"],"scale_factor":0}]}`,
+			`entry 1 ("b"): scale_factor 0, want >= 1`},
 		{`{"references":[{"name":"a","command":["x"],"progress_regex":"(a)(b)"}]}`, "capture groups"},
 		{`{"references":[{"name":"a","cmd":["x"]}]}`, `references refs.json:1:28: unknown field "cmd"`},
 		{`{"references":[{"name":"a\nb","command":["x"]}]}`, "cannot be a table key"},

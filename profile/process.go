@@ -42,6 +42,7 @@ const (
 	evOOM
 	evMalformed
 	evExit
+	evHint // many lines and no progress report yet: text is one of them, err the hint
 )
 
 // event is something a job process did, stamped with the time it was read.
@@ -201,8 +202,15 @@ func (p *proc) read(r io.Reader, stream int, pr *progressReader, mu *sync.Mutex,
 			case ok:
 				ev = &event{job: p.job, kind: evProgress, at: now, steps: steps}
 			default:
+				text := strings.TrimSpace(line)
 				if isOOM(line) {
-					ev = &event{job: p.job, kind: evOOM, at: now, text: clip(strings.TrimSpace(line), 200)}
+					ev = &event{job: p.job, kind: evOOM, at: now, text: clip(text, 200)}
+				} else if text != "" {
+					mu.Lock()
+					if pr.noProgressLine() {
+						ev = &event{job: p.job, kind: evHint, at: now, text: clip(text, 200), err: errors.New(pr.formatHint())}
+					}
+					mu.Unlock()
 				}
 				p.remember(line)
 			}

@@ -57,6 +57,38 @@ type progressReader struct {
 	// only a count that goes back on its own stream is malformed.
 	last [2]int64
 	seen [2]bool
+	// unmatched counts the non-blank lines read before any progress report; hinted says the
+	// hint that the format may be wrong was given.
+	unmatched int
+	hinted    bool
+}
+
+// hintAfterLines is how many output lines without a progress report make the profiler say
+// that the job's progress format may not be the one expected.
+const hintAfterLines = 20
+
+// noProgressLine takes note of a non-blank line that was no progress report. It reports true
+// once, when hintAfterLines such lines have come and no report has: the job prints, but maybe
+// not in the expected format, and would otherwise only fail at the start-up timeout.
+func (p *progressReader) noProgressLine() bool {
+	if p.hinted || p.steps > 0 || p.seen[0] || p.seen[1] {
+		return false
+	}
+	p.unmatched++
+	if p.unmatched < hintAfterLines {
+		return false
+	}
+	p.hinted = true
+	return true
+}
+
+// formatHint says what progress lines p expects and how to say otherwise.
+func (p *progressReader) formatHint() string {
+	if p.format.Regexp == nil {
+		return fmt.Sprintf("expected lines like %q; if the job reports its steps otherwise, give --progress-regex (progress_regex for a reference), e.g. 'iter (\\d+)/'",
+			DefaultProgressPrefix+" <steps>")
+	}
+	return fmt.Sprintf("none matches the progress regex %q", p.format.String())
 }
 
 // line reads one output line of stream (0 stdout, 1 stderr). ok reports whether it was a

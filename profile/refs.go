@@ -22,7 +22,8 @@ import (
 //	   "env": {"OMP_NUM_THREADS": "4"}, "dir": "", "progress_regex": ""}
 //	]}
 //
-// name and command are required; scale_factor defaults to 1; env, dir and progress_regex are
+// name and command are required; scale_factor defaults to 1 when left out (a given 0 is an
+// error); env, dir and progress_regex are
 // optional. Commands are executed directly, never through a shell.
 type Reference struct {
 	Name          string            `json:"name"`
@@ -45,16 +46,29 @@ func LoadReferences(path string) (*References, error) {
 
 // ReadReferences reads a references file; file names it in errors.
 func ReadReferences(r io.Reader, file string) (*References, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("references %s: %w", file, err)
+	}
 	var refs References
-	if err := decodeStrict(r, file, &refs); err != nil {
+	if err := decodeStrictData(data, file, &refs); err != nil {
 		return nil, fmt.Errorf("references %w", err)
+	}
+	// Which entries give scale_factor: one left out is 1, but "scale_factor": 0 is a mistake.
+	var given struct {
+		References []struct {
+			ScaleFactor *int `json:"scale_factor"`
+		} `json:"references"`
+	}
+	if err := json.Unmarshal(data, &given); err != nil {
+		return nil, fmt.Errorf("references %s: %w", file, err) // read strictly above: not expected
 	}
 	seen := map[string]bool{}
 	var errs []error
 	for i := range refs.References {
 		ref := &refs.References[i]
 		where := fmt.Sprintf("references %s: entry %d (%q)", file, i, ref.Name)
-		if ref.ScaleFactor == 0 {
+		if ref.ScaleFactor == 0 && given.References[i].ScaleFactor == nil {
 			ref.ScaleFactor = 1
 		}
 		switch {
@@ -72,7 +86,7 @@ func ReadReferences(r io.Reader, file string) (*References, error) {
 			errs = append(errs, fmt.Errorf("%s: command is required (an argv list)", where))
 		}
 		if ref.ScaleFactor < 1 {
-			errs = append(errs, fmt.Errorf("%s: scale_factor %d, want >= 1", where, ref.ScaleFactor))
+			errs = append(errs, fmt.Errorf("%s: scale_factor %d, want >= 1 (leave it out for 1)", where, ref.ScaleFactor))
 		}
 		for k := range ref.Env {
 			switch {
@@ -144,6 +158,11 @@ func decodeStrict(r io.Reader, file string, v any) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
+	return decodeStrictData(data, file, v)
+}
+
+// decodeStrictData is decodeStrict on data read already.
+func decodeStrictData(data []byte, file string, v any) error {
 	if err := jsonfile.Decode(data, v); err != nil {
 		return err.(*jsonfile.Error).In(file, data)
 	}

@@ -3,9 +3,11 @@ package profile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -537,6 +539,66 @@ func TestRunTimeoutsBeforeWindowEnds(t *testing.T) {
 				t.Errorf("failed after %.1f s with a 0.5 s timeout: waited for the 30 s window", rec.TotalSeconds)
 			}
 			checkNoLeftovers(t)
+		})
+	}
+}
+
+// A job whose output never matched the progress format waited the whole --startup-timeout (10
+// minutes by default) with nothing said. After 20 such lines the runner notes, once, that the
+// format may be wrong, naming --progress-regex and one of the lines; a job whose lines match
+// gets no note.
+func TestRunHintsAtProgressFormat(t *testing.T) {
+	iter, _ := ParseProgressFormat(`^iter (\d+)/`)
+	tick, _ := ParseProgressFormat(`^step done$`)
+	tests := []struct {
+		name     string
+		progress ProgressFormat
+		status   Status
+		want     []string // in the one note; none when empty
+	}{
+		{"default format, iter lines", ProgressFormat{}, StatusFailed,
+			[]string{"model: 20 output lines and no progress report yet", `expected lines like "GAVEL_STEPS <steps>"`, "--progress-regex", `one line was: "iter `}},
+		{"regex not matching", tick, StatusFailed, []string{`none matches the progress regex "^step done$"`, `one line was: "iter `}},
+		{"regex matching", iter, StatusOK, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := workload("-rate", "150", "-format", "iter")
+			c.Progress = tt.progress
+			r := newRunner(t, 1, map[table.JobType]Command{jt("model"): c})
+			r.Settings.StartupTimeout = time.Second
+			var mu sync.Mutex
+			var notes []string
+			r.Logf = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				if s := fmt.Sprintf(format, args...); strings.Contains(s, "no progress report yet") {
+					notes = append(notes, s)
+				}
+			}
+			recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: jt("model")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 1 || recs[0].Status != tt.status {
+				t.Fatalf("records %+v, want one %s", recs, tt.status)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tt.want) == 0 {
+				if len(notes) != 0 {
+					t.Errorf("notes %q, want none", notes)
+				}
+				return
+			}
+			if len(notes) != 1 {
+				t.Fatalf("notes %q, want exactly one", notes)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(notes[0], w) {
+					t.Errorf("note %q lacks %q", notes[0], w)
+				}
+			}
 		})
 	}
 }

@@ -424,7 +424,7 @@ func (p *pass) isolatedNearby(ctx context.Context, t Task, gpus []GPU, send func
 
 // measurePair runs the pair's jobs together on gpus; iso are their recent isolated rates.
 func (p *pass) measurePair(ctx context.Context, t Task, gpus []GPU, iso [2]float64) Record {
-	m := measurer{settings: p.r.Settings, devices: p.r.Devices}
+	m := measurer{settings: p.r.Settings, devices: p.r.Devices, logf: p.r.Logf}
 	out := m.measure(ctx, p.slot(gpus), []string{t.Job.Model, t.Partner.Model}, []Command{
 		p.r.command(t.Job, gpus), p.r.command(t.Partner, gpus)})
 	rec := Record{Kind: KindPair, Status: out.Status, Reason: out.Reason,
@@ -532,7 +532,7 @@ func devicesName(gpus []GPU) string {
 
 // measureIsolated measures j alone on gpus and remembers the rate for drift normalization.
 func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, gpus []GPU, kind Kind) Record {
-	m := measurer{settings: p.r.Settings, devices: p.r.Devices}
+	m := measurer{settings: p.r.Settings, devices: p.r.Devices, logf: p.r.Logf}
 	out := m.measure(ctx, p.slot(gpus), []string{j.Model}, []Command{p.r.command(j, gpus)})
 	rec := Record{Kind: kind, Status: out.Status, Reason: out.Reason,
 		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds, interrupted: out.Interrupted}

@@ -1,10 +1,12 @@
 package table
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,9 +83,20 @@ func (u unnamedProblems) Unwrap() []error { return u.ps.Unwrap() }
 // directions are missing or disagree, bad keys and rates. The error is then a Problems naming
 // file, line, worker type and job.
 func ReadCSVFile(r io.Reader, file string) (*Table, error) {
+	t, ps := CheckCSV(r, file)
+	if errs := ps.Errors(); len(errs) > 0 {
+		return nil, errs
+	}
+	return t, nil
+}
+
+// CheckCSV reads a table written by WriteCSV, as ReadCSVFile does, and returns every problem
+// it finds, warnings included, naming file in each. The table is nil when the CSV itself
+// cannot be read (a bad header or record); otherwise it holds every row that could be read.
+func CheckCSV(r io.Reader, file string) (*Table, Problems) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = len(csvHeader)
-	bad := func(p *Problem) error { return Problems{p}.withFile(file) }
+	bad := func(p *Problem) Problems { return Problems{p}.withFile(file) }
 	header, err := cr.Read()
 	if err != nil {
 		return nil, bad(&Problem{Line: 1, Err: fmt.Errorf("%w: header: %v", ErrBadCSV, err)})
@@ -104,11 +117,49 @@ func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 		line, _ := cr.FieldPos(0)
 		b.csvRow(rec, line, seen)
 	}
-	ps := b.finish().withFile(file)
+	return b.t, b.finish().withFile(file)
+}
+
+// looksLikeCSV reports whether data is a CSV table rather than JSON: its first non-blank byte
+// opens no JSON object or array and its first line holds a comma. A table that is neither is
+// left to the JSON reader, whose messages say where it goes wrong.
+func looksLikeCSV(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n\ufeff")
+	if len(data) == 0 || data[0] == '{' || data[0] == '[' {
+		return false
+	}
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	return bytes.IndexByte(first, ',') >= 0
+}
+
+// CheckAny reads a table in Gavel's JSON format or in WriteCSV's CSV, picking the format from
+// the content (CSV when the first line holds a comma and opens no JSON object or array), and
+// returns every problem found, as Check and CheckCSV do.
+func CheckAny(r io.Reader, file string) (*Table, Problems) {
+	data, err := readAll(r)
+	if err != nil {
+		return nil, Problems{{File: file, Err: err}}
+	}
+	if looksLikeCSV(data) {
+		return CheckCSV(bytes.NewReader(data), file)
+	}
+	t, ps := read(data)
+	return t, ps.withFile(file)
+}
+
+// LoadAny reads the table in the named file, JSON or CSV as CheckAny tells them apart; it
+// fails when the file holds any error (not counting warnings), as Load does.
+func LoadAny(path string) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("table: %w", err)
+	}
+	defer f.Close()
+	t, ps := CheckAny(f, path)
 	if errs := ps.Errors(); len(errs) > 0 {
 		return nil, errs
 	}
-	return b.t, nil
+	return t, nil
 }
 
 // csvRow adds one row, or reports why it cannot be.
@@ -150,6 +201,9 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 	seen[row] = line
 	rate, err := parseRate([]byte(rec[6]))
 	if err != nil {
+		if !isolated {
+			b.badPair(w, j, k)
+		}
 		at(fmt.Errorf("rate: %w", err))
 		return
 	}
@@ -159,6 +213,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 	}
 	prate, err := parseRate([]byte(rec[7]))
 	if err != nil {
+		b.badPair(w, j, k)
 		at(fmt.Errorf("partner rate: %w", err))
 		return
 	}

@@ -328,6 +328,23 @@ type builder struct {
 	types map[string]parsedKey
 	seen  map[string]int // the partners of the job being read, by offset
 	row   []pairRates    // the pairs of the job being read
+	// badPairs are the pairs whose value was reported bad, so that their other direction is
+	// not reported again as present on one side only.
+	badPairs map[pairKey]bool
+}
+
+// pairKey names one direction of a pair: job a with partner b on worker type w.
+type pairKey struct {
+	w    string
+	a, b JobType
+}
+
+// badPair records that the pair of a with b on w had a bad value, already reported.
+func (b *builder) badPair(w string, a, k JobType) {
+	if b.badPairs == nil {
+		b.badPairs = map[pairKey]bool{}
+	}
+	b.badPairs[pairKey{w, a, k}] = true
 }
 
 type pairRates struct {
@@ -503,17 +520,38 @@ func (b *builder) entry(wt *workerTable, j JobType, pk string, v []byte, loc fun
 			b.row = append(b.row, pairRates{k, r})
 			return
 		}
+		p := loc()
+		b.badPair(p.Worker, j, k)
+		b.problem(p, err)
+		return
 	}
 	b.problem(loc(), err)
 }
 
 // finish checks the pairs of every worker type for symmetry, then the whole table, and
 // returns every problem found.
+// A pair given on one side only is not reported when its other side was there with a bad
+// value: that problem was reported already, and one mistake counts once.
 func (b *builder) finish() Problems {
 	for _, w := range b.t.WorkerTypes() {
-		b.ps = append(b.ps, settlePairs(w, b.t.workers[w])...)
+		for _, p := range settlePairs(w, b.t.workers[w]) {
+			if !b.reportedBad(w, p) {
+				b.ps = append(b.ps, p)
+			}
+		}
 	}
 	return append(b.ps, b.t.Validate()...)
+}
+
+// reportedBad reports whether p says a pair of worker type w is given on one side only when its
+// other side had a bad value, reported already.
+func (b *builder) reportedBad(w string, p *Problem) bool {
+	if len(b.badPairs) == 0 || !errors.Is(p.Err, ErrOneSided) {
+		return false
+	}
+	job, err1 := ParseJobType(p.Job)
+	partner, err2 := ParseJobType(p.Partner)
+	return err1 == nil && err2 == nil && b.badPairs[pairKey{w, partner, job}]
 }
 
 // symmetryTolerance bounds the relative difference between T[w][a][b] and

@@ -20,6 +20,7 @@ func sameAsOld(t *testing.T, in []byte) {
 	t.Helper()
 	got, gotPs := Check(bytes.NewReader(in), "f.json")
 	want, wantPs := oldCheck(bytes.NewReader(in), "f.json")
+	wantPs = withoutOneSidedOfBad(wantPs)
 	if (got == nil) != (want == nil) || got != nil && !sameEntries(got, want) {
 		t.Fatalf("input %q:\ntable %v\nwant %v", in, got, want)
 	}
@@ -31,6 +32,37 @@ func sameAsOld(t *testing.T, in []byte) {
 			t.Fatalf("input %q: problem %d:\n%+v: %v\nwant\n%+v: %v", in, i, *p, p, *q, q)
 		}
 	}
+}
+
+// withoutOneSidedOfBad drops from the old reader's problems the reports that a pair is on one
+// side only when its other side was there with a bad value, reported already: the reader
+// reports such a pair once (TestBadPairValueReportedOnce), the old one twice.
+func withoutOneSidedOfBad(ps Problems) Problems {
+	type dir struct {
+		w    string
+		a, b JobType
+	}
+	parse := func(p *Problem) (dir, bool) {
+		a, err1 := ParseJobType(p.Job)
+		b, err2 := ParseJobType(p.Partner)
+		return dir{p.Worker, a, b}, err1 == nil && err2 == nil
+	}
+	bad := map[dir]bool{}
+	for _, p := range ps {
+		if errors.Is(p, ErrBadValue) || errors.Is(p, ErrNegativeRate) || errors.Is(p, ErrNotFinite) {
+			if d, ok := parse(p); ok {
+				bad[d] = true
+			}
+		}
+	}
+	var out Problems
+	for _, p := range ps {
+		if d, ok := parse(p); ok && errors.Is(p, ErrOneSided) && bad[dir{d.w, d.b, d.a}] {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func sameProblem(p, q *Problem) bool {

@@ -670,3 +670,54 @@ func TestCheckWritable(t *testing.T) {
 		t.Errorf("check files left: %v", left)
 	}
 }
+
+// A pair with a bad value on one side was counted twice: the bad value, and "present on one
+// side only" for its good other side. It is one mistake, reported once; a pair truly missing
+// its other side is still reported.
+func TestBadPairValueReportedOnce(t *testing.T) {
+	header := strings.Join(csvHeader, ",") + "\n"
+	iso := func(m string) string { return "v100," + m + ",1,,,measured,2,,,,,\n" }
+	pair := func(a, b, ra, rb string) string {
+		return "v100," + a + ",1," + b + ",1,measured," + ra + "," + rb + ",,,,\n"
+	}
+	jsonTable := func(abValue string) string {
+		return `{"v100": {"('A', 1)": {"null": 2, "('B', 1)": ` + abValue + `},
+			"('B', 1)": {"null": 2, "('A', 1)": [1, 1]}, "('C', 1)": {"null": 2, "('A', 1)": [1, 1]}}}`
+	}
+	tests := []struct {
+		name, in  string
+		csv       bool
+		wantErrs  []error // in order
+		wantFirst string
+	}{
+		{"json one-element pair", jsonTable("[1.0]"), false, []error{ErrBadValue, ErrOneSided}, "partner ('B', 1): bad value"},
+		{"json string pair", jsonTable(`"x"`), false, []error{ErrBadValue, ErrOneSided}, "partner ('B', 1): bad value"},
+		{"json good", jsonTable("[1, 1]"), false, []error{ErrOneSided}, "job ('C', 1)"},
+		{"csv bad partner rate", header + iso("A") + iso("B") + pair("A", "B", "1", "x") + pair("B", "A", "1", "1"), true,
+			[]error{ErrBadValue}, "c.csv:4"},
+		{"csv bad rate", header + iso("A") + iso("B") + pair("A", "B", "-1", "1") + pair("B", "A", "1", "1"), true,
+			[]error{ErrNegativeRate}, "c.csv:4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ps Problems
+			if tt.csv {
+				_, ps = CheckCSV(strings.NewReader(tt.in), "c.csv")
+			} else {
+				_, ps = Check(strings.NewReader(tt.in), "c.json")
+			}
+			errs := ps.Errors()
+			if len(errs) != len(tt.wantErrs) {
+				t.Fatalf("%d errors, want %d:\n%v", len(errs), len(tt.wantErrs), errs)
+			}
+			for i, want := range tt.wantErrs {
+				if !errors.Is(errs[i], want) {
+					t.Errorf("error %d: %v, want %v", i, errs[i], want)
+				}
+			}
+			if !strings.Contains(errs[0].Error(), tt.wantFirst) {
+				t.Errorf("first error %q does not name %s", errs[0], tt.wantFirst)
+			}
+		})
+	}
+}

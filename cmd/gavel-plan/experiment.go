@@ -255,6 +255,9 @@ func runHierarchical(ctx context.Context, io *cli.IO, o *hierarchicalOptions) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if err := cli.CheckOutput("experiment hierarchical", "--csv", o.csv); err != nil {
+		return err
+	}
 	tbl, cluster, _, err := o.clusterFlags.load()
 	if err != nil {
 		return err

@@ -35,7 +35,13 @@ The trace is Gavel's tab-separated format (10 fields per line) or a jobs file
 (JSON) whose jobs carry arrival_seconds. With --gavel-compat the simulator
 follows Gavel's own semantics (recomputation only >= 1920 s after the last
 reset, its priorities and worker type order, integer steps), so results
-compare one to one with Gavel's.`,
+compare one to one with Gavel's.
+
+--json prints the contract's fields and more (see the README): cost is null
+without --prices (not computed, which is not free); warnings is [] when the
+policy relaxed nothing; each job has slo_violated (false without an SLO, as in
+--jobs-out), slo_deadline_seconds and cost (null when it has no SLO, or
+without --prices).`,
 		Example: `  gavel-plan simulate --trace examples/worked_example.trace --policy max_min_fairness_perf --cluster v100=36,p100=36,k80=36
   gavel-plan simulate --trace examples/worked_example.trace --policy fifo_perf --cluster v100=2,p100=2,k80=2 --gavel-compat --json
   gavel-plan simulate --trace examples/jobs.json --policy max_sum_throughput_normalized_by_cost_perf_SLOs \
@@ -61,6 +67,9 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if o.trace == "" {
 		return cli.UsageError("--trace is required")
 	}
+	if err := cli.CheckOutput("simulate", "--jobs-out", o.jobsOut); err != nil {
+		return err
+	}
 	s, err := o.setupFlags.load()
 	if err != nil {
 		return err
@@ -82,15 +91,60 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(io.Err, "warning: %s (first at %.0f s, said by %d allocations)\n", w.Message, w.First, w.Count)
 	}
-	if o.jobsOut != "" {
-		if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
-			return fmt.Errorf("--jobs-out: %w", err)
+	// The results are printed before --jobs-out is written, so that a failure writing it
+	// (checked above, but a disk may fill) loses nothing of what was computed.
+	if o.json {
+		err = cli.WriteJSON(io.Out, simulationJSON(res, s.prices != nil))
+	} else {
+		err = printSimulation(io, res, s.prices != nil)
+	}
+	if err != nil || o.jobsOut == "" {
+		return err
+	}
+	if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
+		return fmt.Errorf("--jobs-out: %w", err)
+	}
+	return nil
+}
+
+// simulateJSON is --json's object: rounds.Result with the fields that a zero must not stand
+// for: cost is null when it was not computed (no --prices; 0 would read as free), warnings
+// is [] when there are none, and each job always has slo_violated (false without an SLO, as
+// in --jobs-out) and slo_deadline_seconds and cost, null when the job has none.
+type simulateJSON struct {
+	*rounds.Result
+	Cost     *float64           `json:"cost"`
+	Jobs     []simulatedJobJSON `json:"jobs"`
+	Warnings []rounds.Warning   `json:"warnings"`
+}
+
+type simulatedJobJSON struct {
+	rounds.JobResult
+	Deadline *float64 `json:"slo_deadline_seconds"` // absolute simulated time; null without an SLO
+	Violated bool     `json:"slo_violated"`
+	Cost     *float64 `json:"cost"`
+}
+
+// simulationJSON is res as --json prints it; costed says whether costs were computed.
+func simulationJSON(res *rounds.Result, costed bool) simulateJSON {
+	out := simulateJSON{Result: res, Jobs: make([]simulatedJobJSON, len(res.Jobs)), Warnings: res.Warnings}
+	if out.Warnings == nil {
+		out.Warnings = []rounds.Warning{}
+	}
+	if costed {
+		out.Cost = &res.Cost
+	}
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		out.Jobs[i] = simulatedJobJSON{JobResult: *j, Violated: j.Violated}
+		if j.Deadline > 0 {
+			out.Jobs[i].Deadline = &j.Deadline
+		}
+		if costed {
+			out.Jobs[i].Cost = &j.Cost
 		}
 	}
-	if o.json {
-		return cli.WriteJSON(io.Out, res)
-	}
-	return printSimulation(io, res, s.prices != nil)
+	return out
 }
 
 func writeJobsCSV(w goio.Writer, res *rounds.Result) error {

@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
 )
@@ -39,7 +42,7 @@ func TestSimulateGavelCompatWorkedExample(t *testing.T) {
 	if math.Round(got.AvgJCT*1000) != 3344721 || math.Round(got.Makespan*1000) != 8164014 {
 		t.Errorf("avg JCT %.3f, makespan %.3f; want 3344.721, 8164.014", got.AvgJCT, got.Makespan)
 	}
-	if len(got.Jobs) != 5 || got.SLO == nil || *got.SLO != 0 || got.Cost == nil {
+	if len(got.Jobs) != 5 || got.SLO == nil || *got.SLO != 0 || got.Cost != nil {
 		t.Errorf("jobs %v, slo_violations %v, cost %v", got.Jobs, got.SLO, got.Cost)
 	}
 	f, err := os.Open(csvPath)
@@ -112,6 +115,112 @@ func TestSimulateBadInput(t *testing.T) {
 			_, _, err := rtRun(t, newSimulateCmd, "--trace", trace, "--policy", "max_min_fairness_perf", "--cluster", "v100=2,k80=2")
 			if err == nil || cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err %v (exit %d), want exit 2 mentioning %q", err, cli.ExitCode(err), tt.want)
+			}
+		})
+	}
+}
+
+// simulate --json: "cost": 0 without --prices read as free (now null), "warnings" was absent
+// when there were none (now []), and jobs lacked slo_violated, which --jobs-out has.
+func TestSimulateJSONFields(t *testing.T) {
+	// Two jobs on one V100: ResNet-18 bs64 alone takes 86735 / 24.093 ≈ 3600 s, so an SLO of
+	// 1.01 times that is missed when it shares the GPU with A3C, and A3C has no SLO.
+	trace := rtFile(t, "slo.trace", "ResNet-18 (batch size 64)\tc\t/tmp\t--s\t0\t86735\t1\t1\t1.01\t0\n"+
+		"A3C\tc\t/tmp\t--s\t0\t100000\t1\t1\t-1\t0\n")
+	type result struct {
+		Cost     json.RawMessage              `json:"cost"`
+		Warnings *json.RawMessage             `json:"warnings"`
+		Jobs     []map[string]json.RawMessage `json:"jobs"` // raw, to tell null from absent
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCost string // the JSON of the total cost; per job, null exactly when it is
+	}{
+		{"no prices", nil, "null"},
+		{"prices", []string{"--prices", "v100=3.6"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			csvPath := filepath.Join(t.TempDir(), "jobs.csv")
+			args := append([]string{"--trace", trace, "--policy", "max_min_fairness_perf", "--cluster", "v100=1",
+				"--json", "--jobs-out", csvPath}, tt.args...)
+			out, _, err := rtRun(t, newSimulateCmd, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got result
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if got.Warnings == nil || string(*got.Warnings) != "[]" {
+				t.Errorf("warnings %v, want []", got.Warnings)
+			}
+			if tt.wantCost == "null" && string(got.Cost) != "null" {
+				t.Errorf("cost %s without --prices, want null", got.Cost)
+			}
+			if tt.wantCost == "" {
+				// v100 at $3.6 an hour is $0.001 a GPU-second: the cost is the GPU time used.
+				var c float64
+				if err := json.Unmarshal(got.Cost, &c); err != nil || c <= 0 {
+					t.Errorf("cost %s with --prices, want a positive number", got.Cost)
+				}
+			}
+			f, err := os.Open(csvPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			recs, err := csv.NewReader(f).ReadAll()
+			if err != nil || len(recs) != 1+len(got.Jobs) || len(got.Jobs) != 2 {
+				t.Fatalf("jobs CSV %v (%v), JSON jobs %v", recs, err, got.Jobs)
+			}
+			for i, j := range got.Jobs {
+				rec := recs[i+1] // id, arrival, completion, JCT, deadline, violated, cost
+				if id := `"` + rec[0] + `"`; string(j["id"]) != id {
+					t.Fatalf("job %d: id %s, CSV %s", i, j["id"], id)
+				}
+				if string(j["slo_violated"]) != rec[5] {
+					t.Errorf("job %s: slo_violated %q, CSV says %s", rec[0], j["slo_violated"], rec[5])
+				}
+				if d, ok := j["slo_deadline_seconds"]; !ok || (string(d) == "null") != (rec[4] == "") {
+					t.Errorf("job %s: slo_deadline_seconds %q (present %v), CSV deadline %q", rec[0], d, ok, rec[4])
+				}
+				if c, ok := j["cost"]; !ok || (string(c) == "null") != (tt.wantCost == "null") {
+					t.Errorf("job %s: cost %q (present %v) with %s", rec[0], c, ok, tt.name)
+				}
+			}
+			// Job "0" (line 1, ResNet-18 with an SLO of 1.01 times its run alone) shares the GPU
+			// with A3C and misses it; A3C has no SLO.
+			if v0, v1 := string(got.Jobs[0]["slo_violated"]), string(got.Jobs[1]["slo_violated"]); v0 != "true" || v1 != "false" {
+				t.Errorf("slo_violated %s, %s; want true, false", v0, v1)
+			}
+		})
+	}
+}
+
+// An output file in a directory that does not exist failed only after the work (simulate
+// printed nothing and exited 1): every output path is checked first, as bad usage.
+func TestOutputPathsCheckedFirst(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "x.csv")
+	tests := []struct {
+		name string
+		mk   func(*cli.IO) *cobra.Command
+		args []string
+		flag string
+	}{
+		{"simulate --jobs-out", newSimulateCmd, []string{"--trace", workedTrace, "--policy", "max_min_fairness_perf",
+			"--cluster", "v100=2,p100=2,k80=2", "--jobs-out", bad}, "--jobs-out"},
+		{"experiment hierarchical --csv", newExperimentCmd, []string{"hierarchical", "--csv", bad}, "--csv"},
+		{"table convert --out", func(io *cli.IO) *cobra.Command { return cli.NewTableCmd(io, "gavel-plan") },
+			[]string{"convert", "--to", "csv", "--out", bad}, "--out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := rtRun(t, tt.mk, tt.args...)
+			want := tt.flag + " " + bad + ": directory " + filepath.Dir(bad) + " does not exist"
+			if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), want) || out != "" {
+				t.Errorf("err %v (exit %d), stdout %q; want exit 2 with %q and nothing done", err, cli.ExitCode(err), out, want)
 			}
 		})
 	}

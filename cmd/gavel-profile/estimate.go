@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
-	"github.com/gavelkit/gavel/table"
 )
 
 // estimatorFlags are the flags estimate and suggest share: the partial table and how to
@@ -22,14 +22,31 @@ type estimatorFlags struct {
 }
 
 func (f *estimatorFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.table, "table", "", "partial throughput table (Gavel JSON); required")
+	cmd.Flags().StringVar(&f.table, "table", "", "partial throughput table (Gavel JSON or CSV, - for stdin); required")
 	cmd.Flags().StringVar(&f.workers, "worker-types", "", "comma-separated worker types (default: all)")
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed of the estimator")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object")
 }
 
-func (f estimatorFlags) options() estimate.Options {
-	return estimate.Options{Workers: estimate.ParseWorkers(f.workers), Seed: f.seed}
+// options are the estimator's options; a bad --worker-types is a usage error.
+func (f estimatorFlags) options(command string) (estimate.Options, error) {
+	workers, err := parseWorkerTypes(command, f.workers)
+	return estimate.Options{Workers: workers, Seed: f.seed}, err
+}
+
+// parseWorkerTypes reads --worker-types: comma-separated names, nil (all) when s is blank. An
+// empty element ("v100," or "v100,,k80") is a usage error naming it, rather than dropped.
+func parseWorkerTypes(command, s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if parts[i] = strings.TrimSpace(p); parts[i] == "" {
+			return nil, cli.UsageError("%s: --worker-types %q: element %d of %d is empty (a stray comma?)", command, s, i+1, len(parts))
+		}
+	}
+	return parts, nil
 }
 
 // tableError wraps an estimator error with the table's path; a table without reference job
@@ -107,14 +124,18 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if o.table == "" || o.out == "" {
 		return cli.UsageError("estimate: --table and --out are required")
 	}
-	if err := checkOutput("estimate", "--out", o.out); err != nil {
+	if err := cli.CheckOutput("estimate", "--out", o.out); err != nil {
 		return err
 	}
-	t, err := cli.LoadTable(o.table)
+	opts, err := o.options("estimate")
 	if err != nil {
 		return err
 	}
-	full, rep, err := estimate.Table(ctx, t, o.options())
+	t, err := cli.LoadTableFrom(io.In, o.table)
+	if err != nil {
+		return err
+	}
+	full, rep, err := estimate.Table(ctx, t, opts)
 	if err != nil {
 		return o.tableError(err)
 	}
@@ -125,6 +146,9 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 		fmt.Fprintln(io.Err, "note:", n)
 	}
 	if o.json {
+		if rep.Entries == nil {
+			rep.Entries = []estimate.Entry{} // "entries": [], not null
+		}
 		return cli.WriteJSON(io.Out, rep)
 	}
 	if err := printEstimated(io, rep, o.list); err != nil {
@@ -136,15 +160,6 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	}
 	if rep.LeftMissing > 0 {
 		fmt.Fprintf(io.Out, "%d entries still missing (see the notes)\n", rep.LeftMissing)
-	}
-	return nil
-}
-
-// checkOutput fails before the work, which can take minutes or hours, when the file that flag
-// (of command) names cannot be written (see table.CheckWritable).
-func checkOutput(command, flag, path string) error {
-	if err := table.CheckWritable(path); err != nil {
-		return cli.UsageError("%s: %s %s: %v", command, flag, path, err)
 	}
 	return nil
 }

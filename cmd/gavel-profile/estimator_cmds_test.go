@@ -16,7 +16,12 @@ import (
 )
 
 func execCmd(mk func(*cli.IO) *cobra.Command, args ...string) (string, string, error) {
+	return execCmdWithInput(mk, "", args...)
+}
+
+func execCmdWithInput(mk func(*cli.IO) *cobra.Command, stdin string, args ...string) (string, string, error) {
 	streams, out, errb := cli.TestIO()
+	streams.In = strings.NewReader(stdin)
 	cmd := mk(streams)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	cmd.SetArgs(args)
@@ -219,6 +224,12 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"suggest unknown worker type", newSuggestCmd, []string{"--table", in, "--worker-types", "p100,v10"}, "worker type v10"},
 		{"evaluate unknown worker type", newEvaluateCmd, []string{"--worker-types", "v10"}, "worker type v10"},
 		{"evaluate unknown policy", newEvaluateCmd, []string{"--policy", "max_min_fairnes", "--seeds", "0"}, "max_min_fairnes"},
+		// An empty element was dropped silently ("v100," meant v100 only).
+		{"estimate trailing comma", newEstimateCmd, []string{"--table", in, "--out", out, "--worker-types", "v100,"},
+			`estimate: --worker-types "v100,": element 2 of 2 is empty`},
+		{"suggest empty element", newSuggestCmd, []string{"--table", in, "--worker-types", "v100, ,k80"},
+			`suggest: --worker-types "v100, ,k80": element 2 of 3 is empty`},
+		{"evaluate leading comma", newEvaluateCmd, []string{"--worker-types", ",k80"}, `evaluate: --worker-types ",k80": element 1 of 2 is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,5 +418,29 @@ func TestEstimateChecksOutFirst(t *testing.T) {
 	_, _, err := execCmd(newEstimateCmd, "--table", filepath.Join(dir, "missing.json"), "--out", filepath.Join(dir, "ok.json"))
 	if err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("writable --out: %v, want the missing table's error", err)
+	}
+}
+
+// estimate --json left out known_infeasible and left_missing when they were 0 (and printed
+// "entries": null): a script reading them found nothing. The complete table comes on stdin
+// (--table -), which read the embedded table's stand-in "open -" before.
+func TestEstimateJSONAlwaysHasCounts(t *testing.T) {
+	var in strings.Builder
+	if err := table.Default().Select(nil, []string{"v100"}).Write(&in); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.json")
+	stdout, stderr, err := execCmdWithInput(newEstimateCmd, in.String(), "--table", "-", "--out", out, "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"estimated": "0", "infeasible_predicted": "0", "known_infeasible": "0", "left_missing": "0", "entries": "[]"} {
+		if string(got[key]) != want {
+			t.Errorf("%s = %s, want %s", key, got[key], want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	goio "io"
 	"strconv"
 	"strings"
 
@@ -66,7 +67,7 @@ that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale fa
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.table, "table", "", "complete throughput table (default: the embedded Gavel table)")
+	f.StringVar(&o.table, "table", "", "complete throughput table (Gavel JSON or CSV, - for stdin; default: the embedded Gavel table)")
 	f.IntVar(&o.references, "references", 16, "number of fully measured reference job types")
 	f.Float64Var(&o.fraction, "fraction", 0.2, "probability of revealing each pair with a reference, in (0, 1]")
 	f.StringVar(&o.seeds, "seeds", "0,1,2", "comma-separated seeds, one hold-out draw each")
@@ -110,7 +111,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 			return cli.UsageError("evaluate: --policy: %v", err)
 		}
 	}
-	truth, err := o.truth()
+	truth, err := o.truth(io.In)
 	if err != nil {
 		return err
 	}
@@ -131,8 +132,12 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 
 // truth loads the complete block to evaluate on: --scale-factor's job types of --table, which
 // must have every pair and more job types than --references.
-func (o evaluateOptions) truth() (*estimate.Data, error) {
-	t, err := cli.LoadTable(o.table)
+func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
+	workers, err := parseWorkerTypes("evaluate", o.workers)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cli.LoadTableFrom(stdin, o.table)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +145,7 @@ func (o evaluateOptions) truth() (*estimate.Data, error) {
 	if name == "" {
 		name = "embedded Gavel table"
 	}
-	blocks, _, err := estimate.Blocks(t, estimate.ParseWorkers(o.workers), true)
+	blocks, _, err := estimate.Blocks(t, workers, true)
 	if err != nil {
 		return nil, cli.UsageError("table %s: --worker-types: %v", name, err)
 	}

@@ -119,7 +119,7 @@ finished is kept), 2 for bad usage or input.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.name, "name", "", "model name of the job in the table (required)")
 	f.IntVar(&opts.scaleFactor, "scale-factor", 1, "GPUs per job (a job with scale factor n gets n GPUs of one type)")
-	f.StringVar(&opts.gpu, "gpu", "all", "GPUs to use: all, or indices IDX,...")
+	f.StringVar(&opts.gpu, "gpu", "all", "GPUs to use: all, or indices IDX,... (with --cpu: CPU slots, indices below --cpu-slots)")
 	f.BoolVar(&opts.cpu, "cpu", false, "profile on the CPU (worker type cpu), without NVML")
 	f.IntVar(&opts.cpuSlots, "cpu-slots", 1, "with --cpu: measurements run at the same time (1 or more)")
 	f.StringVar(&opts.workerTypes, "worker-type", "", "override worker types: NAME for every GPU, or IDX=NAME,...")
@@ -218,7 +218,7 @@ func checkRunFlags(opts runOptions) error {
 	if opts.tablePath == "" {
 		return cli.UsageError("run: --table is required")
 	}
-	if err := checkOutput("run", "--table", opts.tablePath); err != nil {
+	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
 		return err
 	}
 	if opts.scaleFactor < 1 {

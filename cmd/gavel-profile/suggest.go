@@ -59,11 +59,15 @@ func runSuggest(ctx context.Context, o suggestOptions, io *cli.IO) error {
 	if o.budget < 0 {
 		return cli.UsageError("suggest: --budget %d: must be 0 or more", o.budget)
 	}
-	t, err := cli.LoadTable(o.table)
+	opts, err := o.options("suggest")
 	if err != nil {
 		return err
 	}
-	ms, notes, err := estimate.SuggestTable(ctx, t, o.budget, o.options())
+	t, err := cli.LoadTableFrom(io.In, o.table)
+	if err != nil {
+		return err
+	}
+	ms, notes, err := estimate.SuggestTable(ctx, t, o.budget, opts)
 	if err != nil {
 		return o.tableError(err)
 	}

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -102,21 +104,102 @@ func NewTableWriter(w io.Writer, header ...string) *tablewriter.Table {
 	return t
 }
 
-// LoadTable loads the table at path, or the embedded default when path is
-// empty. Any problem in the file is bad input (exit status 2).
-func LoadTable(path string) (*table.Table, error) {
+// LoadTable loads a table as LoadTableFrom does, reading "-" from the process's standard
+// input.
+func LoadTable(path string) (*table.Table, error) { return LoadTableFrom(os.Stdin, path) }
+
+// StdinName is what problems in a table read from standard input ("-") call the file.
+const StdinName = "stdin"
+
+// LoadTableFrom loads the table at path, from in when path is "-", or the embedded default
+// when path is empty. Gavel JSON and the CSV of `table convert` are both read, told apart by
+// their content. Any problem in the table, or a file that cannot be opened, is bad input
+// (exit status 2).
+func LoadTableFrom(in io.Reader, path string) (*table.Table, error) {
 	if path == "" {
 		return table.Default(), nil
 	}
-	t, err := table.Load(path)
+	t, ps, err := CheckTable(in, path)
 	if err != nil {
-		var ps table.Problems
-		if errors.As(err, &ps) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w", &usageError{msg: err.Error()})
+		return nil, err
+	}
+	if errs := ps.Errors(); len(errs) > 0 {
+		return nil, errs
 	}
 	return t, nil
+}
+
+// CheckTable reads the table at path (from in when path is "-"), JSON or CSV, and returns
+// every problem found in it, warnings included. err is set, as a usage error, only when the
+// file cannot be opened.
+func CheckTable(in io.Reader, path string) (*table.Table, table.Problems, error) {
+	if path == "-" {
+		t, ps := table.CheckAny(in, StdinName)
+		return t, ps, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, UsageError("table: %v", err)
+	}
+	defer f.Close()
+	t, ps := table.CheckAny(f, path)
+	return t, ps, nil
+}
+
+// CheckOutput fails, as bad usage (exit status 2), when the file that flag of command names
+// cannot be written (see table.CheckWritable): commands call it before their work, which can
+// take minutes or hours, so that a mistyped output path loses nothing. An empty path (no
+// output asked for) passes.
+func CheckOutput(command, flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := table.CheckWritable(path); err != nil {
+		return UsageError("%s: %s %s: %v", command, flag, path, err)
+	}
+	return nil
+}
+
+// flagError is err, an error of pflag's parsing, as bad usage; a value a numeric, duration or
+// boolean flag cannot take gets a plain message ("--seed: -1 is not a non-negative integer")
+// rather than pflag's, which quotes strconv ("strconv.ParseUint: parsing "-1": invalid
+// syntax"). The original stays in the chain.
+func flagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) {
+		return asUsage(err)
+	}
+	want, ok := flagValueKind(iv.GetFlag().Value.Type())
+	if !ok {
+		return asUsage(err)
+	}
+	v := iv.GetValue()
+	if v == "" || strings.ContainsAny(v, " \t\n") || strconv.Quote(v) != `"`+v+`"` {
+		v = strconv.Quote(v)
+	}
+	msg := fmt.Sprintf("--%s: %s is not %s", iv.GetFlag().Name, v, want)
+	if errors.Is(err, strconv.ErrRange) {
+		msg = fmt.Sprintf("--%s: %s is out of range (want %s)", iv.GetFlag().Name, v, want)
+	}
+	return &usageError{msg: msg, err: err}
+}
+
+// flagValueKind says what a flag of pflag value type typ takes; false for types whose own
+// messages are kept.
+func flagValueKind(typ string) (string, bool) {
+	switch typ {
+	case "int", "int8", "int16", "int32", "int64":
+		return "an integer", true
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a non-negative integer", true
+	case "float32", "float64":
+		return "a number", true
+	case "duration":
+		return "a duration such as 90s, 10m or 1h30m", true
+	case "bool":
+		return "true or false", true
+	}
+	return "", false
 }
 
 // Main runs a root command and returns the exit status, printing the error
@@ -141,7 +224,7 @@ func Main(root interface{ Execute() error }, streams *IO) int {
 // itself, as an untyped error; Main's ExitCode recognizes it by its text.
 // Calling it twice changes nothing more.
 func MarkUsageErrors(root *cobra.Command) {
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		if args := c.Args; args != nil {

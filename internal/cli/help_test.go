@@ -61,3 +61,49 @@ func TestUsageProblems(t *testing.T) {
 		}
 	}
 }
+
+// A bad numeric flag value printed pflag's message, which quotes strconv ("strconv.ParseUint:
+// parsing "-1": invalid syntax"); it is a plain one naming the flag and what it takes, still
+// exit status 2.
+func TestFlagValueErrorsPlain(t *testing.T) {
+	newRoot := func() *cobra.Command {
+		root := &cobra.Command{Use: "x", SilenceErrors: true, SilenceUsage: true}
+		sub := &cobra.Command{Use: "sub", RunE: func(*cobra.Command, []string) error { return nil }}
+		f := sub.Flags()
+		f.Uint64("seed", 0, "")
+		f.Int("rounds", 10, "")
+		f.Float64("fraction", 0, "")
+		f.Duration("timeout", 0, "")
+		f.Bool("json", false, "")
+		f.String("name", "", "")
+		root.AddCommand(sub)
+		return root
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seed", "-1"}, "--seed: -1 is not a non-negative integer"},
+		{[]string{"--seed=x y"}, `--seed: "x y" is not a non-negative integer`},
+		{[]string{"--rounds", "x"}, "--rounds: x is not an integer"},
+		{[]string{"--rounds", "99999999999999999999"}, "--rounds: 99999999999999999999 is out of range (want an integer)"},
+		{[]string{"--fraction", "half"}, "--fraction: half is not a number"},
+		{[]string{"--timeout", "5"}, "--timeout: 5 is not a duration such as 90s, 10m or 1h30m"},
+		{[]string{"--json=maybe"}, "--json: maybe is not true or false"},
+		{[]string{"--seed="}, `--seed: "" is not a non-negative integer`},
+		{[]string{"--name"}, "flag needs an argument: --name"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			root := newRoot()
+			root.SetArgs(append([]string{"sub"}, tt.args...))
+			streams, _, errb := TestIO()
+			if code := Main(root, streams); code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			if got := strings.TrimSpace(errb.String()); got != "Error: "+tt.want {
+				t.Errorf("stderr %q, want %q", got, "Error: "+tt.want)
+			}
+		})
+	}
+}

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +19,10 @@ func NewTableCmd(streams *IO, bin string) *cobra.Command {
 		Use:   "table",
 		Short: "Inspect, validate and convert throughput tables",
 		Long: `Throughput tables hold the rate (steps/s) of each job type on each worker
-type, alone and sharing a GPU with each other job type, in Gavel's JSON format.
-Without --table, commands use the embedded Gavel simulation table.`,
+type, alone and sharing a GPU with each other job type, in Gavel's JSON format
+or the CSV that 'table convert' writes (told apart by their content). A table
+file named "-" is read from standard input. Without --table (or, for convert,
+without FILE), commands use the embedded Gavel simulation table.`,
 		Example: fmt.Sprintf(`  %[1]s table show
   %[1]s table validate examples/partial.json`, bin),
 		// Runnable, so that an unknown subcommand is an error (exit 2)
@@ -56,12 +55,13 @@ rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
 		Example: fmt.Sprintf(`  %[1]s table show
   %[1]s table show --table examples/partial.json --worker-type v100
   %[1]s table show --pairs "ResNet-50 (batch size 64)"
-  %[1]s table show --scale-factor 2 --json`, bin),
+  %[1]s table show --scale-factor 2 --json
+  cat gavel.csv | %[1]s table show --table -`, bin),
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return TableShow(streams, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Table, "table", "", "throughput table (Gavel JSON); default: embedded Gavel table")
+	f.StringVar(&o.Table, "table", "", "throughput table (Gavel JSON or CSV, - for stdin); default: the embedded Gavel table")
 	f.StringSliceVar(&o.WorkerTypes, "worker-type", nil, "worker types to show (repeatable); default: all")
 	f.StringVar(&o.Pairs, "pairs", "", "show the co-location row of this job type (model name, or key with scale factor)")
 	f.IntVar(&o.ScaleFactor, "scale-factor", 1, "scale factor of the job types shown (0: all)")
@@ -71,7 +71,7 @@ rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
 
 // TableShow runs `table show`.
 func TableShow(streams *IO, o TableShowOptions) error {
-	t, err := LoadTable(o.Table)
+	t, err := LoadTableFrom(streams.In, o.Table)
 	if err != nil {
 		return err
 	}
@@ -228,14 +228,16 @@ func newTableValidateCmd(streams *IO, bin string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate FILE",
 		Short: "Report every problem in a throughput table",
-		Long: `Check a throughput table and print every problem found, each naming the
-file, worker type, job type, partner and reason: malformed JSON (line and
+		Long: `Check a throughput table (Gavel JSON, or the CSV of 'table convert'; "-"
+reads standard input) and print every problem found, each naming the file,
+worker type, job type, partner and reason: malformed JSON or CSV (line and
 column), bad keys, negative or non-finite rates, pairs present on one side
 only or with values that disagree between the sides, and partners with a
 different scale factor. A pair rate above the isolated rate is a warning.
 Exits 2 when there is any error, 0 when there are only warnings or none.`,
 		Example: fmt.Sprintf(`  %[1]s table validate examples/partial.json
-  %[1]s table validate examples/partial.json --json`, bin),
+  %[1]s table validate examples/partial.json --json
+  cat gavel.csv | %[1]s table validate -`, bin),
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error { return TableValidate(streams, args[0], asJSON) },
 	}
@@ -255,13 +257,13 @@ type problemJSON struct {
 
 // TableValidate runs `table validate`.
 func TableValidate(streams *IO, path string, asJSON bool) error {
-	f, err := os.Open(path)
+	_, ps, err := CheckTable(streams.In, path)
 	if err != nil {
-		return UsageError("%v", err)
+		return err
 	}
-	defer f.Close()
-	// Check reads f itself, so that a large table is in memory once.
-	_, ps := table.Check(f, path)
+	if path == "-" {
+		path = StdinName
+	}
 	if asJSON {
 		out := make([]problemJSON, len(ps))
 		for i, p := range ps {
@@ -274,28 +276,47 @@ func TableValidate(streams *IO, path string, asJSON bool) error {
 		for _, p := range ps {
 			fmt.Fprintln(streams.Out, p.Error())
 		}
-		fmt.Fprintf(streams.Out, "%s: %d errors, %d warnings\n", path, len(ps.Errors()), len(ps.Warnings()))
+		fmt.Fprintf(streams.Out, "%s: %s, %s\n", path, Count(len(ps.Errors()), "error"), Count(len(ps.Warnings()), "warning"))
 	}
 	if n := len(ps.Errors()); n > 0 {
-		return UsageError("%s: %d errors", path, n)
+		return UsageError("%s: %s", path, Count(n, "error"))
 	}
 	return nil
+}
+
+// Count is n followed by noun, plural unless n is 1: "1 error", "0 errors".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func newTableConvertCmd(streams *IO, bin string) *cobra.Command {
 	var to, out string
 	cmd := &cobra.Command{
-		Use:   "convert FILE --to csv|json",
+		Use:   "convert [FILE] --to csv|json",
 		Short: "Convert a table between Gavel JSON and CSV",
 		Long: `Convert a throughput table between Gavel's JSON format and CSV (one row per
 worker type x job type x partner, isolated rates as rows without a partner,
 with normalized rates). The input format is taken from the file's content:
-JSON when it starts with '{', CSV otherwise. Use "-" as FILE for the
-embedded default table. Output goes to stdout, or atomically to --out.`,
-		Example: fmt.Sprintf(`  %[1]s table convert - --to csv > gavel.csv
-  %[1]s table convert gavel.csv --to json --out gavel.json`, bin),
-		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error { return TableConvert(streams, args[0], to, out) },
+CSV when its first line holds a comma and does not open a JSON object, JSON
+otherwise. Use "-" as FILE to read standard input; without FILE the embedded
+default table is converted. Output goes to stdout, or atomically to --out.`,
+		Example: fmt.Sprintf(`  %[1]s table convert --to csv > gavel.csv
+  %[1]s table convert gavel.csv --to json --out gavel.json
+  cat examples/partial.json | %[1]s table convert - --to csv`, bin),
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+				if path == "" {
+					return UsageError("table convert: FILE is empty; omit it for the embedded table, or give - for stdin")
+				}
+			}
+			return TableConvert(streams, path, to, out)
+		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "output format: csv or json (required)")
 	cmd.Flags().StringVar(&out, "out", "", "write to this file (atomically) instead of stdout")
@@ -307,7 +328,10 @@ func TableConvert(streams *IO, path, to, out string) error {
 	if to != "csv" && to != "json" {
 		return UsageError("--to must be csv or json, not %q", to)
 	}
-	t, err := readAny(path)
+	if err := CheckOutput("table convert", "--out", out); err != nil {
+		return err
+	}
+	t, err := LoadTableFrom(streams.In, path)
 	if err != nil {
 		return err
 	}
@@ -319,26 +343,4 @@ func TableConvert(streams *IO, path, to, out string) error {
 		return table.WriteFileAtomic(out, write)
 	}
 	return write(streams.Out)
-}
-
-func readAny(path string) (*table.Table, error) {
-	if path == "-" {
-		return table.Default(), nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, UsageError("%v", err)
-	}
-	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
-		return LoadTable(path)
-	}
-	t, err := table.ReadCSVFile(bytes.NewReader(data), path)
-	if err != nil {
-		var ps table.Problems
-		if errors.As(err, &ps) {
-			return nil, ps
-		}
-		return nil, UsageError("%s: %v", path, err)
-	}
-	return t, nil
 }

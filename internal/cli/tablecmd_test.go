@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -92,7 +96,7 @@ func TestTableConvertRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, jsonPath := filepath.Join(dir, "t.csv"), filepath.Join(dir, "t.json")
 	streams, _, _ := TestIO()
-	if err := TableConvert(streams, "-", "csv", csvPath); err != nil {
+	if err := TableConvert(streams, "", "csv", csvPath); err != nil {
 		t.Fatal(err)
 	}
 	if err := TableConvert(streams, csvPath, "json", jsonPath); err != nil {
@@ -105,7 +109,7 @@ func TestTableConvertRoundTrip(t *testing.T) {
 	if !back.Equal(table.Default()) {
 		t.Error("default -> csv -> json changed the table")
 	}
-	if err := TableConvert(streams, "-", "xml", ""); ExitCode(err) != 2 {
+	if err := TableConvert(streams, "", "xml", ""); ExitCode(err) != 2 {
 		t.Errorf("--to xml: exit %d, want 2", ExitCode(err))
 	}
 
@@ -162,5 +166,173 @@ func TestTableShowUnknownScaleFactor(t *testing.T) {
 		if err := TableShow(streams, TableShowOptions{ScaleFactor: sf}); err != nil || !strings.Contains(out.String(), "ResNet-50") {
 			t.Errorf("--scale-factor %d: %v", sf, err)
 		}
+	}
+}
+
+// runTableCmd runs the table command group with args, stdin holding in.
+func runTableCmd(args []string, in []byte) (out, errOut string, err error) {
+	streams, o, e := TestIO()
+	streams.In = bytes.NewReader(in)
+	root := &cobra.Command{Use: "x", SilenceErrors: true, SilenceUsage: true}
+	root.AddCommand(NewTableCmd(streams, "x"))
+	root.SetArgs(append([]string{"table"}, args...))
+	root.SetOut(o)
+	root.SetErr(e)
+	MarkUsageErrors(root)
+	err = root.Execute()
+	return o.String(), e.String(), err
+}
+
+// "-" reads the table from stdin for convert, validate and show --table, in JSON or CSV;
+// convert without FILE is the embedded table. "-" was the embedded table for convert (so
+// piping a table in converted the wrong one) and "open -" failed for the others.
+func TestTableFromStdin(t *testing.T) {
+	dir := t.TempDir()
+	// A table of two job types on k80 only: 2 isolated rows and 4 pair rows in CSV.
+	a, b := table.JobType{Model: "A", ScaleFactor: 1}, table.JobType{Model: "B", ScaleFactor: 1}
+	small := table.New()
+	small.SetIsolated("k80", a, 2)
+	small.SetIsolated("k80", b, 4)
+	small.SetPair("k80", a, a, 1, 1)
+	small.SetPair("k80", a, b, 1.5, 3)
+	small.SetPair("k80", b, b, 2, 2)
+	jsonPath, csvPath := filepath.Join(dir, "small.json"), filepath.Join(dir, "small.csv")
+	if err := small.Save(jsonPath); err != nil {
+		t.Fatal(err)
+	}
+	var csvBuf bytes.Buffer
+	if err := small.WriteCSV(&csvBuf); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(csvPath, csvBuf.Bytes(), 0o644)
+	jsonData, _ := os.ReadFile(jsonPath)
+
+	const smallCSVLines = 1 + 2 + 4 // header, isolated rows, ordered pairs (A+A, A+B, B+A, B+B)
+	lines := func(s string) int { return strings.Count(s, "\n") }
+	tests := []struct {
+		name  string
+		args  []string
+		stdin []byte
+		check func(t *testing.T, out string)
+	}{
+		{"convert - json", []string{"convert", "-", "--to", "csv"}, jsonData, func(t *testing.T, out string) {
+			if lines(out) != smallCSVLines || !strings.Contains(out, "k80,B,1,A,1,") {
+				t.Errorf("%d lines, want %d with B+A:\n%s", lines(out), smallCSVLines, out)
+			}
+		}},
+		{"convert - csv", []string{"convert", "-", "--to", "csv"}, csvBuf.Bytes(), func(t *testing.T, out string) {
+			if out != csvBuf.String() {
+				t.Errorf("CSV round trip through stdin changed it:\n%s", out)
+			}
+		}},
+		{"convert default", []string{"convert", "--to", "csv"}, jsonData, func(t *testing.T, out string) {
+			var want bytes.Buffer
+			table.Default().WriteCSV(&want)
+			if out != want.String() {
+				t.Errorf("convert without FILE is not the embedded table (%d lines)", lines(out))
+			}
+		}},
+		{"validate - json", []string{"validate", "-"}, jsonData, func(t *testing.T, out string) {
+			if !strings.Contains(out, "stdin: 0 errors, 0 warnings") {
+				t.Errorf("output %q, want stdin named with no problems", out)
+			}
+		}},
+		{"validate csv file", []string{"validate", csvPath}, nil, func(t *testing.T, out string) {
+			if !strings.Contains(out, "small.csv: 0 errors, 0 warnings") {
+				t.Errorf("output %q, want no problems", out)
+			}
+		}},
+		{"show --table - csv", []string{"show", "--table", "-", "--json"}, csvBuf.Bytes(), func(t *testing.T, out string) {
+			var got struct {
+				Workers []string      `json:"worker_types"`
+				Jobs    []isolatedRow `json:"job_types"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Workers) != 1 || len(got.Jobs) != 2 || got.Jobs[1].Rates["k80"] != 4 {
+				t.Errorf("got %+v, want k80 only, A and B, B at 4 steps/s", got)
+			}
+		}},
+		{"show --table csv file", []string{"show", "--table", csvPath, "--pairs", "A"}, nil, func(t *testing.T, out string) {
+			// A with B on k80: 1.5/2 and 3/4 of their isolated rates.
+			if !strings.Contains(out, "0.75 + 0.75 = 1.50") {
+				t.Errorf("pair row lacks A+B's 0.75 + 0.75:\n%s", out)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, err := runTableCmd(tt.args, tt.stdin)
+			if err != nil {
+				t.Fatalf("%v (stderr %q)", err, errOut)
+			}
+			tt.check(t, out)
+		})
+	}
+}
+
+// LoadTableFrom reads CSV tables too (allocate --table p.csv reported malformed JSON), names
+// stdin in problems, and reports a CSV with a wrong header as bad CSV, not bad JSON.
+func TestLoadTableFromFormats(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "t.csv")
+	var buf bytes.Buffer
+	if err := table.Default().Select(nil, []string{"v100"}).WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(csvPath, buf.Bytes(), 0o644)
+	got, err := LoadTableFrom(nil, csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := got.WorkerTypes(); len(w) != 1 || w[0] != "v100" {
+		t.Errorf("worker types %v, want [v100]", w)
+	}
+	if r, _ := got.Isolated("v100", table.JobType{Model: "ResNet-18 (batch size 64)", ScaleFactor: 1}); math.Abs(r-24.093) > 5e-4 {
+		t.Errorf("ResNet-18 bs64 on v100 = %v, want the published 24.093", r)
+	}
+	for _, tc := range []struct {
+		name, path, stdin, want string
+	}{
+		{"csv wrong header", "-", "worker,model\nv100,A\n", "stdin:1: malformed CSV"},
+		{"bad json on stdin", "-", `{"v100": [}`, "stdin"},
+		{"missing file", filepath.Join(dir, "none.json"), "", "none.json: no such file"},
+	} {
+		_, err := LoadTableFrom(strings.NewReader(tc.stdin), tc.path)
+		if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%s: %v (exit %d), want exit 2 with %q", tc.name, err, ExitCode(err), tc.want)
+		}
+	}
+}
+
+// validate printed "1 errors"; a bad pair value was counted twice (the value, and its other
+// side as "present on one side only").
+func TestTableValidateCounts(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content, want string
+	}{
+		{"one bad pair value", `{"v100": {"('A', 1)": {"null": 2, "('B', 1)": [1.0]}, "('B', 1)": {"null": 2, "('A', 1)": [1, 1]}}}`,
+			"t.json: 1 error, 0 warnings"},
+		{"one warning", `{"v100": {"('A', 1)": {"null": 2, "('A', 1)": [3, 3]}}}`, "t.json: 0 errors, 1 warning"},
+		{"two errors", `{"v100": {"('A', 1)": {"null": -2}, "oops": {}}}`, "t.json: 2 errors, 0 warnings"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, "t.json")
+			os.WriteFile(path, []byte(tt.content), 0o644)
+			streams, out, _ := TestIO()
+			err := TableValidate(streams, path, false)
+			if !strings.HasSuffix(out.String(), tt.want+"\n") {
+				t.Errorf("output ends %q, want %q", out, tt.want)
+			}
+			if strings.HasPrefix(tt.want, "t.json: 0 errors") != (err == nil) {
+				t.Errorf("error %v for %q", err, tt.want)
+			}
+			if err != nil && !strings.HasSuffix(err.Error(), strings.SplitN(tt.want, ",", 2)[0][len("t.json: "):]) {
+				t.Errorf("error %q does not end with the count of %q", err, tt.want)
+			}
+		})
 	}
 }
