@@ -95,7 +95,7 @@ type clusterFlags struct {
 // defaultCluster may be "" (then --cluster is required).
 func (c *clusterFlags) register(cmd *cobra.Command, defaultCluster string, servers bool) {
 	f := cmd.Flags()
-	f.StringVar(&c.table, "table", "", "throughput table (Gavel JSON; default: the embedded Gavel table)")
+	f.StringVar(&c.table, "table", "", "throughput table (Gavel JSON or CSV, - for stdin; default: the embedded Gavel table)")
 	usage := "GPUs per worker type"
 	if defaultCluster == "" {
 		usage += ", e.g. v100=4,p100=4,k80=4"
@@ -144,7 +144,11 @@ func (c *clusterFlags) checkWorkerType(tbl *table.Table, flag, w string) error {
 		return nil
 	}
 	name := "the table"
-	if c.table != "" {
+	switch c.table {
+	case "":
+	case "-":
+		name = "the table on " + cli.StdinName
+	default:
 		name = "table " + c.table
 	}
 	hint := ""
