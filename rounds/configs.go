@@ -138,6 +138,11 @@ const (
 	decomposeLimit      = 800
 )
 
+// decomposeTol is the total uncovered target a decomposition may leave:
+// rounding, as policies solve to 1e-9 a row (below it a configuration's
+// weight is not worth a round anyway).
+const decomposeTol = 1e-7
+
 var (
 	// errDecomposeLimit reports a decomposition cut short by decomposeLimit.
 	errDecomposeLimit = errors.New("decomposition needs more columns than allowed")
@@ -188,7 +193,7 @@ func decompose(ctx context.Context, targets []*entry, sig string, caps map[strin
 			return nil, err
 		}
 		cs.setWeights(res, len(target))
-		if res.Objective <= 1e-9 {
+		if res.Objective <= decomposeTol {
 			break
 		}
 		if len(cs.confs) >= decomposeLimit {

@@ -370,10 +370,13 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 	}
 }
 
-// RunRounds says whether an allocation is realizable: always for single-GPU
-// jobs without pairs; by the decomposition with gangs or pairs (the gangs of
-// TestDecomposeRefusesUnrealizable without the pair: still not; one gang at
-// 0.75 beside a single at 0.25: yes; a realizable packed draw: yes).
+// RunRounds says whether an allocation is realizable: for single-GPU jobs
+// without pairs, when it keeps within the jobs' time and the GPUs (three
+// jobs at full time on 2 GPUs: no); by the decomposition with gangs or pairs
+// (the gangs of TestDecomposeRefusesUnrealizable without the pair: still
+// not; one gang at 0.75 beside a single at 0.25: yes; two gangs at half the
+// time on 4 GPUs and a rounding error more: yes; a realizable packed draw:
+// yes); never with a target no round can serve.
 func TestRoundsRealizable(t *testing.T) {
 	tbl := table.New()
 	gang := table.JobType{Model: "g", ScaleFactor: 4}
@@ -388,6 +391,9 @@ func TestRoundsRealizable(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(2, 3))
 	ptbl, ptopo, pjobs, palloc := packedCase(rng)
+	small, _ := NewTopology(policy.Cluster{"w": 2}, nil)
+	four, _ := NewTopology(policy.Cluster{"w": 4}, nil)
+	none := table.JobType{Model: "n", ScaleFactor: 1} // no rate on w
 	for _, c := range []struct {
 		name string
 		cfg  RoundsConfig
@@ -397,6 +403,14 @@ func TestRoundsRealizable(t *testing.T) {
 		{"gang beside a single", RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: fr(0.75, 0.25, 1, 1)}, true},
 		{"singles", RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs[2:], Allocation: fr(0, 0, 1, 1)}, true},
 		{"packed draw", RoundsConfig{Topology: ptopo, Table: ptbl, Jobs: pjobs, Allocation: palloc}, true},
+		{"singles over the GPUs", RoundsConfig{Topology: small, Table: tbl, Jobs: append(jobs[2:], policy.Job{ID: "c", Type: one}),
+			Allocation: &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+				policy.Single("a"): {"w": 1}, policy.Single("b"): {"w": 1}, policy.Single("c"): {"w": 1}}}}, false},
+		{"a target on a type the job cannot run on", RoundsConfig{Topology: topo, Table: tbl, Jobs: append(jobs[2:], policy.Job{ID: "n", Type: none}),
+			Allocation: &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+				policy.Single("a"): {"w": 1}, policy.Single("n"): {"w": 1}}}}, false},
+		// Two gangs that cannot share 4 GPUs, each half the time and a rounding more.
+		{"gangs within rounding", RoundsConfig{Topology: four, Table: tbl, Jobs: jobs[:2], Allocation: fr(0.5+6e-10, 0.5+6e-10, 0, 0)}, true},
 	} {
 		c.cfg.Rounds = 10
 		res, err := RunRounds(c.cfg)
@@ -404,7 +418,11 @@ func TestRoundsRealizable(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.Realizable == nil || *res.Realizable != c.want {
-			t.Errorf("%s: realizable %v, want %v", c.name, res.Realizable, c.want)
+			got := "nil"
+			if res.Realizable != nil {
+				got = strconv.FormatBool(*res.Realizable)
+			}
+			t.Errorf("%s: realizable %s, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -145,6 +145,9 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	}
 	dec, used, err := runRounds(cfg, true)
 	res.Realizable = verdict(used, err)
+	if targetsDropped(cfg) {
+		res.Realizable = ptr(false)
+	}
 	// A plan must fall short by clearly less (beyond rounding) to replace
 	// the walk's, so that the choice does not turn on the last bit.
 	if used && dec.MaxDeviationAllocated < res.MaxDeviationAllocated-1e-9 {
@@ -154,13 +157,19 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	return res, nil
 }
 
-// realizable checks an allocation without pairs: one of single-GPU jobs
-// always is realizable (the job and capacity rows form a bipartite system,
-// whose vertices are rounds); with gangs, the decomposition decides.
+// realizable checks an allocation without pairs. One of single-GPU jobs is
+// realizable exactly when it keeps each job within its time and each type
+// within its GPUs (those rows form a bipartite system, whose vertices are
+// rounds); with gangs, the decomposition decides. A target that no round
+// can serve at all (a job without a rate there, a type the cluster lacks)
+// makes it unrealizable.
 func realizable(cfg RoundsConfig) *bool {
+	if targetsDropped(cfg) {
+		return ptr(false)
+	}
 	gangs := slices.ContainsFunc(cfg.Jobs, func(j policy.Job) bool { return j.Type.ScaleFactor > 1 })
 	if !gangs {
-		return verdict(true, nil)
+		return ptr(withinRows(cfg))
 	}
 	st := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs),
 		PairRates: TablePairRates(cfg.Table), History: NewLedger(cfg.RoundSeconds)}
@@ -178,6 +187,53 @@ func realizable(cfg RoundsConfig) *bool {
 	}
 	_, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps)
 	return verdict(err == nil, err)
+}
+
+// rowTol is how far a job's time or a type's GPUs may be exceeded by
+// rounding (policies solve to 1e-9) and still count as within.
+const rowTol = 1e-7
+
+// withinRows reports whether an allocation of single-GPU jobs keeps every
+// job within all of its time and every type within its GPUs.
+func withinRows(cfg RoundsConfig) bool {
+	used := map[string]float64{}
+	for _, j := range cfg.Jobs {
+		t := 0.0
+		for w, v := range cfg.Allocation.Fractions[policy.Single(j.ID)] {
+			t += v
+			used[w] += v
+		}
+		if t > 1+rowTol {
+			return false
+		}
+	}
+	for w, v := range used {
+		if v > float64(cfg.Topology.Count(w))+rowTol {
+			return false
+		}
+	}
+	return true
+}
+
+// targetsDropped reports whether part of the allocation can never run: a
+// positive target the mechanism has no entry for (the job is not among
+// cfg.Jobs or has no rate on the type, the type has no GPUs or too few for
+// the job, the pair has no rates there).
+func targetsDropped(cfg RoundsConfig) bool {
+	st := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs),
+		PairRates: TablePairRates(cfg.Table), History: NewLedger(cfg.RoundSeconds)}
+	served := map[entryKey]bool{}
+	for _, e := range st.entries(cfg.Allocation) {
+		served[entryKey{e.c, e.w}] = true
+	}
+	for c, x := range cfg.Allocation.Fractions {
+		for w, v := range x {
+			if v > rowTol && !served[entryKey{c, w}] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // verdict turns a decomposition's outcome into RoundsResult.Realizable.
