@@ -21,8 +21,13 @@ import (
 // row follows from the capacity row.
 //
 // Covers and odd sets are not all that makes an allocation realizable
-// (other knapsack facets, a job's time spread over several types); the
-// rounds package reports what an allocation falls short of. The isolated
+// (other knapsack facets; cliques of conflicting combinations, such as a
+// 4-GPU job beside two pairs sharing a job on 4 GPUs; a job's time over
+// several types); rounds.Realizable says when an allocation is beyond
+// rounds, and gavel-plan allocate and rounds warn. Greedy clique rows and
+// exact knapsack rows (column generation) were tried and dropped: the
+// first made water filling fall below max-min fairness and 60x slower on
+// ill-conditioned instances, the second needed hundreds of re-solves. The isolated
 // and proportional baselines keep Gavel's definitions (equal shares), which
 // with gangs can be beyond rounds too; finish-time fairness starts from the
 // isolated allocation scaled into the covers (settleCovers).

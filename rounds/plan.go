@@ -140,7 +140,7 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	}
 	res, _, _ := runRounds(cfg, false)
 	if !hasPairs(cfg.Allocation) {
-		res.Realizable = realizable(cfg)
+		res.Realizable = Realizable(cfg)
 		return res, nil
 	}
 	dec, used, err := runRounds(cfg, true)
@@ -157,18 +157,24 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	return res, nil
 }
 
-// realizable checks an allocation without pairs. One of single-GPU jobs is
-// realizable exactly when it keeps each job within its time and each type
-// within its GPUs (those rows form a bipartite system, whose vertices are
-// rounds); with gangs, the decomposition decides. A target that no round
+// Realizable says whether some sequence of rounds gives every job and pair
+// of cfg.Allocation its time on every worker type exactly (cfg.Rounds is
+// not used), as RoundsResult.Realizable does: nil when not known. An
+// allocation of single-GPU jobs without pairs is realizable exactly when it
+// keeps each job within its time and each type within its GPUs (those rows
+// form a bipartite system, whose vertices are rounds); with gangs or pairs,
+// the decomposition decides (at most 150 targets). A target that no round
 // can serve at all (a job without a rate there, a type the cluster lacks)
 // makes it unrealizable.
-func realizable(cfg RoundsConfig) *bool {
+func Realizable(cfg RoundsConfig) *bool {
+	if cfg.RoundSeconds == 0 {
+		cfg.RoundSeconds = DefaultRoundSeconds
+	}
 	if targetsDropped(cfg) {
 		return ptr(false)
 	}
 	gangs := slices.ContainsFunc(cfg.Jobs, func(j policy.Job) bool { return j.Type.ScaleFactor > 1 })
-	if !gangs {
+	if !gangs && !hasPairs(cfg.Allocation) {
 		return ptr(withinRows(cfg))
 	}
 	st := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs),

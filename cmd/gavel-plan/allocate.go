@@ -10,6 +10,7 @@ import (
 
 	"github.com/gavelkit/gavel/internal/cli"
 	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/rounds"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -46,6 +47,14 @@ scale_factor*effective/(weight*proportional). When there are more jobs than
 GPUs this differs from normalized by a constant: on the default job set
 (8 jobs) on v100=2,p100=2,k80=2 (N = 6 GPUs), normalized = term * 8/6 for
 every job.
+
+Gavel's LPs (and so these policies) can ask for time no sequence of rounds
+gives: the packed ones carry odd-set rows and, with jobs of several GPUs,
+cover rows against the commonest cases, but not against all (a 4-GPU job
+beside two pairs sharing a job on 4 GPUs, say). allocate checks the
+allocation with the round mechanism's decomposition (up to 150 targets) and
+warns when no rounds give it (--json "realizable": false; null when not
+checked).
 
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
@@ -103,10 +112,27 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	for _, w := range a.Warnings {
 		fmt.Fprintln(streams.Err, "warning:", w)
 	}
+	realizable := ps.realizable(a)
+	if realizable != nil && !*realizable {
+		fmt.Fprintln(streams.Err, "warning: no sequence of rounds gives this allocation exactly (it is no mix of rounds that fit "+
+			"the GPUs, each job once a round); gavel-plan rounds shows how far short each job falls")
+	}
 	if o.json {
-		return cli.WriteJSON(streams.Out, allocationJSON(a))
+		out := allocationJSON(a)
+		out.Realizable = realizable
+		return cli.WriteJSON(streams.Out, out)
 	}
 	return printAllocation(streams, ps.problem.Cluster, a)
+}
+
+// realizable checks a with the round mechanism's decomposition (see
+// rounds.Realizable; nil when not known).
+func (ps *problemSetup) realizable(a *policy.Allocation) *bool {
+	topo, err := rounds.NewTopology(ps.problem.Cluster, nil)
+	if err != nil {
+		return nil
+	}
+	return rounds.Realizable(rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
 }
 
 // problemFlags are the flags allocate and rounds share: the policy and its
@@ -210,6 +236,9 @@ type allocationOut struct {
 	Rows       int                           `json:"lp_rows"`
 	Cols       int                           `json:"lp_columns"`
 	Warnings   []string                      `json:"warnings,omitempty"`
+	// Realizable: some sequence of rounds gives the allocation exactly
+	// (null: not known; see rounds.Realizable).
+	Realizable *bool `json:"realizable"`
 }
 
 func allocationJSON(a *policy.Allocation) allocationOut {

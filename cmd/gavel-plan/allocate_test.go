@@ -322,3 +322,37 @@ func TestAllocateJobsFileJSONErrors(t *testing.T) {
 		}
 	}
 }
+
+// allocate says whether rounds can give the allocation: the isolated
+// policy's equal shares for two 4-GPU jobs on 6 v100s (0.75 each; they can
+// never run together) cannot be, with a warning; the 14-job max-min packed
+// allocation can.
+func TestAllocateRealizable(t *testing.T) {
+	gangs := rtFile(t, "gangs.json", `{"jobs": [
+  {"id": "g1", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000},
+  {"id": "g2", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000}]}`)
+	for _, c := range []struct {
+		policy, cluster, jobs string
+		want                  bool
+	}{
+		{"isolated", "v100=6", gangs, false},
+		{"max_min_fairness_packed", "v100=3,p100=3,k80=3", "../../policy/testdata/packed14.json", true},
+	} {
+		out, errOut, err := runAllocateCmd(t, "--policy", c.policy, "--cluster", c.cluster, "--jobs", c.jobs, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Realizable *bool `json:"realizable"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Realizable == nil || *got.Realizable != c.want {
+			t.Errorf("%s: realizable %v, want %v", c.policy, got.Realizable, c.want)
+		}
+		if warned := strings.Contains(errOut, "no sequence of rounds gives this allocation"); warned == c.want {
+			t.Errorf("%s: warned %v, want %v (stderr %q)", c.policy, warned, !c.want, errOut)
+		}
+	}
+}
