@@ -80,6 +80,9 @@ func (in *instance) violatedCovers(x [][]float64) []cover {
 		if len(gangs) == 0 {
 			continue
 		}
+		if len(items)*(int(in.cap[w])+2) > coverWork {
+			continue // too large to search even once; left to rounds.Realizable
+		}
 		if len(gangs)*len(items)*(int(in.cap[w])+2) > coverWork {
 			gangs = []int{-1}
 		}
@@ -180,23 +183,25 @@ func (b *builder) coverRow(cv cover) (idx []int, val []float64, ub float64) {
 }
 
 // settleCovers adds the covers x violates to the instance and scales x
-// down into them, until it violates none (at most oddSetRounds passes):
-// for a starting point that is not an LP's solution, such as the isolated
-// allocation finish-time fairness starts from.
-func (in *instance) settleCovers(x [][]float64) {
+// down into them, until it violates none (at most oddSetRounds passes;
+// settled says whether it got there): for a starting point that is not an
+// LP's solution, such as the isolated allocation finish-time fairness
+// starts from.
+func (in *instance) settleCovers(x [][]float64) (settled bool) {
 	if !in.hasGangs() {
-		return
+		return true
 	}
 	for k := 0; k < oddSetRounds; k++ {
 		cs := slices.DeleteFunc(in.violatedCovers(x), in.hasCover)
 		if len(cs) == 0 {
-			return
+			return true
 		}
 		for _, cv := range cs {
 			in.addCover(cv)
 		}
 		in.withinCovers(x)
 	}
+	return false
 }
 
 // withinCovers scales down the combinations of every known cover whose

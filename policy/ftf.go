@@ -97,7 +97,9 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 	// With gangs the isolated allocation can give a gang time beside jobs
 	// that leave it too few GPUs; start from what rounds can realize, so
 	// that it is what is returned when no LP improves on it.
-	in.settleCovers(x)
+	if !in.settleCovers(x) {
+		st.Unsettled++
+	}
 	effAt := func(x [][]float64) []float64 { return in.throughputAt(x, rate) }
 	ratio := func(e []float64) float64 {
 		r := 0.0
