@@ -107,12 +107,9 @@ type RoundsResult struct {
 	// smaller largest shortfall; see RunRounds).
 	Decomposed bool
 	// Realizable says whether some sequence of rounds gives every job and
-	// pair its allocation exactly: true for jobs of one GPU without pairs
-	// (their time fractions always are a mix of rounds) and for allocations
-	// the decomposition writes as one; false when it proves none does, so
-	// that a shortfall is the allocation's, not the mechanism's; nil when
-	// not known (more than decomposeMaxTargets targets, or the
-	// decomposition stopped at its column limit).
+	// pair its allocation exactly (see the function Realizable): when false,
+	// a shortfall is the allocation's, not the mechanism's; nil when not
+	// known.
 	Realizable *bool
 }
 
@@ -145,7 +142,7 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	}
 	dec, used, err := runRounds(cfg, true)
 	res.Realizable = verdict(used, err)
-	if targetsDropped(cfg) {
+	if _, dropped, _ := servedTargets(cfg); dropped {
 		res.Realizable = ptr(false)
 	}
 	// A plan must fall short by clearly less (beyond rounding) to replace
@@ -167,29 +164,16 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 // can serve at all (a job without a rate there, a type the cluster lacks)
 // makes it unrealizable.
 func Realizable(cfg RoundsConfig) *bool {
-	if cfg.RoundSeconds == 0 {
-		cfg.RoundSeconds = DefaultRoundSeconds
-	}
-	if targetsDropped(cfg) {
+	targets, dropped, caps := servedTargets(cfg)
+	if dropped {
 		return ptr(false)
 	}
 	gangs := slices.ContainsFunc(cfg.Jobs, func(j policy.Job) bool { return j.Type.ScaleFactor > 1 })
 	if !gangs && !hasPairs(cfg.Allocation) {
 		return ptr(withinRows(cfg))
 	}
-	st := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs),
-		PairRates: TablePairRates(cfg.Table), History: NewLedger(cfg.RoundSeconds)}
-	var es []*entry
-	for _, e := range st.entries(cfg.Allocation) {
-		es = append(es, &e)
-	}
-	targets := sortedTargets(es)
 	if len(targets) > decomposeMaxTargets {
 		return nil
-	}
-	caps := map[string]int{}
-	for _, w := range cfg.Topology.WorkerTypes() {
-		caps[w] = cfg.Topology.Count(w)
 	}
 	_, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps)
 	return verdict(err == nil, err)
@@ -221,25 +205,30 @@ func withinRows(cfg RoundsConfig) bool {
 	return true
 }
 
-// targetsDropped reports whether part of the allocation can never run: a
-// positive target the mechanism has no entry for (the job is not among
+// servedTargets returns the allocation's positive targets the mechanism has
+// an entry for (sortedTargets), whether it has a positive target the
+// mechanism has none for, so that it can never run (the job is not among
 // cfg.Jobs or has no rate on the type, the type has no GPUs or too few for
-// the job, the pair has no rates there).
-func targetsDropped(cfg RoundsConfig) bool {
+// the job, the pair has no rates there), and each type's GPUs.
+func servedTargets(cfg RoundsConfig) (targets []*entry, dropped bool, caps map[string]int) {
 	st := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs),
-		PairRates: TablePairRates(cfg.Table), History: NewLedger(cfg.RoundSeconds)}
+		PairRates: TablePairRates(cfg.Table), History: NewLedger(DefaultRoundSeconds)}
 	served := map[entryKey]bool{}
+	var es []*entry
 	for _, e := range st.entries(cfg.Allocation) {
 		served[entryKey{e.c, e.w}] = true
+		es = append(es, &e)
 	}
 	for c, x := range cfg.Allocation.Fractions {
 		for w, v := range x {
-			if v > rowTol && !served[entryKey{c, w}] {
-				return true
-			}
+			dropped = dropped || (v > rowTol && !served[entryKey{c, w}])
 		}
 	}
-	return false
+	caps = map[string]int{}
+	for _, w := range cfg.Topology.WorkerTypes() {
+		caps[w] = cfg.Topology.Count(w)
+	}
+	return sortedTargets(es), dropped, caps
 }
 
 // verdict turns a decomposition's outcome into RoundsResult.Realizable.
