@@ -62,12 +62,12 @@ func (in *instance) newBuilder(sense lp.Sense) *builder {
 		b.m.AddRow(-lp.Inf, 1, idx, val)
 	}
 	for _, s := range in.oddSets {
-		b.addOddSetRow(s)
+		idx, val, ub := b.oddSetRow(s)
+		b.addRow(nil, idx, val, ub)
 	}
 	for _, cv := range in.covers {
-		if idx, val, ub := b.coverRow(cv); len(idx) > 0 {
-			b.m.AddRow(-lp.Inf, ub, idx, val)
-		}
+		idx, val, ub := b.coverRow(cv)
+		b.addRow(nil, idx, val, ub)
 	}
 	return b
 }

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/gavelkit/gavel/policy/lp"
 )
 
 // Odd-set rows. A round runs each job in at most one combination, so the
@@ -211,13 +209,6 @@ func oddSetKey(s []int) string {
 		b.WriteByte(',')
 	}
 	return b.String()
-}
-
-// addOddSetRow adds s's row to b's model.
-func (b *builder) addOddSetRow(s []int) {
-	if idx, val, ub := b.oddSetRow(s); len(idx) > 0 {
-		b.m.AddRow(-lp.Inf, ub, idx, val)
-	}
 }
 
 // oddSetRow returns odd set s's row: Σ idx·val ≤ ub (no entries when s has
