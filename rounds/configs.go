@@ -85,11 +85,11 @@ func (s *State) scheduleFor(es []*entry) *configSchedule {
 	if s.schedule == nil || s.schedule.sig != sig {
 		cs, err := decompose(context.Background(), targets, sig, caps)
 		if err != nil {
-			cs = &configSchedule{sig: sig, failed: true, err: err}
+			cs = &configSchedule{sig: sig, err: err}
 		}
 		s.schedule = cs
 	}
-	if s.schedule.failed {
+	if s.schedule.err != nil {
 		return nil
 	}
 	return s.schedule
@@ -114,8 +114,7 @@ type configSchedule struct {
 	weight []float64 // each configuration's share of the rounds
 	ran    []float64 // rounds each configuration ran
 	rounds float64   // rounds planned with this schedule
-	failed bool      // the decomposition failed: the walk serves the targets
-	err    error     // why it failed
+	err    error     // why the decomposition failed (the walk serves the targets), or nil
 	// The last round planned: its start and configuration.
 	planned   bool
 	lastStart float64

@@ -275,7 +275,7 @@ func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool, 
 		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)
 		commitRound(state, ledger, cfg.Allocation, p, cfg.RoundSeconds)
 		res.Plans = append(res.Plans, p)
-		if i == 0 && decompose && (state.schedule == nil || state.schedule.failed) {
+		if i == 0 && decompose && (state.schedule == nil || state.schedule.err != nil) {
 			if state.schedule != nil {
 				err = state.schedule.err
 			}
