@@ -46,8 +46,10 @@ The policy takes allocate's flags (--prices for cost policies, --seed,
 --max-partners, --reference, --time-limit) and gives the same allocation;
 FIFO policies never back-fill, as in simulate.
 
-It prints which job or pair runs on which GPUs in every round, then the
-fidelity report, per job and worker type:
+It prints which job or pair runs on which GPUs in every round (priority:
+the combination's target against the time it had received, as Gavel's
+mechanism ranks it, higher first, 0 for back-fill; target: its allocated
+time fraction there), then the fidelity report, per job and worker type:
 
   target      the allocation's time fraction (summed over the job's
               combinations);

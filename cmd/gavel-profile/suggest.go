@@ -36,6 +36,11 @@ reference job types (isolated rates only, say) gets the other worker types' refe
 pairs first (reason "reference pair: worker type has no reference job type"): until one is
 measured nothing there can be estimated.
 
+Reasons: "job has few measurements" (coverage first, or nothing measured there),
+"packing decision could flip", "estimate least certain", "feasibility in doubt",
+"planner would rely on it", "estimate disagrees with similar jobs" and "reference pair:
+worker type has no reference job type".
+
 The JSON form ({"measurements": [{worker_type, job, partner, scale_factor, reason}]})
 is stable: 'gavel-profile run' can take its pair list from it.`,
 		Example: `  gavel-profile suggest --table partial.json --budget 10
