@@ -69,6 +69,10 @@ func (in *instance) newBuilder(sense lp.Sense) *builder {
 		idx, val, ub := b.coverRow(cv)
 		b.addRow(nil, idx, val, ub)
 	}
+	for _, q := range in.cliqueRows() {
+		idx, val, ub := b.cliqueRow(q)
+		b.addRow(nil, idx, val, ub)
+	}
 	return b
 }
 

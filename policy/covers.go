@@ -20,17 +20,15 @@ import (
 // single-GPU combinations only, a cover has more than n_w of them and its
 // row follows from the capacity row.
 //
-// Covers and odd sets are not all that makes an allocation realizable
-// (other knapsack facets; cliques of conflicting combinations, such as a
-// 4-GPU job beside two pairs sharing a job on 4 GPUs; a job's time over
-// several types); rounds.Realizable says when an allocation is beyond
-// rounds, and gavel-plan allocate and rounds warn. Greedy clique rows and
-// exact knapsack rows (column generation) were tried and dropped: the
-// first made water filling fall below max-min fairness and 60x slower on
-// ill-conditioned instances, the second needed hundreds of re-solves. The isolated
-// and proportional baselines keep Gavel's definitions (equal shares), which
-// with gangs can be beyond rounds too; finish-time fairness starts from the
-// isolated allocation scaled into the covers (settleCovers).
+// Covers, cliques (cliques.go) and odd sets are not all that makes an
+// allocation realizable (other knapsack facets, a job's time over several
+// types); rounds.Realizable says when an allocation is beyond rounds, and
+// gavel-plan allocate and rounds warn. Exact knapsack rows (column
+// generation, Farkas and ray cuts) were tried and dropped: hundreds of
+// re-solves, still unsettled. The isolated and proportional baselines keep
+// Gavel's definitions (equal shares), which with gangs can be beyond rounds
+// too; finish-time fairness starts from the isolated allocation scaled into
+// the cliques and covers (settleCovers).
 
 // coverTol is how far a cover's time may exceed |C|-1 before its row is
 // added: the solver's tolerance, as for odd sets.
@@ -191,6 +189,7 @@ func (in *instance) settleCovers(x [][]float64) (settled bool) {
 	if !in.hasGangs() {
 		return true
 	}
+	in.withinCliques(x)
 	for k := 0; k < oddSetRounds; k++ {
 		cs := slices.DeleteFunc(in.violatedCovers(x), in.hasCover)
 		if len(cs) == 0 {

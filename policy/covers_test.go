@@ -43,8 +43,9 @@ func worstCover(a *Allocation, cluster Cluster, sf map[string]int) (float64, str
 }
 
 // On random small clusters with jobs of 1, 2 and 4 GPUs, every LP policy's
-// allocation respects every cover row (brute force), so a gang is never
-// given time beside combinations that leave it too few GPUs.
+// allocation respects every cover row and every clique of combinations
+// that cannot share a round (brute force), so a gang is never given time
+// beside combinations that leave it too few GPUs.
 func TestAllocationsRespectCovers(t *testing.T) {
 	policies := []string{"max_min_fairness_perf", "max_min_fairness_packed", "max_min_fairness_water_filling_perf",
 		"finish_time_fairness_perf", "max_sum_throughput_perf", "min_total_duration_perf"}
@@ -88,6 +89,9 @@ func TestAllocationsRespectCovers(t *testing.T) {
 			}
 			if ex, at := worstCover(a, cluster, sf); ex > 1e-6 {
 				t.Errorf("case %d %s: a cover's time exceeds |C|-1 by %.4f (%s)", n, name, ex, at)
+			}
+			if ex, at := worstClique(a, cluster, sf); ex > 1e-6 {
+				t.Errorf("case %d %s: combinations that cannot share a round take %.4f more than all of the time (%s)", n, name, ex, at)
 			}
 		}
 	}
@@ -150,5 +154,88 @@ func TestViolatedCoversExact(t *testing.T) {
 				t.Errorf("case %d: gang %d is in a cover violated by %v; no cover returned reaches it", n, g, v)
 			}
 		}
+	}
+}
+
+// worstClique checks every set of combinations on every worker type by
+// brute force: combinations that pairwise cannot share a round (a shared
+// job, or GPUs together beyond the type's) run one at a time, so their time
+// there sums to at most 1. It returns the largest excess and where.
+func worstClique(a *Allocation, cluster Cluster, sf map[string]int) (float64, string) {
+	worst, at := 0.0, ""
+	for w, n := range cluster {
+		var cs []Combination
+		for c, x := range a.Fractions {
+			if x[w] > 1e-12 {
+				cs = append(cs, c)
+			}
+		}
+		conflict := func(c, d Combination) bool {
+			if sf[c.A]+sf[d.A] > n {
+				return true
+			}
+			for _, j := range []string{c.A, c.B} {
+				if j != "" && (j == d.A || j == d.B) {
+					return true
+				}
+			}
+			return false
+		}
+		for mask := 1; mask < 1<<len(cs); mask++ {
+			t, ok := 0.0, true
+			for i := range cs {
+				if mask&(1<<i) == 0 {
+					continue
+				}
+				t += a.Fractions[cs[i]][w]
+				for k := i + 1; k < len(cs) && ok; k++ {
+					ok = mask&(1<<k) == 0 || conflict(cs[i], cs[k])
+				}
+			}
+			if ok && t-1 > worst {
+				worst, at = t-1, fmt.Sprintf("%s: %v", w, cs)
+			}
+		}
+	}
+	return worst, at
+}
+
+// Every row of the clique family is valid: its combinations pairwise share
+// a job or need more GPUs together than the type has (checked on random
+// instances with pairs and jobs of 1-4 GPUs, independently of the family's
+// construction).
+func TestCliqueFamilyValid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 2))
+	rows := 0
+	for n := 0; n < 200; n++ {
+		in := &instance{workers: []string{"w"}, cap: []float64{float64(1 + rng.IntN(8))}}
+		jobs := 2 + rng.IntN(6)
+		sf := make([]int, jobs)
+		for j := range sf {
+			sf[j] = []int{1, 1, 2, 3, 4}[rng.IntN(5)]
+			in.combos = append(in.combos, combo{a: j, b: -1, sf: sf[j], ra: []float64{1}})
+		}
+		for a := 0; a < jobs; a++ {
+			for b := a + 1; b < jobs; b++ {
+				if sf[a] == sf[b] && rng.IntN(2) == 0 {
+					in.combos = append(in.combos, combo{a: a, b: b, sf: sf[a], ra: []float64{1}, rb: []float64{1}})
+				}
+			}
+		}
+		for _, q := range in.cliqueFamily() {
+			rows++
+			for i, c := range q.combos {
+				for _, d := range q.combos[i+1:] {
+					x, y := in.combos[c], in.combos[d]
+					shared := x.a == y.a || x.a == y.b || x.b >= 0 && (x.b == y.a || x.b == y.b)
+					if !shared && float64(x.sf+y.sf) <= in.cap[0] {
+						t.Fatalf("case %d: clique %v holds %d and %d, which can share a round on %v GPUs", n, q.combos, c, d, in.cap[0])
+					}
+				}
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no clique rows made: the sample exercises nothing")
 	}
 }

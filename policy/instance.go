@@ -89,6 +89,10 @@ type instance struct {
 	// this instance carries; found lazily by builder.solve.
 	covers    []cover
 	coverKeys map[string]bool
+	// cliques are the conflict cliques whose rows (see cliques.go) every LP
+	// of this instance carries, once cliquesMade.
+	cliques     []clique
+	cliquesMade bool
 }
 
 // checkID rejects job ids that would make combination keys ambiguous: a

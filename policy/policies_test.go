@@ -236,11 +236,13 @@ func TestMakespanAgnosticHand(t *testing.T) {
 // sf·eff/prop give t ≤ a + 0.75p (A, B with singles a each and pair p),
 // t ≤ 2c (C), a + p ≤ 1, 2a + p + 2c ≤ 2. Without more rows the optimum is
 // t = 0.8 (a = 0.2, p = 0.8, c = 0.4), which no rounds realize: C takes
-// both GPUs, so the pair cannot run beside it, and c + p = 1.2 > 1. With
-// the cover row c + p ≤ 1 (covers.go; c + a ≤ 1 stays slack): c = 5/13,
-// p = 8/13, a = 4/13, t* = 10/13. Dual certificate: multipliers 4/13 on A's
-// and B's t rows, 5/13 on C's, 4/13 on capacity, 2/13 on the cover row:
-// bound 2·4/13 + 2/13 = 10/13.
+// both GPUs, so nothing runs beside it, and A cannot run alone and in the
+// pair at once, so a + p + c ≤ 1 (a clique row, cliques.go; 1.4 here).
+// With it: c = 1 − a − p, and a + 0.75p < a + p, so p = 0 and t =
+// min(a, 2(1 − a)): a = 2/3, c = 1/3, t* = 2/3 (A and B alone 2/3 of the
+// time, C the rest). Dual certificate: 1/3 on each t row and on each of
+// the cliques {A, A+B, C}, {B, A+B, C}: bound 2/3; the pair's reduced cost
+// 2/3 − 0.75·2/3 ≥ 0.
 func TestPackedMixedScaleFactors(t *testing.T) {
 	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
 	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}, y: {4}})
@@ -248,11 +250,14 @@ func TestPackedMixedScaleFactors(t *testing.T) {
 	tb.SetPair("v100", y, y, 3, 3)
 	p := &Problem{Table: tb, Cluster: Cluster{"v100": 2}, Jobs: []Job{job("A", x, 1), job("B", x, 1), job("C", y, 1)}}
 	a := mustAllocate(t, "max_min_fairness_packed", p)
-	if !approx(a.Objective, 10.0/13, 1e-7) {
-		t.Fatalf("t* = %v, want 10/13", a.Objective)
+	if !approx(a.Objective, 2.0/3, 1e-7) {
+		t.Fatalf("t* = %v, want 2/3", a.Objective)
 	}
-	if c, pair := a.Fractions[Single("C")]["v100"], a.Fractions[PairOf("A", "B")]["v100"]; c+pair > 1+1e-7 {
-		t.Errorf("C %v and the pair A+B %v share 2 GPUs for more than all of the time", c, pair)
+	for _, j := range []string{"A", "B"} {
+		f := a.Fractions
+		if sum := f[Single(j)]["v100"] + f[PairOf("A", "B")]["v100"] + f[Single("C")]["v100"]; sum > 1+1e-7 {
+			t.Errorf("%s alone, the pair and C take %v of the time; at most one runs at once", j, sum)
+		}
 	}
 	in, _ := prepare(p, packed, &options{})
 	if len(in.combos) != 4 { // A, B, C, A+B — never A+C or B+C

@@ -319,6 +319,7 @@ func (in *instance) withinCapacity(x [][]float64) [][]float64 {
 	}
 	in.withinOddSets(x)
 	in.withinCovers(x)
+	in.withinCliques(x)
 	return x
 }
 

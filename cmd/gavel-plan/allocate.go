@@ -50,8 +50,8 @@ every job.
 
 Gavel's LPs (and so these policies) can ask for time no sequence of rounds
 gives: the packed ones carry odd-set rows and, with jobs of several GPUs,
-cover rows against the commonest cases, but not against all (a 4-GPU job
-beside two pairs sharing a job on 4 GPUs, say). allocate checks the
+cover and clique rows against the commonest cases, but not against all
+(other knapsack facets; a job's time over several types). allocate checks the
 allocation with the round mechanism's decomposition (up to 150 targets) and
 warns when no rounds give it (--json "realizable": false; null when not
 checked).
