@@ -69,10 +69,7 @@ func (in *instance) newBuilder(sense lp.Sense) *builder {
 		idx, val, ub := b.coverRow(cv)
 		b.addRow(nil, idx, val, ub)
 	}
-	for _, q := range in.cliqueRows() {
-		idx, val, ub := b.cliqueRow(q)
-		b.addRow(nil, idx, val, ub)
-	}
+	b.addCliqueRows()
 	return b
 }
 

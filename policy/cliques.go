@@ -1,11 +1,10 @@
 package policy
 
 import (
-	"cmp"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/gavelkit/gavel/policy/lp"
 )
 
 // Clique rows. Two combinations on a worker type conflict when they cannot
@@ -20,105 +19,81 @@ import (
 //
 // The family below holds every clique without a triangle of pairs in one of
 // its members. Call a combination big when it needs more than half of the
-// type's GPUs: two big ones always conflict, and two that are not big
-// conflict only through a shared job. So a clique is some big combinations
-// and, among the others, either combinations sharing one job j or a
-// triangle of pairs. For each job j (and for none), and each least size s
-// of its combinations taken (those of j of size s or more, and j's big
-// ones), the big combinations that conflict with all of them are those of
-// more than n_w - s GPUs: one clique per (j, s). Triangles are left to the
-// odd-set rows.
-// Without jobs of several GPUs there are no big combinations (on types of
-// more than one GPU) and the job rows say it all.
+// type's GPUs: two big ones always conflict. A job's combinations all have
+// its scale factor (pairs join equal ones), so a big combination and one
+// that is not share no job and conflict only through GPUs, and two that
+// are not big conflict only through a shared job. So a clique is some big
+// combinations and, among the others, either combinations sharing one job
+// j or a triangle of pairs; the big ones that conflict with j's need more
+// than n_w - sf_j GPUs. One row a type for the big combinations, and one a
+// type for each job that is not big. Triangles beside big combinations are
+// not bounded (the odd-set rows bound the triangle alone). Without jobs of
+// several GPUs there are no big combinations (on types of more than one
+// GPU) and the job rows say it all.
+//
+// The big part of a row depends only on the type and the threshold, and
+// with pairs it can hold O(m²) combinations, so it enters each row through
+// one column per (type, threshold), y ≥ Σ x_bw (a row each); listing it in
+// every row made packed LPs of 256 jobs on 4 GPUs a type 30-50x slower.
 
-// clique is a worker type and combinations (sorted) that conflict pairwise.
+// clique is a worker type's combinations own (sharing one job; none for the
+// big ones alone) with its big combinations of more than above GPUs.
 type clique struct {
-	w      int
-	combos []int
+	w     int
+	own   []int
+	above float64
 }
 
-func (q clique) key() string {
-	parts := make([]string, len(q.combos))
-	for k, c := range q.combos {
-		parts[k] = strconv.Itoa(c)
+// bigAbove returns type w's big combinations of more than above GPUs.
+func (in *instance) bigAbove(w int, above float64) []int {
+	var out []int
+	for c := range in.combos {
+		if cb := &in.combos[c]; cb.runnable(w) && float64(2*cb.sf) > in.cap[w] && float64(cb.sf) > above {
+			out = append(out, c)
+		}
 	}
-	return strconv.Itoa(q.w) + ":" + strings.Join(parts, ",")
+	return out
 }
 
 // cliqueFamily returns the family's cliques on every worker type among the
-// combinations that can run there, leaving out those the job rows already
-// bound (no big combination beyond j's own). They are few (a type gets
-// rows only when a combination needs more than half its GPUs: at most
-// three a job with Gavel's scale factors) and all go in up front: added
-// lazily they took more than the 25 re-solves an LP gets on small clusters,
-// as each batch moved the solution onto the next.
+// combinations that can run there, leaving out those other rows already
+// bound (fewer than two big combinations alone, a job's with none). They
+// all go in up front: added lazily they took more than the 25 re-solves
+// an LP gets on small clusters, as each batch moved the solution onto the
+// next.
 func (in *instance) cliqueFamily() []clique {
 	var out []clique
-	seen := map[string]bool{}
 	for w := range in.workers {
 		n := in.cap[w]
-		isBig := func(c int) bool { return float64(2*in.combos[c].sf) > n }
-		var items, big []int
 		gang := false
-		for c := range in.combos {
-			if in.combos[c].runnable(w) {
-				items = append(items, c)
-				gang = gang || in.combos[c].sf > 1
-				if isBig(c) {
-					big = append(big, c)
-				}
-			}
-		}
-		if len(big) == 0 || !gang { // with one GPU each, capacity and job rows say it all
-			continue
-		}
-		add := func(set []int, others int) {
-			if len(set) < 2 || others == 0 {
-				return
-			}
-			slices.Sort(set)
-			q := clique{w: w, combos: set}
-			if !seen[q.key()] {
-				seen[q.key()] = true
-				out = append(out, q)
-			}
-		}
-		add(slices.Clone(big), len(big)-1)
+		var big []int
 		byJob := map[int][]int{}
-		for _, c := range items {
-			for _, j := range [2]int{in.combos[c].a, in.combos[c].b} {
+		for c := range in.combos {
+			cb := &in.combos[c]
+			if !cb.runnable(w) {
+				continue
+			}
+			gang = gang || cb.sf > 1
+			if float64(2*cb.sf) > n {
+				big = append(big, c)
+				continue
+			}
+			for _, j := range [2]int{cb.a, cb.b} {
 				if j >= 0 {
 					byJob[j] = append(byJob[j], c)
 				}
 			}
 		}
+		if !gang || len(big) == 0 { // with one GPU each, capacity and job rows say it all
+			continue
+		}
+		if len(big) >= 2 {
+			out = append(out, clique{w: w, above: n / 2})
+		}
 		for _, j := range slices.Sorted(maps.Keys(byJob)) {
-			own := byJob[j]
-			// The least sizes s: those of j's combinations that are not
-			// big, and 0 for j's big ones alone.
-			var sizes []int
-			for _, c := range own {
-				if sf := in.combos[c].sf; !isBig(c) && !slices.Contains(sizes, sf) {
-					sizes = append(sizes, sf)
-				}
-			}
-			slices.SortFunc(sizes, func(a, b int) int { return cmp.Compare(b, a) })
-			sizes = append(sizes, 0)
-			for _, s := range sizes {
-				var set []int
-				for _, c := range own {
-					if isBig(c) || s > 0 && in.combos[c].sf >= s {
-						set = append(set, c)
-					}
-				}
-				others := 0
-				for _, b := range big {
-					if !slices.Contains(own, b) && (s == 0 || in.combos[b].sf+s > int(n)) {
-						set = append(set, b)
-						others++
-					}
-				}
-				add(set, others)
+			above := n - float64(in.combos[byJob[j][0]].sf) // every combination of j has its scale factor
+			if slices.ContainsFunc(big, func(c int) bool { return float64(in.combos[c].sf) > above }) {
+				out = append(out, clique{w: w, own: byJob[j], above: above})
 			}
 		}
 	}
@@ -133,27 +108,52 @@ func (in *instance) cliqueRows() []clique {
 	return in.cliques
 }
 
-// cliqueRow returns clique q's row.
-func (b *builder) cliqueRow(q clique) (idx []int, val []float64, ub float64) {
-	for _, c := range q.combos {
-		if j := b.col[c][q.w]; j >= 0 {
-			idx = append(idx, j)
-			val = append(val, 1)
-		}
+// addCliqueRows adds every clique's row to b: its own combinations and the
+// column of its big part at most 1, with one such column, and the row
+// y - Σ x_bw ≥ 0, for each (type, threshold).
+func (b *builder) addCliqueRows() {
+	type part struct {
+		w     int
+		above float64
 	}
-	return idx, val, 1
+	cols := map[part]int{}
+	for _, q := range b.in.cliqueRows() {
+		p := part{q.w, q.above}
+		y, ok := cols[p]
+		if !ok {
+			y = b.m.AddCol(0, lp.Inf, 0)
+			cols[p] = y
+			idx, val := []int{y}, []float64{1}
+			for _, c := range b.in.bigAbove(q.w, q.above) {
+				if j := b.col[c][q.w]; j >= 0 {
+					idx = append(idx, j)
+					val = append(val, -1)
+				}
+			}
+			b.m.AddRow(0, lp.Inf, idx, val)
+		}
+		idx, val := []int{y}, []float64{1}
+		for _, c := range q.own {
+			if j := b.col[c][q.w]; j >= 0 {
+				idx = append(idx, j)
+				val = append(val, 1)
+			}
+		}
+		b.m.AddRow(-lp.Inf, 1, idx, val)
+	}
 }
 
-// withinCliques scales down the combinations of every known clique whose
-// time exceeds 1 (by the solver's tolerance), as withinCovers does.
+// withinCliques scales down the combinations of every clique whose time
+// exceeds 1 (by the solver's tolerance), as withinCovers does.
 func (in *instance) withinCliques(x [][]float64) {
 	for _, q := range in.cliqueRows() {
+		set := append(slices.Clone(q.own), in.bigAbove(q.w, q.above)...)
 		t := 0.0
-		for _, c := range q.combos {
+		for _, c := range set {
 			t += x[c][q.w]
 		}
 		if t > 1 {
-			for _, c := range q.combos {
+			for _, c := range set {
 				x[c][q.w] /= t
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gavelkit/gavel/table"
@@ -224,12 +225,13 @@ func TestCliqueFamilyValid(t *testing.T) {
 		}
 		for _, q := range in.cliqueFamily() {
 			rows++
-			for i, c := range q.combos {
-				for _, d := range q.combos[i+1:] {
+			set := append(slices.Clone(q.own), in.bigAbove(q.w, q.above)...)
+			for i, c := range set {
+				for _, d := range set[i+1:] {
 					x, y := in.combos[c], in.combos[d]
 					shared := x.a == y.a || x.a == y.b || x.b >= 0 && (x.b == y.a || x.b == y.b)
 					if !shared && float64(x.sf+y.sf) <= in.cap[0] {
-						t.Fatalf("case %d: clique %v holds %d and %d, which can share a round on %v GPUs", n, q.combos, c, d, in.cap[0])
+						t.Fatalf("case %d: clique %v holds %d and %d, which can share a round on %v GPUs", n, set, c, d, in.cap[0])
 					}
 				}
 			}

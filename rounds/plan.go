@@ -137,7 +137,7 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	}
 	res, _, _ := runRounds(cfg, false)
 	if !hasPairs(cfg.Allocation) {
-		res.Realizable = Realizable(cfg)
+		res.Realizable = Realizable(context.Background(), cfg)
 		return res, nil
 	}
 	dec, used, err := runRounds(cfg, true)
@@ -162,8 +162,9 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 // form a bipartite system, whose vertices are rounds); with gangs or pairs,
 // the decomposition decides (at most 150 targets). A target that no round
 // can serve at all (a job without a rate there, a type the cluster lacks)
-// makes it unrealizable.
-func Realizable(cfg RoundsConfig) *bool {
+// makes it unrealizable. The decomposition can take seconds (about 4 s for
+// 110 targets on 8 GPUs a type); when ctx ends first the answer is nil.
+func Realizable(ctx context.Context, cfg RoundsConfig) *bool {
 	targets, dropped, caps := servedTargets(cfg)
 	if dropped {
 		return ptr(false)
@@ -175,7 +176,7 @@ func Realizable(cfg RoundsConfig) *bool {
 	if len(targets) > decomposeMaxTargets {
 		return nil
 	}
-	_, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps)
+	_, err := decompose(ctx, targets, scheduleSignature(targets, caps), caps)
 	return verdict(err == nil, err)
 }
 

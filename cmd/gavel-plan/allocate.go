@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -51,10 +52,10 @@ every job.
 Gavel's LPs (and so these policies) can ask for time no sequence of rounds
 gives: the packed ones carry odd-set rows and, with jobs of several GPUs,
 cover and clique rows against the commonest cases, but not against all
-(other knapsack facets; a job's time over several types). allocate checks the
-allocation with the round mechanism's decomposition (up to 150 targets) and
-warns when no rounds give it (--json "realizable": false; null when not
-checked).
+(other knapsack facets; a triangle of pairs beside a gang; a job's time over
+several types). allocate checks the allocation with the round mechanism's
+decomposition (up to 150 targets and 3 s) and warns when no rounds give it
+(--json "realizable": false; null when not checked).
 
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
@@ -112,7 +113,7 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	for _, w := range a.Warnings {
 		fmt.Fprintln(streams.Err, "warning:", w)
 	}
-	realizable := ps.realizable(a)
+	realizable := ps.realizable(ctx, a)
 	if realizable != nil && !*realizable {
 		fmt.Fprintln(streams.Err, "warning: no sequence of rounds gives this allocation exactly (it is no mix of rounds that fit "+
 			"the GPUs, each job once a round); gavel-plan rounds shows how far short each job falls")
@@ -125,14 +126,21 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	return printAllocation(streams, ps.problem.Cluster, a)
 }
 
+// realizeCheckTime bounds allocate's realizability check: the allocation is
+// the command's answer, the check a note on it.
+const realizeCheckTime = 3 * time.Second
+
 // realizable checks a with the round mechanism's decomposition (see
-// rounds.Realizable; nil when not known).
-func (ps *problemSetup) realizable(a *policy.Allocation) *bool {
+// rounds.Realizable; nil when not known, or not known within
+// realizeCheckTime).
+func (ps *problemSetup) realizable(ctx context.Context, a *policy.Allocation) *bool {
 	topo, err := rounds.NewTopology(ps.problem.Cluster, nil)
 	if err != nil {
 		return nil
 	}
-	return rounds.Realizable(rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
+	ctx, cancel := context.WithTimeout(ctx, realizeCheckTime)
+	defer cancel()
+	return rounds.Realizable(ctx, rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
 }
 
 // problemFlags are the flags allocate and rounds share: the policy and its
