@@ -413,6 +413,7 @@ func (in *instance) pairLookup() func(a, b int) *pairRates {
 // among the top maxPartners partners (by best combined normalized rate) of
 // one of its members. Gavel pairs all same-sf jobs (§11.19).
 func (in *instance) addPairs(maxPartners int) {
+	in.cliquesMade = false // the clique family depends on the combinations
 	lookup := in.pairLookup()
 	for _, g := range in.sfGroups() {
 		var keep map[[2]int]bool
