@@ -328,28 +328,13 @@ func TestAllocateJobsFileJSONErrors(t *testing.T) {
 // never run together) cannot be, with a warning; the 14-job max-min packed
 // allocation can.
 func TestAllocateRealizable(t *testing.T) {
-	gangs := rtFile(t, "gangs.json", `{"jobs": [
-  {"id": "g1", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000},
-  {"id": "g2", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000}]}`)
-	for _, c := range []struct {
-		policy, cluster, jobs string
-		want                  bool
-	}{
-		{"isolated", "v100=6", gangs, false},
-		{"max_min_fairness_packed", "v100=3,p100=3,k80=3", "../../policy/testdata/packed14.json", true},
-	} {
+	for _, c := range realizableCases(t) {
 		out, errOut, err := runAllocateCmd(t, "--policy", c.policy, "--cluster", c.cluster, "--jobs", c.jobs, "--json")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got struct {
-			Realizable *bool `json:"realizable"`
-		}
-		if err := json.Unmarshal([]byte(out), &got); err != nil {
-			t.Fatal(err)
-		}
-		if got.Realizable == nil || *got.Realizable != c.want {
-			t.Errorf("%s: realizable %v, want %v", c.policy, got.Realizable, c.want)
+		if got := jsonRealizable(t, out); got == nil || *got != c.want {
+			t.Errorf("%s: realizable %v, want %v", c.policy, got, c.want)
 		}
 		if warned := strings.Contains(errOut, "no sequence of rounds gives this allocation"); warned == c.want {
 			t.Errorf("%s: warned %v, want %v (stderr %q)", c.policy, warned, !c.want, errOut)

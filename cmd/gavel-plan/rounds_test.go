@@ -266,28 +266,13 @@ func TestRoundsPackedDecomposed(t *testing.T) {
 // shares: --json says realizable false and the human output says why the
 // shortfall is there; the 14-job packed allocation is realizable.
 func TestRoundsRealizable(t *testing.T) {
-	jobs := rtFile(t, "gangs.json", `{"jobs": [
-  {"id": "g1", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000},
-  {"id": "g2", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000}]}`)
-	for _, c := range []struct {
-		policy, cluster, jobs string
-		want                  bool
-	}{
-		{"isolated", "v100=6", jobs, false},
-		{"max_min_fairness_packed", "v100=3,p100=3,k80=3", "../../policy/testdata/packed14.json", true},
-	} {
+	for _, c := range realizableCases(t) {
 		out, _, err := rtRun(t, newRoundsCmd, "--policy", c.policy, "--cluster", c.cluster, "--jobs", c.jobs, "--rounds", "10", "--json")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got struct {
-			Realizable *bool `json:"realizable"`
-		}
-		if err := json.Unmarshal([]byte(out), &got); err != nil {
-			t.Fatal(err)
-		}
-		if got.Realizable == nil || *got.Realizable != c.want {
-			t.Errorf("%s: realizable %v, want %v", c.policy, got.Realizable, c.want)
+		if got := jsonRealizable(t, out); got == nil || *got != c.want {
+			t.Errorf("%s: realizable %v, want %v", c.policy, got, c.want)
 		}
 		human, _, err := rtRun(t, newRoundsCmd, "--policy", c.policy, "--cluster", c.cluster, "--jobs", c.jobs, "--rounds", "10")
 		if err != nil {
@@ -297,4 +282,36 @@ func TestRoundsRealizable(t *testing.T) {
 			t.Errorf("%s: human output notes an unrealizable allocation: %v, want %v", c.policy, says, !c.want)
 		}
 	}
+}
+
+// realizableCase is a policy on a cluster and jobs, and whether its
+// allocation is realizable.
+type realizableCase struct {
+	policy, cluster, jobs string
+	want                  bool
+}
+
+// realizableCases: two 4-GPU jobs on 6 v100s under the isolated policy
+// (0.75 each; they can never run together), and the 14-job max-min packed
+// allocation.
+func realizableCases(t *testing.T) []realizableCase {
+	gangs := rtFile(t, "gangs.json", `{"jobs": [
+  {"id": "g1", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000},
+  {"id": "g2", "type": "LM (batch size 40)", "scale_factor": 4, "total_steps": 1000}]}`)
+	return []realizableCase{
+		{"isolated", "v100=6", gangs, false},
+		{"max_min_fairness_packed", "v100=3,p100=3,k80=3", "../../policy/testdata/packed14.json", true},
+	}
+}
+
+// jsonRealizable reads "realizable" from a command's --json output.
+func jsonRealizable(t *testing.T, out string) *bool {
+	t.Helper()
+	var got struct {
+		Realizable *bool `json:"realizable"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Realizable
 }
