@@ -30,8 +30,11 @@
 // solutions would otherwise break (the pairs inside a set of 3 jobs can run
 // only one at a time, so take at most all of the time together; Gavel's LP
 // can give them 1.5 of it, which no sequence of rounds realizes; see
-// oddsets.go; larger sets and the GPU counts can still make an allocation
-// unrealizable); nothing is allocated where a job's isolated rate is 0 or where a
+// oddsets.go); LPs with jobs of several GPUs carry cover and clique rows
+// (covers.go, cliques.go: combinations that cannot all share a type's GPUs,
+// or that pairwise cannot share a round, which Gavel's capacity row lets
+// run together); other facets of the set of rounds can still make an
+// allocation unrealizable (rounds.Realizable tells); nothing is allocated where a job's isolated rate is 0 or where a
 // worker type has fewer GPUs than its scale factor; agnostic FIFO never
 // oversubscribes; water filling uses an exact LP-only bottleneck test and
 // returns solver errors; agnostic FTF and makespan use each job's fastest

@@ -63,7 +63,9 @@
 // each round runs the one furthest behind its weight; the walk fills what
 // is left. Neither is better on every allocation, so RunRounds plans both
 // and keeps the plan with the smaller largest shortfall; the simulator,
-// whose allocation changes every few rounds, uses the walk.
+// whose allocation changes every few rounds, uses the walk. The same
+// decomposition tells whether any rounds give an allocation exactly
+// (Realizable): when not, part of any shortfall is the allocation's.
 //
 // The simulator (Simulate) replays a trace on a virtual clock: arrivals join
 // at the next round boundary, jobs finish mid-round, and the allocation is
