@@ -150,8 +150,8 @@ type measurer struct {
 	devices  Devices // for peak memory; nil = not measured
 	// baseline is the memory in use on each device before the jobs started.
 	baseline map[int]uint64
-	// logf receives notes on the jobs (a hint on their progress format); nil discards them.
-	logf func(format string, args ...any)
+	// hint receives a note on a job's progress format (see hintDelay); nil discards it.
+	hint func(job, note string)
 }
 
 type phase int
@@ -174,6 +174,8 @@ type jobState struct {
 	warm, meas batches
 	exited     bool
 	peak       uint64
+	// hint is the job's evHint, held until hintDelay has passed without a progress report.
+	hint *event
 }
 
 // session is one measurement in progress: the jobs started together on one slot, the phase
@@ -278,6 +280,26 @@ func (a *alarm) set(at time.Time) {
 	a.at = at
 }
 
+// hintDelay is how long a job that prints but has not reported progress runs before the hint
+// on its progress format: jobs often print many lines (logs, a redrawn bar) before their first
+// report, and a hint is worth having only when the start-up timeout would be a long wait.
+func hintDelay(s Settings) time.Duration { return min(s.StartupTimeout/2, time.Minute) }
+
+// giveHints passes on the hint of every job that has printed many lines, reported no progress
+// and run hintDelay.
+func (ses *session) giveHints(now time.Time) {
+	for i, j := range ses.jobs {
+		if j.hint == nil || j.started || now.Sub(ses.start) < hintDelay(ses.s) {
+			continue
+		}
+		if ses.m.hint != nil {
+			ses.m.hint(ses.names[i], fmt.Sprintf("%d output lines and no progress report in %s (%v); one line was: %q",
+				hintAfterLines, hintDelay(ses.s), j.hint.err, j.hint.text))
+		}
+		j.hint = nil
+	}
+}
+
 // nextWake returns the end of the current window or, when earlier, the moment a job would time
 // out: the start-up timeout of one that has not reported, the stall timeout of one that has. A
 // timeout that waited for the window to end would stretch a 1 s --startup-timeout to --window.
@@ -287,6 +309,9 @@ func (ses *session) nextWake() time.Time {
 		due := j.progressAt.Add(ses.s.StallTimeout)
 		if !j.started {
 			due = ses.start.Add(ses.s.StartupTimeout)
+			if j.hint != nil {
+				due = ses.start.Add(hintDelay(ses.s))
+			}
 		}
 		if due.Before(at) {
 			at = due
@@ -384,10 +409,7 @@ func (ses *session) handle(ev event) verdict {
 	case evOOM:
 		return stopWith(StatusInfeasible, fmt.Sprintf("%s: out of memory: %s", name, ev.text))
 	case evHint:
-		if ses.m.logf != nil {
-			ses.m.logf("note: %s: %d output lines and no progress report yet (%v); one line was: %q",
-				name, hintAfterLines, ev.err, ev.text)
-		}
+		j.hint = &ev
 	case evExit:
 		j.exited = true
 		return ses.jobExited(j, name, ev.err)
@@ -426,6 +448,7 @@ func (ses *session) poll(now time.Time) verdict {
 	if v := ses.takeEvents(); v.done {
 		return v
 	}
+	ses.giveHints(now)
 	if reason := stalled(ses.jobs, ses.names, now, ses.start, ses.s); reason != "" {
 		return stopWith(StatusFailed, reason)
 	}

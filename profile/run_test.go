@@ -550,20 +550,29 @@ func TestRunTimeoutsBeforeWindowEnds(t *testing.T) {
 func TestRunHintsAtProgressFormat(t *testing.T) {
 	iter, _ := ParseProgressFormat(`^iter (\d+)/`)
 	tick, _ := ParseProgressFormat(`^step done$`)
+	chatty := func(c Command) Command { // 25 log lines on stderr before the job
+		c.Argv = append([]string{"sh", "-c", `for i in $(seq 25); do echo "I startup log $i" >&2; done; exec "$@"`, "sh"}, c.Argv...)
+		return c
+	}
 	tests := []struct {
 		name     string
+		cmd      Command
 		progress ProgressFormat
 		status   Status
 		want     []string // in the one note; none when empty
 	}{
-		{"default format, iter lines", ProgressFormat{}, StatusFailed,
-			[]string{"model: 20 output lines and no progress report yet", `expected lines like "GAVEL_STEPS <steps>"`, "--progress-regex", `one line was: "iter `}},
-		{"regex not matching", tick, StatusFailed, []string{`none matches the progress regex "^step done$"`, `one line was: "iter `}},
-		{"regex matching", iter, StatusOK, nil},
+		{"default format, iter lines", workload("-rate", "150", "-format", "iter"), ProgressFormat{}, StatusFailed,
+			[]string{"model: 20 output lines and no progress report in 500ms", `expected lines like "GAVEL_STEPS <steps>"`, "--progress-regex", `one line was: "iter `}},
+		{"regex not matching", workload("-rate", "150", "-format", "iter"), tick, StatusFailed,
+			[]string{`none matches the progress regex "^step done$"`, `one line was: "iter `}},
+		{"regex matching", workload("-rate", "150", "-format", "iter"), iter, StatusOK, nil},
+		// Many lines before a first report that comes soon: no note (it fired for every
+		// measurement of such jobs when it counted lines alone).
+		{"chatty start, then reports", chatty(workload("-rate", "150")), ProgressFormat{}, StatusOK, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := workload("-rate", "150", "-format", "iter")
+			c := tt.cmd
 			c.Progress = tt.progress
 			r := newRunner(t, 1, map[table.JobType]Command{jt("model"): c})
 			r.Settings.StartupTimeout = time.Second
@@ -572,7 +581,7 @@ func TestRunHintsAtProgressFormat(t *testing.T) {
 			r.Logf = func(format string, args ...any) {
 				mu.Lock()
 				defer mu.Unlock()
-				if s := fmt.Sprintf(format, args...); strings.Contains(s, "no progress report yet") {
+				if s := fmt.Sprintf(format, args...); strings.Contains(s, "no progress report in") {
 					notes = append(notes, s)
 				}
 			}

@@ -49,7 +49,8 @@ type Runner struct {
 	OnPlanned func(todo, skipped int)
 	// OnRecord is called (from one goroutine) after each record has been written.
 	OnRecord func(Record)
-	// Logf receives notes; nil discards them.
+	// Logf receives notes; nil discards them. It may be called from several goroutines at
+	// once (the measurements run in parallel).
 	Logf func(format string, args ...any)
 }
 
@@ -80,11 +81,14 @@ type pass struct {
 	// since they would start by measuring it alone again (a job that never reports would
 	// waste the start-up timeout once per pair). A rerun retries them.
 	failed map[isoKey]string
+	// hinted holds the jobs whose progress format was hinted at in this run: once is enough.
+	hinted map[string]bool
 }
 
 func (r *Runner) newPass() *pass {
 	p := &pass{r: r, sharing: r.Sharing, byType: map[string][]GPU{},
-		table: map[isoKey]float64{}, recent: map[isoKey]recentIso{}, peak: map[isoKey]uint64{}, failed: map[isoKey]string{}}
+		table: map[isoKey]float64{}, recent: map[isoKey]recentIso{}, peak: map[isoKey]uint64{}, failed: map[isoKey]string{},
+		hinted: map[string]bool{}}
 	if p.sharing == "" {
 		p.sharing = TimeSlicing
 	}
@@ -304,6 +308,17 @@ func done(tbl *table.Table, t Task) bool {
 	return ok
 }
 
+// hint logs a note on job's progress format, once a run.
+func (p *pass) hint(job, note string) {
+	p.mu.Lock()
+	first := !p.hinted[job]
+	p.hinted[job] = true
+	p.mu.Unlock()
+	if first {
+		p.r.logf("note: %s: %s", job, note)
+	}
+}
+
 func (r *Runner) logf(format string, args ...any) {
 	if r.Logf != nil {
 		r.Logf(format, args...)
@@ -424,7 +439,7 @@ func (p *pass) isolatedNearby(ctx context.Context, t Task, gpus []GPU, send func
 
 // measurePair runs the pair's jobs together on gpus; iso are their recent isolated rates.
 func (p *pass) measurePair(ctx context.Context, t Task, gpus []GPU, iso [2]float64) Record {
-	m := measurer{settings: p.r.Settings, devices: p.r.Devices, logf: p.r.Logf}
+	m := measurer{settings: p.r.Settings, devices: p.r.Devices, hint: p.hint}
 	out := m.measure(ctx, p.slot(gpus), []string{t.Job.Model, t.Partner.Model}, []Command{
 		p.r.command(t.Job, gpus), p.r.command(t.Partner, gpus)})
 	rec := Record{Kind: KindPair, Status: out.Status, Reason: out.Reason,
@@ -532,7 +547,7 @@ func devicesName(gpus []GPU) string {
 
 // measureIsolated measures j alone on gpus and remembers the rate for drift normalization.
 func (p *pass) measureIsolated(ctx context.Context, w string, j table.JobType, gpus []GPU, kind Kind) Record {
-	m := measurer{settings: p.r.Settings, devices: p.r.Devices, logf: p.r.Logf}
+	m := measurer{settings: p.r.Settings, devices: p.r.Devices, hint: p.hint}
 	out := m.measure(ctx, p.slot(gpus), []string{j.Model}, []Command{p.r.command(j, gpus)})
 	rec := Record{Kind: kind, Status: out.Status, Reason: out.Reason,
 		WarmupSeconds: out.WarmupSeconds, TotalSeconds: out.TotalSeconds, interrupted: out.Interrupted}

@@ -120,16 +120,22 @@ func CheckCSV(r io.Reader, file string) (*Table, Problems) {
 	return b.t, b.finish().withFile(file)
 }
 
-// looksLikeCSV reports whether data is a CSV table rather than JSON: its first non-blank byte
-// opens no JSON object or array and its first line holds a comma. A table that is neither is
+// looksLikeCSV reports whether data is a CSV table rather than JSON: its first line starts
+// with the header's first field, or opens no JSON object or array and holds a comma but no
+// colon (JSON that lost its opening brace has one: `"k80": {...`). A table that is neither is
 // left to the JSON reader, whose messages say where it goes wrong.
 func looksLikeCSV(data []byte) bool {
-	data = bytes.TrimLeft(data, " \t\r\n\ufeff")
+	data = bytes.TrimLeft(data, " \t\r\n")
+	for _, h := range []string{csvHeader[0] + ",", `"` + csvHeader[0] + `",`} {
+		if bytes.HasPrefix(data, []byte(h)) {
+			return true
+		}
+	}
 	if len(data) == 0 || data[0] == '{' || data[0] == '[' {
 		return false
 	}
 	first, _, _ := bytes.Cut(data, []byte("\n"))
-	return bytes.IndexByte(first, ',') >= 0
+	return bytes.IndexByte(first, ',') >= 0 && bytes.IndexByte(first, ':') < 0
 }
 
 // CheckAny reads a table in Gavel's JSON format or in WriteCSV's CSV, picking the format from
@@ -140,6 +146,7 @@ func CheckAny(r io.Reader, file string) (*Table, Problems) {
 	if err != nil {
 		return nil, Problems{{File: file, Err: err}}
 	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // the byte-order mark spreadsheets write
 	if looksLikeCSV(data) {
 		return CheckCSV(bytes.NewReader(data), file)
 	}

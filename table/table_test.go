@@ -721,3 +721,50 @@ func TestBadPairValueReportedOnce(t *testing.T) {
 		})
 	}
 }
+
+// Tables are told apart by content: CSV by its header (quoted or not) or a
+// first line with commas and no colon; everything else goes to the JSON
+// reader, whose messages are the useful ones for broken JSON.
+func TestLooksLikeCSV(t *testing.T) {
+	for _, c := range []struct {
+		name, data string
+		csv        bool
+	}{
+		{"header", "worker_type,model,scale_factor\n", true},
+		{"quoted header", `"worker_type","model"` + "\n", true},
+		{"header after blank lines", "\n  worker_type,model\n", true},
+		{"other header", "wrong,header,fields\n", true},
+		{"one-line JSON", `{"k80": {"('A', 1)": {"null": 1}}, "v100": {}}`, false},
+		{"JSON after whitespace", "\n\t {\"k80\": {}}", false},
+		{"JSON array", "[1, 2]", false},
+		{"JSON without its brace", `"k80": {"('A', 1)": {"null": 1}}}`, false},
+		{"empty", "", false},
+	} {
+		if got := looksLikeCSV([]byte(c.data)); got != c.csv {
+			t.Errorf("%s: looksLikeCSV %v, want %v", c.name, got, c.csv)
+		}
+	}
+}
+
+// A byte-order mark (spreadsheets write one) does not hide the format.
+func TestCheckAnyByteOrderMark(t *testing.T) {
+	var js, cs bytes.Buffer
+	tb := New()
+	a := JobType{Model: "A", ScaleFactor: 1}
+	tb.SetIsolated("k80", a, 2)
+	if err := tb.Write(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.WriteCSV(&cs); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"json": js.Bytes(), "csv": cs.Bytes()} {
+		got, ps := CheckAny(bytes.NewReader(append([]byte("\ufeff"), data...)), name)
+		if len(ps.Errors()) > 0 {
+			t.Fatalf("%s with a BOM: %v", name, ps.Errors())
+		}
+		if r, ok := got.Isolated("k80", a); !ok || r != 2 {
+			t.Errorf("%s with a BOM: isolated rate %v, %v; want 2", name, r, ok)
+		}
+	}
+}

@@ -146,12 +146,8 @@ func (c *clusterFlags) checkWorkerType(tbl *table.Table, flag, w string) error {
 		return nil
 	}
 	name := "the table"
-	switch c.table {
-	case "":
-	case "-":
-		name = "the table on " + cli.StdinName
-	default:
-		name = "table " + c.table
+	if c.table != "" {
+		name = "table " + cli.TableName(c.table)
 	}
 	hint := ""
 	for _, k := range known {

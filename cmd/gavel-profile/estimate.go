@@ -54,12 +54,12 @@ func parseWorkerTypes(command, s string) ([]string, error) {
 // failure while working.
 func (f estimatorFlags) tableError(err error) error {
 	if errors.Is(err, estimate.ErrUnknownWorkerType) {
-		return cli.UsageError("table %s: --worker-types: %v", f.table, err)
+		return cli.UsageError("table %s: --worker-types: %v", cli.TableName(f.table), err)
 	}
 	if errors.Is(err, estimate.ErrNoReference) {
-		return cli.UsageError("table %s: %v", f.table, err)
+		return cli.UsageError("table %s: %v", cli.TableName(f.table), err)
 	}
-	return fmt.Errorf("table %s: %w", f.table, err)
+	return fmt.Errorf("table %s: %w", cli.TableName(f.table), err)
 }
 
 type estimateOptions struct {

@@ -141,10 +141,7 @@ func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := o.table
-	if name == "" {
-		name = "embedded Gavel table"
-	}
+	name := cli.TableName(o.table)
 	blocks, _, err := estimate.Blocks(t, workers, true)
 	if err != nil {
 		return nil, cli.UsageError("table %s: --worker-types: %v", name, err)

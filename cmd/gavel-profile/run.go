@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -481,9 +482,17 @@ type reporter struct {
 	table                string
 	bar                  *progressbar.ProgressBar
 	todo, skipped, count int
+	mu                   sync.Mutex // the runner logs from its measurements' goroutines
 }
 
 func (p *reporter) logf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log(format, args...)
+}
+
+// log writes a line above the progress bar; p.mu is held.
+func (p *reporter) log(format string, args ...any) {
 	if p.bar != nil {
 		_ = p.bar.Clear()
 	}
@@ -507,13 +516,15 @@ func (p *reporter) planned(todo, skipped int) {
 // recorded counts a planned measurement done; isolated re-measurements taken before pairs
 // are extra and do not move the bar.
 func (p *reporter) recorded(rec profile.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if rec.Kind != profile.KindRefresh {
 		p.count++
 		if p.bar != nil {
 			_ = p.bar.Add(1)
 		}
 	}
-	p.logf("[%d/%d] %s", p.count, p.todo, describe(rec))
+	p.log("[%d/%d] %s", p.count, p.todo, describe(rec))
 }
 
 func (p *reporter) finish() {

@@ -111,6 +111,18 @@ func LoadTable(path string) (*table.Table, error) { return LoadTableFrom(os.Stdi
 // StdinName is what problems in a table read from standard input ("-") call the file.
 const StdinName = "stdin"
 
+// TableName is how messages name the table at path: the path, StdinName for "-", and the
+// embedded table for "".
+func TableName(path string) string {
+	switch path {
+	case "":
+		return table.DefaultName
+	case "-":
+		return StdinName
+	}
+	return path
+}
+
 // LoadTableFrom loads the table at path, from in when path is "-", or the embedded default
 // when path is empty. Gavel JSON and the CSV of `table convert` are both read, told apart by
 // their content. Any problem in the table, or a file that cannot be opened, is bad input
@@ -153,6 +165,9 @@ func CheckTable(in io.Reader, path string) (*table.Table, table.Problems, error)
 func CheckOutput(command, flag, path string) error {
 	if path == "" {
 		return nil
+	}
+	if path == "-" { // "-" reads standard input elsewhere; as a file name it would surprise
+		return UsageError("%s: %s -: give a file name (standard output is not supported here)", command, flag)
 	}
 	if err := table.CheckWritable(path); err != nil {
 		return UsageError("%s: %s %s: %v", command, flag, path, err)

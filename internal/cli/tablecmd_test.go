@@ -336,3 +336,23 @@ func TestTableValidateCounts(t *testing.T) {
 		})
 	}
 }
+
+// An output path is checked before any work: "-" (standard input where a
+// table is read) is refused as a file name, an empty path passes, a
+// missing directory is named.
+func TestCheckOutput(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		path, want string
+	}{
+		{"", ""},
+		{filepath.Join(dir, "ok.json"), ""},
+		{"-", "estimate: --out -: give a file name"},
+		{filepath.Join(dir, "none", "x.json"), "does not exist"},
+	} {
+		err := CheckOutput("estimate", "--out", c.path)
+		if c.want == "" && err != nil || c.want != "" && (ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), c.want)) {
+			t.Errorf("%q: %v (exit %d), want %q", c.path, err, ExitCode(err), c.want)
+		}
+	}
+}
