@@ -37,11 +37,11 @@ follows Gavel's own semantics (recomputation only >= 1920 s after the last
 reset, its priorities and worker type order, integer steps), so results
 compare one to one with Gavel's.
 
---json prints the contract's fields and more (see the README): cost is null
-without --prices (not computed, which is not free); warnings is [] when the
-policy relaxed nothing; each job has slo_violated (false without an SLO, as in
---jobs-out), slo_deadline_seconds and cost (null when it has no SLO, or
-without --prices).`,
+--json prints the contract's fields and more (see the README): cost is 0
+without --prices (a number, as the contract has it; not computed, which is
+not free); warnings is [] when the policy relaxed nothing; each job has
+slo_violated (false without an SLO, as in --jobs-out), slo_deadline_seconds
+and cost (null when it has no SLO, or without --prices).`,
 		Example: `  gavel-plan simulate --trace examples/worked_example.trace --policy max_min_fairness_perf --cluster v100=36,p100=36,k80=36
   gavel-plan simulate --trace examples/worked_example.trace --policy fifo_perf --cluster v100=2,p100=2,k80=2 --gavel-compat --json
   gavel-plan simulate --trace examples/jobs.json --policy max_sum_throughput_normalized_by_cost_perf_SLOs \
@@ -107,13 +107,12 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	return nil
 }
 
-// simulateJSON is --json's object: rounds.Result with the fields that a zero must not stand
-// for: cost is null when it was not computed (no --prices; 0 would read as free), warnings
-// is [] when there are none, and each job always has slo_violated (false without an SLO, as
-// in --jobs-out) and slo_deadline_seconds and cost, null when the job has none.
+// simulateJSON is --json's object: rounds.Result with warnings [] when there are none, and
+// each job always with slo_violated (false without an SLO, as in --jobs-out) and
+// slo_deadline_seconds and cost, null when the job has none. The total cost stays a number
+// (0 without --prices), as the contract has it.
 type simulateJSON struct {
 	*rounds.Result
-	Cost     *float64           `json:"cost"`
 	Jobs     []simulatedJobJSON `json:"jobs"`
 	Warnings []rounds.Warning   `json:"warnings"`
 }
@@ -130,9 +129,6 @@ func simulationJSON(res *rounds.Result, costed bool) simulateJSON {
 	out := simulateJSON{Result: res, Jobs: make([]simulatedJobJSON, len(res.Jobs)), Warnings: res.Warnings}
 	if out.Warnings == nil {
 		out.Warnings = []rounds.Warning{}
-	}
-	if costed {
-		out.Cost = &res.Cost
 	}
 	for i := range res.Jobs {
 		j := &res.Jobs[i]

@@ -42,7 +42,7 @@ func TestSimulateGavelCompatWorkedExample(t *testing.T) {
 	if math.Round(got.AvgJCT*1000) != 3344721 || math.Round(got.Makespan*1000) != 8164014 {
 		t.Errorf("avg JCT %.3f, makespan %.3f; want 3344.721, 8164.014", got.AvgJCT, got.Makespan)
 	}
-	if len(got.Jobs) != 5 || got.SLO == nil || *got.SLO != 0 || got.Cost != nil {
+	if len(got.Jobs) != 5 || got.SLO == nil || *got.SLO != 0 || got.Cost == nil || *got.Cost != 0 {
 		t.Errorf("jobs %v, slo_violations %v, cost %v", got.Jobs, got.SLO, got.Cost)
 	}
 	f, err := os.Open(csvPath)
@@ -135,9 +135,9 @@ func TestSimulateJSONFields(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		wantCost string // the JSON of the total cost; per job, null exactly when it is
+		wantCost string // the JSON of the total cost ("" for a positive one); each job's is null exactly without prices
 	}{
-		{"no prices", nil, "null"},
+		{"no prices", nil, "0"},
 		{"prices", []string{"--prices", "v100=3.6"}, ""},
 	}
 	for _, tt := range tests {
@@ -156,8 +156,8 @@ func TestSimulateJSONFields(t *testing.T) {
 			if got.Warnings == nil || string(*got.Warnings) != "[]" {
 				t.Errorf("warnings %v, want []", got.Warnings)
 			}
-			if tt.wantCost == "null" && string(got.Cost) != "null" {
-				t.Errorf("cost %s without --prices, want null", got.Cost)
+			if tt.wantCost == "0" && string(got.Cost) != "0" {
+				t.Errorf("cost %s without --prices, want 0 (a number, as the contract has it)", got.Cost)
 			}
 			if tt.wantCost == "" {
 				// v100 at $3.6 an hour is $0.001 a GPU-second: the cost is the GPU time used.
@@ -186,7 +186,7 @@ func TestSimulateJSONFields(t *testing.T) {
 				if d, ok := j["slo_deadline_seconds"]; !ok || (string(d) == "null") != (rec[4] == "") {
 					t.Errorf("job %s: slo_deadline_seconds %q (present %v), CSV deadline %q", rec[0], d, ok, rec[4])
 				}
-				if c, ok := j["cost"]; !ok || (string(c) == "null") != (tt.wantCost == "null") {
+				if c, ok := j["cost"]; !ok || (string(c) == "null") != (tt.wantCost == "0") {
 					t.Errorf("job %s: cost %q (present %v) with %s", rec[0], c, ok, tt.name)
 				}
 			}
