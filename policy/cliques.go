@@ -42,17 +42,7 @@ type clique struct {
 	w     int
 	own   []int
 	above float64
-}
-
-// bigAbove returns type w's big combinations of more than above GPUs.
-func (in *instance) bigAbove(w int, above float64) []int {
-	var out []int
-	for c := range in.combos {
-		if cb := &in.combos[c]; cb.runnable(w) && float64(2*cb.sf) > in.cap[w] && float64(cb.sf) > above {
-			out = append(out, c)
-		}
-	}
-	return out
+	big   []int // type w's big combinations of more than above GPUs (shared between cliques)
 }
 
 // cliqueFamily returns the family's cliques on every worker type among the
@@ -87,13 +77,27 @@ func (in *instance) cliqueFamily() []clique {
 		if !gang || len(big) == 0 { // with one GPU each, capacity and job rows say it all
 			continue
 		}
+		above := map[float64][]int{} // the big part of each threshold, made once
+		bigAbove := func(a float64) []int {
+			if b, ok := above[a]; ok {
+				return b
+			}
+			var b []int
+			for _, c := range big {
+				if float64(in.combos[c].sf) > a {
+					b = append(b, c)
+				}
+			}
+			above[a] = b
+			return b
+		}
 		if len(big) >= 2 {
-			out = append(out, clique{w: w, above: n / 2})
+			out = append(out, clique{w: w, above: n / 2, big: big})
 		}
 		for _, j := range slices.Sorted(maps.Keys(byJob)) {
-			above := n - float64(in.combos[byJob[j][0]].sf) // every combination of j has its scale factor
-			if slices.ContainsFunc(big, func(c int) bool { return float64(in.combos[c].sf) > above }) {
-				out = append(out, clique{w: w, own: byJob[j], above: above})
+			a := n - float64(in.combos[byJob[j][0]].sf) // every combination of j has its scale factor
+			if b := bigAbove(a); len(b) > 0 {
+				out = append(out, clique{w: w, own: byJob[j], above: a, big: b})
 			}
 		}
 	}
@@ -124,7 +128,7 @@ func (b *builder) addCliqueRows() {
 			y = b.m.AddCol(0, lp.Inf, 0)
 			cols[p] = y
 			idx, val := []int{y}, []float64{1}
-			for _, c := range b.in.bigAbove(q.w, q.above) {
+			for _, c := range q.big {
 				if j := b.col[c][q.w]; j >= 0 {
 					idx = append(idx, j)
 					val = append(val, -1)
@@ -147,14 +151,17 @@ func (b *builder) addCliqueRows() {
 // exceeds 1 (by the solver's tolerance), as withinCovers does.
 func (in *instance) withinCliques(x [][]float64) {
 	for _, q := range in.cliqueRows() {
-		set := append(slices.Clone(q.own), in.bigAbove(q.w, q.above)...)
 		t := 0.0
-		for _, c := range set {
-			t += x[c][q.w]
+		for _, part := range [2][]int{q.own, q.big} {
+			for _, c := range part {
+				t += x[c][q.w]
+			}
 		}
 		if t > 1 {
-			for _, c := range set {
-				x[c][q.w] /= t
+			for _, part := range [2][]int{q.own, q.big} {
+				for _, c := range part {
+					x[c][q.w] /= t
+				}
 			}
 		}
 	}

@@ -225,7 +225,7 @@ func TestCliqueFamilyValid(t *testing.T) {
 		}
 		for _, q := range in.cliqueFamily() {
 			rows++
-			set := append(slices.Clone(q.own), in.bigAbove(q.w, q.above)...)
+			set := append(slices.Clone(q.own), q.big...)
 			for i, c := range set {
 				for _, d := range set[i+1:] {
 					x, y := in.combos[c], in.combos[d]
