@@ -341,3 +341,46 @@ func TestAllocateRealizable(t *testing.T) {
 		}
 	}
 }
+
+// --table - reads the command's standard input (not the process's), in
+// every planning command: the same allocation as naming the file.
+func TestTableFromCommandStdin(t *testing.T) {
+	data, err := os.ReadFile("../../examples/partial.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,k80=2", "--json"}
+	want, _, err := runAllocateCmd(t, append(args, "--table", "../../examples/partial.json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams, out, _ := cli.TestIO()
+	streams.In = strings.NewReader(string(data))
+	cmd := newAllocateCmd(streams)
+	cmd.SetArgs(append(args, "--table", "-"))
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("allocate --table -: %v", err)
+	}
+	alloc := func(s string) string {
+		var a struct {
+			Allocation map[string]map[string]float64 `json:"allocation"`
+		}
+		if err := json.Unmarshal([]byte(s), &a); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(a.Allocation)
+		return string(b)
+	}
+	if alloc(out.String()) != alloc(want) {
+		t.Errorf("allocate --table -: allocation %s, naming the file %s", alloc(out.String()), alloc(want))
+	}
+	streams, _, _ = cli.TestIO()
+	streams.In = strings.NewReader(string(data))
+	cmd = newRoundsCmd(streams)
+	cmd.SetArgs([]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4,p100=4,k80=4", "--jobs", "../../examples/jobs.json", "--table", "-", "--rounds", "2"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err != nil {
+		t.Errorf("rounds --table -: %v", err)
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,6 +28,7 @@ type roundsOptions struct {
 
 func newRoundsCmd(io *cli.IO) *cobra.Command {
 	o := &roundsOptions{}
+	o.stdin = io.In
 	cmd := &cobra.Command{
 		Use:   "rounds --policy P --cluster C --jobs J --rounds N",
 		Short: "Realize an allocation as round-by-round GPU assignments and report fidelity",
@@ -91,6 +94,7 @@ and realizable (true, false, or null when not checked).`,
 // table, the cluster and its servers.
 type clusterFlags struct {
 	table, cluster, perServer string
+	stdin                     io.Reader // where --table - reads; nil: the process's
 }
 
 // register adds --table, --cluster and, with servers, --gpus-per-server;
@@ -114,7 +118,11 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 	if c.cluster == "" {
 		return nil, nil, nil, cli.UsageError("--cluster is required, e.g. --cluster v100=4,p100=4,k80=4")
 	}
-	if tbl, err = cli.LoadTable(c.table); err != nil {
+	in := c.stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	if tbl, err = cli.LoadTableFrom(in, c.table); err != nil {
 		return nil, nil, nil, err
 	}
 	if cluster, err = policy.ParseCluster(c.cluster); err != nil {
