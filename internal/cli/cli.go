@@ -104,10 +104,6 @@ func NewTableWriter(w io.Writer, header ...string) *tablewriter.Table {
 	return t
 }
 
-// LoadTable loads a table as LoadTableFrom does, reading "-" from the process's standard
-// input.
-func LoadTable(path string) (*table.Table, error) { return LoadTableFrom(os.Stdin, path) }
-
 // StdinName is what problems in a table read from standard input ("-") call the file.
 const StdinName = "stdin"
 
