@@ -77,10 +77,7 @@ func (s *State) scheduleFor(es []*entry) *configSchedule {
 	if !s.Decompose || len(targets) > decomposeMaxTargets || !slices.ContainsFunc(targets, func(e *entry) bool { return e.c.IsPair() }) {
 		return nil
 	}
-	caps := map[string]int{}
-	for _, t := range s.Topology.WorkerTypes() {
-		caps[t] = s.Topology.Count(t)
-	}
+	caps := gpuCounts(s.Topology)
 	sig := scheduleSignature(targets, caps)
 	if s.schedule == nil || s.schedule.sig != sig {
 		cs, err := decompose(context.Background(), targets, sig, caps)

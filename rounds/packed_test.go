@@ -78,17 +78,7 @@ func TestDecomposeCoversTargets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 1))
 	for i := 0; i < 100; i++ {
 		tbl, topo, jobs, alloc := packedCase(rng)
-		st := &State{Topology: topo, Jobs: JobsFromTable(tbl, topo.WorkerTypes(), jobs), PairRates: TablePairRates(tbl),
-			History: NewLedger(DefaultRoundSeconds)}
-		var es []*entry
-		for _, e := range st.entries(alloc) {
-			es = append(es, &e)
-		}
-		caps := map[string]int{}
-		for _, w := range topo.WorkerTypes() {
-			caps[w] = topo.Count(w)
-		}
-		targets := sortedTargets(es)
+		targets, _, caps := servedTargets(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc})
 		cs, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps)
 		if err != nil {
 			t.Fatal(err)
@@ -344,17 +334,11 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 		policy.PairOf("a", "b"): {"w": 1}, policy.Single("a"): {}, policy.Single("b"): {},
 	}}
 	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
-	st := &State{Topology: topo, Jobs: JobsFromTable(tbl, topo.WorkerTypes(), jobs), PairRates: TablePairRates(tbl),
-		History: NewLedger(DefaultRoundSeconds)}
-	var es []*entry
-	for _, e := range st.entries(alloc) {
-		es = append(es, &e)
-	}
-	targets := sortedTargets(es)
-	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, map[string]int{"w": 6}), map[string]int{"w": 6}); !errors.Is(err, errNotRealizable) {
+	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
+	targets, _, caps := servedTargets(cfg)
+	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps); !errors.Is(err, errNotRealizable) {
 		t.Fatalf("decompose: err %v, want errNotRealizable", err)
 	}
-	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
 	if _, used, _ := runRounds(cfg, true); used {
 		t.Error("the decomposition was followed for an allocation no rounds realize")
 	}

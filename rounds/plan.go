@@ -225,11 +225,16 @@ func servedTargets(cfg RoundsConfig) (targets []*entry, dropped bool, caps map[s
 			dropped = dropped || (v > rowTol && !served[entryKey{c, w}])
 		}
 	}
-	caps = map[string]int{}
-	for _, w := range cfg.Topology.WorkerTypes() {
-		caps[w] = cfg.Topology.Count(w)
+	return sortedTargets(es), dropped, gpuCounts(cfg.Topology)
+}
+
+// gpuCounts returns the GPUs of each worker type of topo.
+func gpuCounts(topo *Topology) map[string]int {
+	caps := map[string]int{}
+	for _, w := range topo.WorkerTypes() {
+		caps[w] = topo.Count(w)
 	}
-	return sortedTargets(es), dropped, caps
+	return caps
 }
 
 // verdict turns a decomposition's outcome into RoundsResult.Realizable.
