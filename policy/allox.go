@@ -33,95 +33,18 @@ func allox(ctx context.Context, p *Problem, opt *options, st *alloxState) (*Allo
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	wIdx := map[string]int{}
-	for w, wt := range in.workers {
-		wIdx[wt] = w
-	}
-	free := append([]float64(nil), in.cap...)
-	place := make([]int, in.m())
-	var waiting []int
-	for i, j := range in.jobs {
-		place[i] = -1
-		if w, ok := wIdx[st.prev[j.ID]]; ok && free[w] >= 1 && in.rate[i][w] > 0 {
-			place[i] = w
-			free[w]--
-			continue
-		}
-		waiting = append(waiting, i)
-	}
+	place, free, waiting := keepRunning(in, st.prev)
 	var slots []int // free GPUs as worker indices, in worker order
 	for w := range in.workers {
 		for k := 0; k < int(free[w]); k++ {
 			slots = append(slots, w)
 		}
 	}
-	sort.SliceStable(waiting, func(a, b int) bool {
-		ja, jb := in.jobs[waiting[a]], in.jobs[waiting[b]]
-		if ja.TimeRun != jb.TimeRun {
-			return ja.TimeRun > jb.TimeRun
-		}
-		return ja.ID < jb.ID
-	})
-	keep := int(opt.alloxAlpha * float64(len(waiting)))
-	if keep < len(slots) {
-		keep = len(slots)
-	}
-	if keep > len(waiting) {
-		keep = len(waiting)
-	}
-	waiting = waiting[:keep]
-	total := 0.0
-	if len(slots) > 0 && len(waiting) > 0 {
-		r, f := len(waiting), len(slots)
-		q := make([][]float64, r)
-		maxQ := 0.0
-		for a, i := range waiting {
-			q[a] = make([]float64, f)
-			for s, w := range slots {
-				if in.rate[i][w] > 0 {
-					q[a][s] = in.jobs[i].StepsRemaining() / in.rate[i][w]
-					maxQ = math.Max(maxQ, q[a][s])
-				} else {
-					q[a][s] = math.Inf(1)
-				}
-			}
-		}
-		// Forbidden cells cost more than any feasible assignment.
-		big := (maxQ*float64(r)*float64(r) + 1) * 10
-		cost := make([][]float64, r)
-		for a := range q {
-			cost[a] = make([]float64, f*r)
-			for k := 0; k < r; k++ {
-				for s := 0; s < f; s++ {
-					v := q[a][s]
-					if math.IsInf(v, 1) {
-						cost[a][k*f+s] = big
-					} else {
-						cost[a][k*f+s] = float64(k+1) * v
-					}
-				}
-			}
-		}
-		assign := hungarian(cost)
-		head := make([]int, f) // per slot: row in the highest block, -1
-		headK := make([]int, f)
-		for s := range head {
-			head[s] = -1
-		}
-		for a, col := range assign {
-			k, s := col/f, col%f
-			if cost[a][col] >= big {
-				continue
-			}
-			total += cost[a][col]
-			if head[s] < 0 || k > headK[s] {
-				head[s], headK[s] = a, k
-			}
-		}
-		for s, a := range head {
-			if a >= 0 {
-				place[waiting[a]] = slots[s]
-			}
+	waiting = oldestWaiting(in, waiting, max(int(opt.alloxAlpha*float64(len(waiting))), len(slots)))
+	heads, total := assignSlots(in, waiting, slots)
+	for s, i := range heads {
+		if i >= 0 {
+			place[i] = slots[s]
 		}
 	}
 	x := make([][]float64, len(in.combos))
@@ -137,6 +60,106 @@ func allox(ctx context.Context, p *Problem, opt *options, st *alloxState) (*Allo
 	a.Objective = total
 	a.ObjectiveMeaning = "the assignment's cost: sum of the jobs' completion times in seconds"
 	return a, nil
+}
+
+// keepRunning keeps each job that ran on a worker type (prev) there while
+// that type has a GPU free and a rate for it. It returns each job's worker
+// index (-1 for none), the GPUs left free per worker type, and the jobs left
+// waiting.
+func keepRunning(in *instance, prev map[string]string) (place []int, free []float64, waiting []int) {
+	wIdx := map[string]int{}
+	for w, wt := range in.workers {
+		wIdx[wt] = w
+	}
+	free = append([]float64(nil), in.cap...)
+	place = make([]int, in.m())
+	for i, j := range in.jobs {
+		place[i] = -1
+		if w, ok := wIdx[prev[j.ID]]; ok && free[w] >= 1 && in.rate[i][w] > 0 {
+			place[i] = w
+			free[w]--
+			continue
+		}
+		waiting = append(waiting, i)
+	}
+	return place, free, waiting
+}
+
+// oldestWaiting returns the n (at most all) jobs of waiting that have
+// waited longest, ties by job id.
+func oldestWaiting(in *instance, waiting []int, n int) []int {
+	sort.SliceStable(waiting, func(a, b int) bool {
+		ja, jb := in.jobs[waiting[a]], in.jobs[waiting[b]]
+		if ja.TimeRun != jb.TimeRun {
+			return ja.TimeRun > jb.TimeRun
+		}
+		return ja.ID < jb.ID
+	})
+	return waiting[:min(n, len(waiting))]
+}
+
+// assignSlots assigns the waiting jobs to (slot, position) pairs at least
+// cost, k·steps_i/T_i,w for the job k-th from the end of slot s's queue
+// (Hungarian method), and returns the job at the head of each slot's queue
+// (-1 for none) and the assignment's cost.
+func assignSlots(in *instance, waiting, slots []int) (heads []int, total float64) {
+	heads = make([]int, len(slots))
+	for s := range heads {
+		heads[s] = -1
+	}
+	if len(slots) == 0 || len(waiting) == 0 {
+		return heads, 0
+	}
+	cost, big := queueCosts(in, waiting, slots)
+	f := len(slots)
+	headK := make([]int, f)
+	for a, col := range hungarian(cost) {
+		k, s := col/f, col%f
+		if cost[a][col] >= big {
+			continue
+		}
+		total += cost[a][col]
+		if heads[s] < 0 || k > headK[s] {
+			heads[s], headK[s] = waiting[a], k
+		}
+	}
+	return heads, total
+}
+
+// queueCosts builds assignSlots's cost matrix, rows the waiting jobs,
+// column k·len(slots)+s the job k-th from the end of slot s's queue; a job
+// without a rate on a slot's worker type costs big there, more than any
+// feasible assignment.
+func queueCosts(in *instance, waiting, slots []int) (cost [][]float64, big float64) {
+	r, f := len(waiting), len(slots)
+	q := make([][]float64, r)
+	maxQ := 0.0
+	for a, i := range waiting {
+		q[a] = make([]float64, f)
+		for s, w := range slots {
+			if in.rate[i][w] > 0 {
+				q[a][s] = in.jobs[i].StepsRemaining() / in.rate[i][w]
+				maxQ = math.Max(maxQ, q[a][s])
+			} else {
+				q[a][s] = math.Inf(1)
+			}
+		}
+	}
+	big = (maxQ*float64(r)*float64(r) + 1) * 10
+	cost = make([][]float64, r)
+	for a := range q {
+		cost[a] = make([]float64, f*r)
+		for k := 0; k < r; k++ {
+			for s := 0; s < f; s++ {
+				if v := q[a][s]; math.IsInf(v, 1) {
+					cost[a][k*f+s] = big
+				} else {
+					cost[a][k*f+s] = float64(k+1) * v
+				}
+			}
+		}
+	}
+	return cost, big
 }
 
 // hungarian solves the rectangular assignment problem (rows ≤ columns):

@@ -38,67 +38,90 @@ func gandiva(ctx context.Context, p *Problem, opt *options, st *gandivaState) (*
 	for c := in.m(); c < len(in.combos); c++ {
 		pairIdx[[2]int{in.combos[c].a, in.combos[c].b}] = c
 	}
-	score := func(c int) float64 {
-		cb := &in.combos[c]
-		best := 0.0
-		for w := range in.workers {
-			if cb.runnable(w) {
-				best = math.Max(best, cb.ra[w]/in.rate[cb.a][w]+cb.rb[w]/in.rate[cb.b][w])
-			}
-		}
-		return best
-	}
 	paired := make([]int, in.m()) // combo index of the job's pair, -1 = single
 	for i := range paired {
 		paired[i] = -1
-	}
-	for i, j := range in.jobs {
-		k, ok := in.idx[st.partner[j.ID]]
-		if !ok || paired[i] >= 0 {
-			continue
-		}
-		a, b := i, k
-		if b < a {
-			a, b = b, a
-		}
-		if c, ok := pairIdx[[2]int{a, b}]; ok && score(c) >= 1 {
-			paired[a], paired[b] = c, c
-		}
 	}
 	sumSF := 0.0
 	for i := range in.jobs {
 		sumSF += in.sf(i)
 	}
+	// With enough GPUs Gandiva does not pack, and earlier pairs dissolve.
 	if sumSF > in.total {
-		var free []int
-		for i := range in.jobs {
-			if paired[i] < 0 {
-				free = append(free, i)
-			}
+		keepPairs(in, st.partner, pairIdx, paired)
+		drawPairs(in, st.rng, pairIdx, paired)
+	}
+	x, pairs := equalShares(in, paired)
+	st.partner = map[string]string{}
+	for _, c := range pairs {
+		a, b := in.jobs[in.combos[c].a].ID, in.jobs[in.combos[c].b].ID
+		st.partner[a], st.partner[b] = b, a
+	}
+	a := in.allocation(x)
+	a.Objective = float64(len(pairs))
+	a.ObjectiveMeaning = "number of co-located pairs"
+	return a, nil
+}
+
+// keepPairs marks in paired the earlier pairs (partner) whose members are
+// both still here and whose packing score is at least 1.
+func keepPairs(in *instance, partner map[string]string, pairIdx map[[2]int]int, paired []int) {
+	for i, j := range in.jobs {
+		k, ok := in.idx[partner[j.ID]]
+		if !ok || paired[i] >= 0 {
+			continue
 		}
-		for draws := len(free); draws > 0 && len(free) >= 2; draws-- {
-			u := st.rng.IntN(len(free))
-			v := st.rng.IntN(len(free) - 1)
-			if v >= u {
-				v++
-			}
-			a, b := free[u], free[v]
-			if b < a {
-				a, b = b, a
-			}
-			c, ok := pairIdx[[2]int{a, b}]
-			if !ok {
-				continue // different scale factors, or not measured as feasible
-			}
+		a, b := min(i, k), max(i, k)
+		if c, ok := pairIdx[[2]int{a, b}]; ok && packingScore(in, c) >= 1 {
 			paired[a], paired[b] = c, c
-			free = removeAll(free, a, b)
-		}
-	} else {
-		for i := range paired {
-			paired[i] = -1 // enough GPUs: no packing
 		}
 	}
-	// Equal share per combination.
+}
+
+// packingScore is the best over worker types of the pair's summed
+// normalized rates.
+func packingScore(in *instance, c int) float64 {
+	cb := &in.combos[c]
+	best := 0.0
+	for w := range in.workers {
+		if cb.runnable(w) {
+			best = math.Max(best, cb.ra[w]/in.rate[cb.a][w]+cb.rb[w]/in.rate[cb.b][w])
+		}
+	}
+	return best
+}
+
+// drawPairs pairs unpaired jobs at random: as many draws as there are
+// unpaired jobs, a draw of two jobs that cannot pair (different scale
+// factors, or not measured as feasible) forming nothing.
+func drawPairs(in *instance, rng *rand.Rand, pairIdx map[[2]int]int, paired []int) {
+	var free []int
+	for i := range in.jobs {
+		if paired[i] < 0 {
+			free = append(free, i)
+		}
+	}
+	for draws := len(free); draws > 0 && len(free) >= 2; draws-- {
+		u := rng.IntN(len(free))
+		v := rng.IntN(len(free) - 1)
+		if v >= u {
+			v++
+		}
+		a, b := min(free[u], free[v]), max(free[u], free[v])
+		c, ok := pairIdx[[2]int{a, b}]
+		if !ok {
+			continue
+		}
+		paired[a], paired[b] = c, c
+		free = removeAll(free, a, b)
+	}
+}
+
+// equalShares gives each combination (a job alone, or its pair) the same
+// share of every worker type it can run on, x_cw = (n_w/m_c)/sf_c, its row
+// capped at 1, and returns the fractions and the pairs' combo indices in
+// increasing order.
+func equalShares(in *instance, paired []int) (x [][]float64, pairs []int) {
 	var combos []int
 	for i := range in.jobs {
 		switch {
@@ -110,12 +133,10 @@ func gandiva(ctx context.Context, p *Problem, opt *options, st *gandivaState) (*
 	}
 	sort.Ints(combos)
 	mc := float64(len(combos))
-	x := make([][]float64, len(in.combos))
+	x = make([][]float64, len(in.combos))
 	for c := range x {
 		x[c] = make([]float64, in.nw())
 	}
-	st.partner = map[string]string{}
-	pairs := 0
 	for _, c := range combos {
 		cb := &in.combos[c]
 		sum := 0.0
@@ -131,15 +152,10 @@ func gandiva(ctx context.Context, p *Problem, opt *options, st *gandivaState) (*
 			}
 		}
 		if cb.pair() {
-			pairs++
-			st.partner[in.jobs[cb.a].ID] = in.jobs[cb.b].ID
-			st.partner[in.jobs[cb.b].ID] = in.jobs[cb.a].ID
+			pairs = append(pairs, c)
 		}
 	}
-	a := in.allocation(x)
-	a.Objective = float64(pairs)
-	a.ObjectiveMeaning = "number of co-located pairs"
-	return a, nil
+	return x, pairs
 }
 
 func removeAll(s []int, a, b int) []int {
