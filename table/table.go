@@ -3,6 +3,7 @@ package table
 import (
 	"maps"
 	"slices"
+	"sync"
 )
 
 // A State says what a table knows about an entry.
@@ -155,6 +156,46 @@ func (wt *workerTable) setOneWay(a, b JobType, r [2]float64) {
 		wt.pairs[a] = row
 	}
 	row[b] = r
+}
+
+// FillPairs sets pairs in bulk: for every worker type workers[w] and every pair of job types
+// (jobs[i], jobs[k]) with i ≤ k for which rates(w, i, k) returns ok, it does what
+// SetPair(workers[w], jobs[i], jobs[k], rateA, rateB) does. Worker types are filled
+// concurrently (setting a million pairs one after the other took over a second), so rates is
+// called concurrently for different w, and must not touch t. It panics if workers repeats a
+// worker type.
+func (t *Table) FillPairs(workers []string, jobs []JobType, rates func(w, i, k int) (rateA, rateB float64, ok bool)) {
+	wts := make([]*workerTable, len(workers))
+	created := make([]bool, len(workers))
+	for w, name := range workers {
+		if slices.Contains(workers[:w], name) {
+			panic("table: FillPairs: worker type " + name + " given twice")
+		}
+		created[w] = t.workers[name] == nil
+		wts[w] = t.worker(name, true) // before the goroutines: they only read t.workers
+	}
+	var wg sync.WaitGroup
+	for w, wt := range wts {
+		wg.Go(func() {
+			for i, a := range jobs {
+				for k := i; k < len(jobs); k++ {
+					if ra, rb, ok := rates(w, i, k); ok {
+						b := jobs[k]
+						wt.setOneWay(a, b, [2]float64{ra, rb})
+						if a != b {
+							wt.setOneWay(b, a, [2]float64{rb, ra})
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for w, name := range workers {
+		if created[w] && len(wts[w].pairs) == 0 { // as SetPair, which makes a worker type only for a pair
+			delete(t.workers, name)
+		}
+	}
 }
 
 // SetInfeasible records that a and b could not share a GPU of type w.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,4 +112,75 @@ func TestWriteManyRows(t *testing.T) {
 	if !back.Equal(tb) {
 		t.Error("the table read back differs")
 	}
+}
+
+// FillPairs sets what SetPair in a loop over worker types and pairs i ≤ k sets, whatever the
+// table held before, and makes no worker type for which nothing is set.
+func TestFillPairs(t *testing.T) {
+	jobs := []JobType{lm, resnet, lm2}
+	base := func() *Table {
+		tb := New()
+		tb.SetIsolated("k80", lm, 1)
+		tb.SetPair("k80", lm, resnet, 0.5, 0.25) // overwritten where rates sets it
+		tb.SetInfeasible("k80", resnet, resnet)
+		return tb
+	}
+	none := func(w, i, k int) (float64, float64, bool) { return 0, 0, false }
+	every := func(w, i, k int) (float64, float64, bool) {
+		return float64(10*w + i), float64(10*w + k), true
+	}
+	someInfeasible := func(w, i, k int) (float64, float64, bool) {
+		if (i+k)%2 == 0 {
+			return 0, 0, true // infeasible, self pairs included
+		}
+		return 1, 2, w == 0
+	}
+	for _, c := range []struct {
+		name    string
+		workers []string
+		rates   func(w, i, k int) (float64, float64, bool)
+	}{
+		{"nothing set", []string{"k80", "v100"}, none},
+		{"every pair", []string{"k80", "v100"}, every},
+		{"some infeasible, one worker type", []string{"v100", "k80"}, someInfeasible},
+		{"no worker types", nil, every},
+	} {
+		got, want := base(), base()
+		got.FillPairs(c.workers, jobs, c.rates)
+		for w, wt := range c.workers {
+			for i := range jobs {
+				for k := i; k < len(jobs); k++ {
+					if ra, rb, ok := c.rates(w, i, k); ok {
+						want.SetPair(wt, jobs[i], jobs[k], ra, rb)
+					}
+				}
+			}
+		}
+		if !got.Equal(want) || !slices.Equal(got.WorkerTypes(), want.WorkerTypes()) {
+			t.Errorf("%s: FillPairs gives %v, SetPair %v", c.name, dump(got), dump(want))
+		}
+	}
+}
+
+// dump lists a table's pairs for messages.
+func dump(tb *Table) string {
+	var b strings.Builder
+	for _, w := range tb.WorkerTypes() {
+		for _, a := range tb.JobTypes() {
+			for _, k := range tb.Partners(w, a) {
+				ra, rb, _ := tb.Pair(w, a, k)
+				fmt.Fprintf(&b, "%s %s %s [%v %v]; ", w, a, k, ra, rb)
+			}
+		}
+	}
+	return b.String()
+}
+
+func TestFillPairsRepeatedWorkerType(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("FillPairs with a worker type given twice did not panic")
+		}
+	}()
+	New().FillPairs([]string{"k80", "k80"}, []JobType{lm}, func(w, i, k int) (float64, float64, bool) { return 1, 1, true })
 }
