@@ -244,6 +244,7 @@ func FitPairsWithPrior(ctx context.Context, obs []PairObs, workers, jobs int, fe
 	}
 	prev := math.Inf(1)
 	m.Status = IterationCap
+	scratch := m.newJobScratch()
 	for it := 1; it <= s.MaxIter; it++ {
 		if err := stopped(ctx, "pair fit", it); err != nil {
 			return nil, err
@@ -262,7 +263,7 @@ func FitPairsWithPrior(ctx context.Context, obs []PairObs, workers, jobs int, fe
 			}
 		}
 		for j := 0; j < jobs; j++ {
-			m.fitJob(j, fit, idx.asVictim[j], idx.asAggressor[j], s)
+			m.fitJob(j, fit, idx.asVictim[j], idx.asAggressor[j], s, scratch)
 		}
 		var obj float64
 		obj, pred = m.objective(obs, s, pred)
@@ -423,6 +424,13 @@ type ridge struct {
 
 func newRidge(p int) *ridge {
 	return &ridge{p: p, ata: make([]float64, p*p), atb: make([]float64, p), x: make([]float64, p)}
+}
+
+// reset empties r for a new problem of the same size, as newRidge would return it.
+func (r *ridge) reset() {
+	clear(r.ata)
+	clear(r.atb)
+	clear(r.x)
 }
 
 // add adds one row given as sparse (index, value) pairs.
@@ -616,19 +624,13 @@ func (m *PairModel) Grid() [][][]float64 {
 // per-worker deviations) for U[·][j] with those fixed. Unknowns are laid out as A (W), C (W),
 // then Z (Dim), then the two per-job means that the sharing penalty pulls each worker type's
 // bias towards.
-func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s PairSettings) {
+func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s PairSettings, scratch *jobScratch) {
 	if len(victim)+len(aggressor) == 0 && len(m.mix(j)) == 0 {
 		return
 	}
 	W, D := m.Workers, m.Dim
-	p := 2*W + D + 2
-	r := newRidge(p)
-	var acc *deviationSums
-	if m.U != nil {
-		acc = newDeviationSums(W, D)
-	}
-	idx := make([]int, 0, 2+D)
-	val := make([]float64, 0, 2+D)
+	r, acc := scratch.reset()
+	idx, val := scratch.idx[:0], scratch.val[:0]
 	for _, x := range victim {
 		o := obs[x]
 		idx, val = idx[:0], val[:0]
@@ -663,9 +665,38 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 	}
 	m.setJob(j, sol)
 	if acc != nil {
-		m.fitDeviations(j, acc, s)
+		m.fitDeviations(j, acc, s, scratch.dev)
 	}
 	m.refreshEmb(j)
+}
+
+// jobScratch is the working memory of fitJob, kept from job to job and iteration to iteration
+// of a fit: allocating it afresh for every job was a tenth of the fit's time, in allocation
+// and garbage collection.
+type jobScratch struct {
+	r   *ridge         // fitJob's system
+	acc *deviationSums // nil without per-worker deviations
+	dev *ridge         // fitDeviations' system, one worker type at a time
+	idx []int
+	val []float64
+}
+
+func (m *PairModel) newJobScratch() *jobScratch {
+	W, D := m.Workers, m.Dim
+	sc := &jobScratch{r: newRidge(2*W + D + 2), dev: newRidge(D), idx: make([]int, 0, 2+D), val: make([]float64, 0, 2+D)}
+	if m.U != nil {
+		sc.acc = newDeviationSums(W, D)
+	}
+	return sc
+}
+
+// reset empties the scratch's system and sums for a new job and returns them.
+func (sc *jobScratch) reset() (*ridge, *deviationSums) {
+	sc.r.reset()
+	if sc.acc != nil {
+		sc.acc.reset()
+	}
+	return sc.r, sc.acc
 }
 
 // coupling appends the coefficients of a job's embedding in one observation, at positions
@@ -723,6 +754,15 @@ func newDeviationSums(W, D int) *deviationSums {
 	return &deviationSums{ff: grid(W, D*D), ft: grid(W, D), fa: grid(W, D), fc: grid(W, D)}
 }
 
+// reset sets every sum to zero.
+func (acc *deviationSums) reset() {
+	for _, g := range [][][]float64{acc.ff, acc.ft, acc.fa, acc.fc} {
+		for _, row := range g {
+			clear(row)
+		}
+	}
+}
+
 // addRow adds one row (coefficients f on the embedding, target t) on worker type w to acc
 // (nil: nothing); victim says A[j][w] enters it, partner that C[j][w] does.
 func (m *PairModel) addRow(acc *deviationSums, j, w int, f []float64, t float64, victim, partner bool) {
@@ -747,11 +787,11 @@ func (m *PairModel) addRow(acc *deviationSums, j, w int, f []float64, t float64,
 }
 
 // fitDeviations solves for job j's deviations U[w][j], one small ridge regression per worker
-// type, with A[j], C[j] and Z[j] at their new values.
-func (m *PairModel) fitDeviations(j int, acc *deviationSums, s PairSettings) {
+// type (in r, of size Dim), with A[j], C[j] and Z[j] at their new values.
+func (m *PairModel) fitDeviations(j int, acc *deviationSums, s PairSettings, r *ridge) {
 	D := m.Dim
 	for w := 0; w < m.Workers; w++ {
-		r := newRidge(D)
+		r.reset()
 		copy(r.ata, acc.ff[w])
 		for d := 0; d < D; d++ {
 			// Σ f·(t − A − C − f·Z): the target less the new bias and shared embedding.
