@@ -555,16 +555,22 @@ func (p Pairwise) neighborsWeight() float64 {
 // nothing.
 func (p Pairwise) mixNeighbors(nb *Result, meanLog [][][]float64, r *Result) {
 	alpha := p.neighborsWeight()
+	// A logarithm and an exponential for each of millions of entries on a large table: worker
+	// types are mixed concurrently.
+	var wg sync.WaitGroup
 	for w := range meanLog {
-		for i := range meanLog[w] {
-			for k, y := range meanLog[w][i] {
-				if nb != nil && !nb.Infeasible[w][i][k] {
-					y = (1-alpha)*y + alpha*math.Log(nb.Norm[w][i][k])
+		wg.Go(func() {
+			for i := range meanLog[w] {
+				for k, y := range meanLog[w][i] {
+					if nb != nil && !nb.Infeasible[w][i][k] {
+						y = (1-alpha)*y + alpha*math.Log(nb.Norm[w][i][k])
+					}
+					r.Norm[w][i][k] = clampNorm(math.Exp(y))
 				}
-				r.Norm[w][i][k] = clampNorm(math.Exp(y))
 			}
-		}
+		})
 	}
+	wg.Wait()
 }
 
 // resample draws a bootstrap sample of the measured pairs: as many draws, with replacement, as
