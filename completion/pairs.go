@@ -461,6 +461,34 @@ func (r *ridge) addDense(val []float64, t float64) {
 	}
 }
 
+// addDense2 adds two rows, v with target t then u with target s: what addDense(v, t) then
+// addDense(u, s) add, to the same sums in the same order, so to the same bits, in one pass.
+func (r *ridge) addDense2(v []float64, t float64, u []float64, s float64) {
+	p := r.p
+	v, u = v[:p], u[:p]
+	for a := 0; a < p; a++ {
+		va, ua := v[a], u[a]
+		row := r.ata[a*p : a*p+p]
+		switch {
+		case va != 0 && ua != 0:
+			r.atb[a] = r.atb[a] + va*t + ua*s
+			for b := a; b < p; b++ {
+				row[b] = row[b] + va*v[b] + ua*u[b]
+			}
+		case va != 0:
+			r.atb[a] += va * t
+			for b := a; b < p; b++ {
+				row[b] += va * v[b]
+			}
+		case ua != 0:
+			r.atb[a] += ua * s
+			for b := a; b < p; b++ {
+				row[b] += ua * u[b]
+			}
+		}
+	}
+}
+
 func (r *ridge) penalize(i int, l float64) { r.ata[i*r.p+i] += l }
 
 // couple adds l·(x_i − x_j)².
@@ -523,16 +551,17 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 	D := m.Dim
 	p := 1 + 2*nf + D*D
 	r := newRidge(p)
-	idx := make([]int, p)
-	val := make([]float64, p)
-	for q := range idx {
-		idx[q] = q
-	}
 	// The per-worker weights are few (1 + 2·features + Dim²) and well determined by a few
 	// thousand observations; a deterministic stride keeps this step cheap on large tables.
+	// Rows are added two at a time (addDense2), in the same order, half the passes over the
+	// normal matrix: this step was a tenth of the time of a fit on the 1,000-job benchmark table.
 	stride := (len(xs) + maxGlobalObs - 1) / maxGlobalObs
+	vals := [2][]float64{make([]float64, p), make([]float64, p)}
+	var ts [2]float64
+	n := 0 // rows in vals
 	for q := 0; q < len(xs); q += stride {
 		o := obs[xs[q]]
+		val := vals[n]
 		val[0] = 1
 		for f := 0; f < nf; f++ {
 			val[1+f] = m.X[o.I][f]
@@ -544,7 +573,14 @@ func (m *PairModel) fitWorker(w int, obs []PairObs, xs []int, s PairSettings) {
 				val[1+2*nf+d*D+e] = zi[d] * zk[e]
 			}
 		}
-		r.addDense(val, o.Y-m.A[o.I][w]-m.C[o.K][w])
+		ts[n] = o.Y - m.A[o.I][w] - m.C[o.K][w]
+		if n++; n == 2 {
+			r.addDense2(vals[0], ts[0], vals[1], ts[1])
+			n = 0
+		}
+	}
+	if n == 1 {
+		r.addDense(vals[0], ts[0])
 	}
 	for q := 1; q < p; q++ {
 		r.penalize(q, s.LambdaGlobal)
