@@ -433,14 +433,30 @@ func (r *ridge) reset() {
 	clear(r.x)
 }
 
-// add adds one row given as sparse (index, value) pairs.
-func (r *ridge) add(idx []int, val []float64, t float64) {
-	for a, ia := range idx {
-		va := val[a]
-		r.atb[ia] += va * t
-		row := r.ata[ia*r.p:]
-		for b, ib := range idx {
-			row[ib] += va * val[b]
+// addBiasEmb adds one row of fitJob's layout with target t: coefficient 1 at each index of
+// bias, emb at base, base+1, ... (indices all distinct). It adds what the
+// general sparse outer product would, each sum once per row (a product by 1 is exact), without
+// an index per coefficient: this is the inner loop of every job's step.
+func (r *ridge) addBiasEmb(bias []int, base int, emb []float64, t float64) {
+	p := r.p
+	for _, a := range bias {
+		r.atb[a] += t
+		row := r.ata[a*p : a*p+p]
+		for _, b := range bias {
+			row[b]++
+		}
+		for e, g := range emb {
+			row[base+e] += g
+		}
+	}
+	for d, v := range emb {
+		r.atb[base+d] += v * t
+		row := r.ata[(base+d)*p : (base+d)*p+p]
+		for _, b := range bias {
+			row[b] += v
+		}
+		for e, g := range emb {
+			row[base+e] += v * g
 		}
 	}
 }
@@ -664,34 +680,32 @@ func (m *PairModel) fitJob(j int, obs []PairObs, victim, aggressor []int, s Pair
 	if len(victim)+len(aggressor) == 0 && len(m.mix(j)) == 0 {
 		return
 	}
-	W, D := m.Workers, m.Dim
+	W := m.Workers
 	r, acc := scratch.reset()
-	idx, val := scratch.idx[:0], scratch.val[:0]
+	var biases [2]int
+	// A row's coefficients on Z[j] are the partner's coupling (refreshCoupling's cache):
+	// G[w]·emb(w, k) when j is the victim next to k, G[w]ᵀ·emb(w, k) when j slows victim k.
 	for _, x := range victim {
 		o := obs[x]
-		idx, val = idx[:0], val[:0]
-		idx, val = append(idx, o.W), append(val, 1)
+		bias := append(biases[:0], o.W)
 		t := o.Y - m.featurePart(o)
-		other := o.K
 		self := o.K == j
 		if self {
-			idx, val = append(idx, W+o.W), append(val, 1)
+			bias = append(bias, W+o.W)
 		} else {
 			t -= m.C[o.K][o.W]
 		}
 		// For the self pair the interaction is quadratic in Z[j]; linearize at the current value.
-		idx, val = m.coupling(o.W, other, true, 2*W, idx, val)
-		m.addRow(acc, j, o.W, val[len(val)-D:], t, true, self)
-		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
+		f := m.gz[o.W][o.K]
+		m.addRow(acc, j, o.W, f, t, true, self)
+		r.addBiasEmb(bias, 2*W, f, t-m.deviationTerm(j, o.W, f))
 	}
 	for _, x := range aggressor {
 		o := obs[x]
-		idx, val = idx[:0], val[:0]
-		idx, val = append(idx, W+o.W), append(val, 1)
 		t := o.Y - m.featurePart(o) - m.A[o.I][o.W]
-		idx, val = m.coupling(o.W, o.I, false, 2*W, idx, val)
-		m.addRow(acc, j, o.W, val[len(val)-D:], t, false, true)
-		r.add(idx, val, t-m.deviationTerm(j, o.W, val[len(val)-D:]))
+		f := m.gtz[o.W][o.I]
+		m.addRow(acc, j, o.W, f, t, false, true)
+		r.addBiasEmb(append(biases[:0], W+o.W), 2*W, f, t-m.deviationTerm(j, o.W, f))
 	}
 	m.regularizeJob(r, s)
 	m.pullJob(j, r)
@@ -713,13 +727,11 @@ type jobScratch struct {
 	r   *ridge         // fitJob's system
 	acc *deviationSums // nil without per-worker deviations
 	dev *ridge         // fitDeviations' system, one worker type at a time
-	idx []int
-	val []float64
 }
 
 func (m *PairModel) newJobScratch() *jobScratch {
 	W, D := m.Workers, m.Dim
-	sc := &jobScratch{r: newRidge(2*W + D + 2), dev: newRidge(D), idx: make([]int, 0, 2+D), val: make([]float64, 0, 2+D)}
+	sc := &jobScratch{r: newRidge(2*W + D + 2), dev: newRidge(D)}
 	if m.U != nil {
 		sc.acc = newDeviationSums(W, D)
 	}
@@ -733,21 +745,6 @@ func (sc *jobScratch) reset() (*ridge, *deviationSums) {
 		sc.acc.reset()
 	}
 	return sc.r, sc.acc
-}
-
-// coupling appends the coefficients of a job's embedding in one observation, at positions
-// base, base+1, ...: G[w]·emb(w, k) when the job is the victim next to partner k, and
-// G[w]ᵀ·emb(w, k) when it is the aggressor slowing victim k (from the cache refreshCoupling
-// fills).
-func (m *PairModel) coupling(w, k int, victim bool, base int, idx []int, val []float64) ([]int, []float64) {
-	c := m.gtz[w][k]
-	if victim {
-		c = m.gz[w][k]
-	}
-	for d, f := range c {
-		idx, val = append(idx, base+d), append(val, f)
-	}
-	return idx, val
 }
 
 // setJob stores job j's solution from fitJob's ridge system, laid out as its victim biases

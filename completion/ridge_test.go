@@ -58,3 +58,69 @@ func TestAddDense2(t *testing.T) {
 		}
 	}
 }
+
+// addSparse is the general sparse row update fitJob used before addBiasEmb: coefficient
+// val[a] at index idx[a].
+func addSparse(r *ridge, idx []int, val []float64, t float64) {
+	for a, ia := range idx {
+		va := val[a]
+		r.atb[ia] += va * t
+		row := r.ata[ia*r.p:]
+		for b, ib := range idx {
+			row[ib] += va * val[b]
+		}
+	}
+}
+
+// addBiasEmb adds the same bits as the general sparse update of the same row.
+func TestAddBiasEmb(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const W, D = 4, 3
+	p := 2*W + D + 2
+	emb := func() []float64 {
+		v := make([]float64, D)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		return v
+	}
+	for _, c := range []struct {
+		name string
+		bias []int
+		emb  []float64
+	}{
+		{"victim", []int{2}, emb()},
+		{"self pair", []int{1, W + 1}, emb()},
+		{"aggressor", []int{W + 3}, emb()},
+		{"zero coupling", []int{0}, make([]float64, D)},
+		{"no embedding", []int{2}, nil},
+	} {
+		want, got := newRidge(p), newRidge(p)
+		for _, r := range []*ridge{want, got} {
+			r.addDense(make([]float64, p), 1) // nothing: addDense skips zero coefficients
+		}
+		for round := range 3 { // onto sums already there
+			tgt := rng.NormFloat64()
+			idx := append([]int(nil), c.bias...)
+			val := make([]float64, len(c.bias))
+			for i := range val {
+				val[i] = 1
+			}
+			for e, g := range c.emb {
+				idx, val = append(idx, 2*W+e), append(val, g)
+			}
+			addSparse(want, idx, val, tgt)
+			got.addBiasEmb(c.bias, 2*W, c.emb, tgt)
+			for i := range want.ata {
+				if math.Float64bits(got.ata[i]) != math.Float64bits(want.ata[i]) {
+					t.Fatalf("%s, row %d: ata[%d] = %v, want %v", c.name, round, i, got.ata[i], want.ata[i])
+				}
+			}
+			for i := range want.atb {
+				if math.Float64bits(got.atb[i]) != math.Float64bits(want.atb[i]) {
+					t.Fatalf("%s, row %d: atb[%d] = %v, want %v", c.name, round, i, got.atb[i], want.atb[i])
+				}
+			}
+		}
+	}
+}
