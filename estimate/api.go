@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -287,35 +288,54 @@ func (rep *Report) fillOutside(out, t *table.Table, x *outside) {
 //
 // A large table has millions of such entries (about 4 million for 1,000 job types on 4 worker
 // types), so they are counted first and rep.Entries grown once: appending them one at a time
-// copied the growing slice over and over and dominated the time of Table after the fit.
+// copied the growing slice over and over and dominated the time of Table after the fit. The
+// table (filled a worker type per goroutine) and the report are filled concurrently.
 func (rep *Report) fill(out *table.Table, d *Data, r *Result) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		out.FillPairs(d.Workers, d.Jobs, func(w, i, k int) (float64, float64, bool) {
+			e, ok := estimated(d, r, w, i, k)
+			return e.rateA, e.rateB, ok
+		})
+	})
+	defer wg.Wait()
 	sf := d.Jobs[0].ScaleFactor
 	rep.Entries = slices.Grow(rep.Entries, d.Missing())
 	for w, wt := range d.Workers {
 		for i, a := range d.Jobs {
 			for k := i; k < len(d.Jobs); k++ {
-				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
+				e, ok := estimated(d, r, w, i, k)
+				if !ok {
 					continue
 				}
 				b := d.Jobs[k]
-				if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
-					out.SetInfeasible(wt, a, b)
-					rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Infeasible: true})
-					if i != k {
-						rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Infeasible: true})
-					}
-					continue
-				}
-				na, nb := r.Norm[w][i][k], r.Norm[w][k][i]
-				ra, rb := na*d.Iso[w][i], nb*d.Iso[w][k]
-				out.SetPair(wt, a, b, ra, rb)
-				rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Normalized: na, Rate: ra})
+				rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Normalized: e.normA, Rate: e.rateA, Infeasible: e.infeasible})
 				if i != k {
-					rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Normalized: nb, Rate: rb})
+					rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Normalized: e.normB, Rate: e.rateB, Infeasible: e.infeasible})
 				}
 			}
 		}
 	}
+}
+
+// pairEstimate is what fill writes for one pair (i, k): normalized rates and rates of i and of
+// k, all 0 when the pair is predicted infeasible.
+type pairEstimate struct {
+	normA, normB, rateA, rateB float64
+	infeasible                 bool
+}
+
+// estimated returns r's estimate of pair (i, k) on worker type w, and false when d has the pair
+// in both directions (nothing to fill).
+func estimated(d *Data, r *Result, w, i, k int) (pairEstimate, bool) {
+	if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
+		return pairEstimate{}, false
+	}
+	if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+		return pairEstimate{infeasible: true}, true
+	}
+	na, nb := r.Norm[w][i][k], r.Norm[w][k][i]
+	return pairEstimate{normA: na, normB: nb, rateA: na * d.Iso[w][i], rateB: nb * d.Iso[w][k]}, true
 }
 
 // add records one estimated entry.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -54,16 +55,24 @@ func FromTable(t *table.Table, jobs []table.JobType, workers []string) (*Data, e
 			}
 			d.Iso[w][i] = r
 		}
-		for i, a := range jobs {
-			for k, b := range jobs {
-				ra, _, s := t.Pair(wt, a, b)
-				d.State[w][i][k] = s
-				if s == table.Measured {
-					d.Norm[w][i][k] = ra / d.Iso[w][i]
+	}
+	// A table is safe for concurrent reads, and a worker type of a 1,000-job table has a
+	// million pairs to look up: worker types are read concurrently.
+	var wg sync.WaitGroup
+	for w, wt := range workers {
+		wg.Go(func() {
+			for i, a := range jobs {
+				for k, b := range jobs {
+					ra, _, s := t.Pair(wt, a, b)
+					d.State[w][i][k] = s
+					if s == table.Measured {
+						d.Norm[w][i][k] = ra / d.Iso[w][i]
+					}
 				}
 			}
-		}
+		})
 	}
+	wg.Wait()
 	return d, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"syscall"
@@ -643,40 +644,121 @@ func (t *Table) writeWorker(bw *bufio.Writer, wt *workerTable) {
 	}
 	// Each key is formatted once and rows are ordered by rank, not by comparing names: a
 	// table of 1,000 job types has a million pair entries per worker type.
-	order := slices.SortedFunc(mapsKeys(jobs), compareJobTypes)
-	rank := make(map[JobType]int, len(order))
-	keys := make([][]byte, len(order))
-	for x, j := range order {
-		rank[j], keys[x] = x, []byte(quote(j.Key()))
+	f := &rowFormatter{wt: wt, order: slices.SortedFunc(mapsKeys(jobs), compareJobTypes)}
+	f.rank = make(map[JobType]int, len(f.order))
+	f.keys = make([][]byte, len(f.order))
+	for x, j := range f.order {
+		f.rank[j], f.keys[x] = x, []byte(quote(j.Key()))
 	}
-	var buf []byte
-	var row []int
-	for x, j := range order {
-		if x > 0 {
-			buf = append(buf, ',')
+	// Formatting the numbers is most of the time of writing a large table; parts of the rows
+	// are formatted concurrently and written in order.
+	parts := (len(f.order) + rowsPerPart - 1) / rowsPerPart
+	writeOrdered(bw, parts, runtime.GOMAXPROCS(0), func(buf []byte, p int, s *rowScratch) []byte {
+		for x := p * rowsPerPart; x < min((p+1)*rowsPerPart, len(f.order)); x++ {
+			buf = f.appendRow(buf, x, s)
 		}
-		buf = append(append(append(buf, "\n        "...), keys[x]...), ": {"...)
-		sep := ""
-		if r, ok := wt.isolated[j]; ok {
-			buf = appendRate(append(buf, "\n            \""+isolatedKey+"\": "...), r)
-			sep = ","
-		}
-		row = row[:0]
-		for k := range wt.pairs[j] {
-			row = append(row, rank[k])
-		}
-		slices.Sort(row)
-		for _, y := range row {
-			r := wt.pairs[j][order[y]]
-			buf = append(append(append(buf, sep...), "\n            "...), keys[y]...)
-			buf = appendRate(append(appendRate(append(buf, ": ["...), r[0]), ", "...), r[1])
-			buf = append(buf, ']')
-			sep = ","
-		}
-		buf = append(buf, "\n        }"...)
-		bw.Write(buf)
-		buf = buf[:0]
+		return buf
+	})
+}
+
+// rowsPerPart is how many job rows writeWorker formats as one part: enough that a part is
+// worth a goroutine (a dense row of 1,000 job types is 70 kB), few enough that parts are spread
+// over the cores.
+const rowsPerPart = 16
+
+// rowFormatter formats the job rows of one worker type, in the order of order; it is only read
+// while formatting, so parts of the rows may be formatted concurrently.
+type rowFormatter struct {
+	wt    *workerTable
+	order []JobType       // the worker type's job types, sorted
+	rank  map[JobType]int // index in order
+	keys  [][]byte        // each job type's quoted key, by rank
+}
+
+// rowScratch is what formatting a row needs besides the output, kept from row to row.
+type rowScratch struct {
+	ranks []int        // the ranks of the row's partners
+	rates [][2]float64 // rates[rank]: the row's pair with that partner (only its partners' ranks are set)
+}
+
+// appendRow appends row x (the job type of rank x and its object, the isolated rate first) to
+// buf, preceded by a comma unless it is the first.
+func (f *rowFormatter) appendRow(buf []byte, x int, s *rowScratch) []byte {
+	if x > 0 {
+		buf = append(buf, ',')
 	}
+	j := f.order[x]
+	buf = append(append(append(buf, "\n        "...), f.keys[x]...), ": {"...)
+	sep := ""
+	if r, ok := f.wt.isolated[j]; ok {
+		buf = appendRate(append(buf, "\n            \""+isolatedKey+"\": "...), r)
+		sep = ","
+	}
+	if s.rates == nil {
+		s.rates = make([][2]float64, len(f.order))
+	}
+	s.ranks = s.ranks[:0]
+	for k, r := range f.wt.pairs[j] {
+		y := f.rank[k]
+		s.ranks = append(s.ranks, y)
+		s.rates[y] = r
+	}
+	slices.Sort(s.ranks)
+	for _, y := range s.ranks {
+		r := s.rates[y]
+		buf = append(append(append(buf, sep...), "\n            "...), f.keys[y]...)
+		buf = appendRate(append(appendRate(append(buf, ": ["...), r[0]), ", "...), r[1])
+		buf = append(buf, ']')
+		sep = ","
+	}
+	return append(buf, "\n        }"...)
+}
+
+// writeOrdered writes parts 0 to n-1 to w, in order, each formatted by format(buf, part,
+// scratch) appending to buf (empty, with the capacity of an earlier part's buffer); up to
+// workers parts are formatted at once, each goroutine with its own scratch. After a write
+// fails, the remaining parts are formatted but not written, and that first error is returned.
+func writeOrdered[S any](w io.Writer, n, workers int, format func(buf []byte, part int, scratch *S) []byte) error {
+	workers = max(workers, 1)
+	ready := make([]chan []byte, n)
+	for p := range ready {
+		ready[p] = make(chan []byte, 1)
+	}
+	// free holds a buffer for each part that may be formatted ahead of the one being written:
+	// it bounds the memory held, and the buffers are reused from part to part.
+	free := make(chan []byte, 2*workers)
+	for range cap(free) {
+		free <- nil
+	}
+	next := make(chan int)
+	go func() {
+		for p := range n {
+			next <- p
+		}
+		close(next)
+	}()
+	for range min(workers, n) {
+		go func() {
+			var scratch S
+			for {
+				buf := <-free // before the part, so that every part taken has a buffer
+				p, ok := <-next
+				if !ok {
+					return
+				}
+				ready[p] <- format(buf[:0], p, &scratch)
+			}
+		}()
+	}
+	var err error
+	for p := range n {
+		buf := <-ready[p]
+		if err == nil {
+			_, err = w.Write(buf)
+		}
+		free <- buf
+	}
+	return err
 }
 
 func quote(s string) string {

@@ -3,6 +3,7 @@ package table
 import (
 	"maps"
 	"slices"
+	"sync"
 )
 
 // A State says what a table knows about an entry.
@@ -62,11 +63,11 @@ func (t *Table) JobTypes() []JobType {
 		for j := range wt.isolated {
 			seen[j] = true
 		}
-		for j, row := range wt.pairs {
+		// Pairs are stored in both directions, so every partner has a row of its own: looking
+		// at the rows alone spares reading every pair (millions in a large table, whose Write
+		// asks for the job types).
+		for j := range wt.pairs {
 			seen[j] = true
-			for k := range row {
-				seen[k] = true
-			}
 		}
 	}
 	return slices.SortedFunc(maps.Keys(seen), compareJobTypes)
@@ -155,6 +156,76 @@ func (wt *workerTable) setOneWay(a, b JobType, r [2]float64) {
 		wt.pairs[a] = row
 	}
 	row[b] = r
+}
+
+// FillPairs sets pairs in bulk: for every worker type workers[w] and every pair of job types
+// (jobs[i], jobs[k]) with i ≤ k for which rates(w, i, k) returns ok, it does what
+// SetPair(workers[w], jobs[i], jobs[k], rateA, rateB) does. Setting a million pairs one after
+// the other took over a second, most of it growing the rows: FillPairs asks rates twice for
+// every pair, first to count each row's new pairs and make room for them at once, and fills
+// worker types concurrently. So rates must give the same answer for a pair each time, is called
+// concurrently for different w, and must not touch t. FillPairs panics if workers repeats a
+// worker type.
+func (t *Table) FillPairs(workers []string, jobs []JobType, rates func(w, i, k int) (rateA, rateB float64, ok bool)) {
+	wts := make([]*workerTable, len(workers))
+	created := make([]bool, len(workers))
+	for w, name := range workers {
+		if slices.Contains(workers[:w], name) {
+			panic("table: FillPairs: worker type " + name + " given twice")
+		}
+		created[w] = t.workers[name] == nil
+		wts[w] = t.worker(name, true) // before the goroutines: they only read t.workers
+	}
+	var wg sync.WaitGroup
+	for w, wt := range wts {
+		wg.Go(func() {
+			wt.fill(jobs, func(i, k int) (float64, float64, bool) { return rates(w, i, k) })
+		})
+	}
+	wg.Wait()
+	for w, name := range workers {
+		if created[w] && len(wts[w].pairs) == 0 { // as SetPair, which makes a worker type only for a pair
+			delete(t.workers, name)
+		}
+	}
+}
+
+// fill is FillPairs on one worker type.
+func (wt *workerTable) fill(jobs []JobType, rates func(i, k int) (float64, float64, bool)) {
+	grow := make([]int, len(jobs)) // new pairs per row, at most
+	for i := range jobs {
+		for k := i; k < len(jobs); k++ {
+			if _, _, ok := rates(i, k); ok {
+				grow[i]++
+				if k != i {
+					grow[k]++
+				}
+			}
+		}
+	}
+	for i, a := range jobs {
+		if grow[i] > 0 {
+			row := make(map[JobType][2]float64, len(wt.pairs[a])+grow[i])
+			maps.Copy(row, wt.pairs[a])
+			wt.pairs[a] = row
+		}
+	}
+	for i, a := range jobs {
+		for k := i; k < len(jobs); k++ {
+			if ra, rb, ok := rates(i, k); ok {
+				b := jobs[k]
+				wt.setOneWay(a, b, [2]float64{ra, rb})
+				if a != b {
+					wt.setOneWay(b, a, [2]float64{rb, ra})
+				}
+			}
+		}
+	}
+	for i, a := range jobs {
+		if grow[i] > 0 && len(wt.pairs[a]) == 0 { // rates said ok, then not: no empty row
+			delete(wt.pairs, a)
+		}
+	}
 }
 
 // SetInfeasible records that a and b could not share a GPU of type w.

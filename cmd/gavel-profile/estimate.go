@@ -178,12 +178,16 @@ func printEstimated(io *cli.IO, rep *estimate.Report, list bool) error {
 	type count struct{ estimated, infeasible int }
 	counts := map[string]*count{}
 	var workers []string
+	var c *count // of worker type last; a large table has millions of entries, in runs of one worker type
+	last := ""
 	for _, e := range rep.Entries {
-		c := counts[e.WorkerType]
-		if c == nil {
-			c = &count{}
-			counts[e.WorkerType] = c
-			workers = append(workers, e.WorkerType)
+		if c == nil || e.WorkerType != last {
+			if c = counts[e.WorkerType]; c == nil {
+				c = &count{}
+				counts[e.WorkerType] = c
+				workers = append(workers, e.WorkerType)
+			}
+			last = e.WorkerType
 		}
 		c.estimated++
 		if e.Infeasible {
