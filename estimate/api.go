@@ -17,7 +17,7 @@ var ErrNoReference = errors.New("no fully measured reference job type (a job mea
 
 // Options configures [Table] and [SuggestTable].
 type Options struct {
-	Workers []string // worker types to use; nil means every worker type of the table
+	Workers []string // worker types to use, each once; nil means every worker type of the table
 	Seed    uint64   // seed of the estimator's random starts; the same seed gives the same result
 	// Method nil means Pairwise{Seed: Seed}; SuggestTable then adds bootstrap fits and a
 	// cross-validated sum error, as the active protocol does.

@@ -189,6 +189,24 @@ func TestTableUnknownWorkerType(t *testing.T) {
 	}
 }
 
+// A worker type named twice is an error, not a block fitted and filled twice (table.FillPairs
+// panicked on it inside a goroutine, where no caller could recover).
+func TestTableRepeatedWorkerType(t *testing.T) {
+	for _, workers := range [][]string{{"v100", "v100"}, {"k80", "v100", "k80"}} {
+		_, _, err := Table(context.Background(), gavel3(), Options{Workers: workers})
+		if err == nil || !strings.Contains(err.Error(), "worker type "+workers[0]+" given twice") {
+			t.Errorf("Table %v: err %v, want one naming %s given twice", workers, err, workers[0])
+		}
+		if _, _, err := SuggestTable(context.Background(), gavel3(), 3, Options{Workers: workers}); err == nil {
+			t.Errorf("SuggestTable %v: no error", workers)
+		}
+	}
+	tb := gavel3()
+	if _, err := FromTable(tb, tb.JobTypesWithScaleFactor(1), []string{"p100", "p100"}); err == nil {
+		t.Error("FromTable with p100 twice: no error")
+	}
+}
+
 // A block with missing entries but no reference is skipped with a note, as suggest does; the
 // run fails only when no block with missing entries can be estimated.
 func TestTableSkipsBlockWithoutReference(t *testing.T) {

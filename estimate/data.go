@@ -46,6 +46,9 @@ func NewData(workers []string, jobs []table.JobType) *Data {
 // FromTable lays out jobs × workers of t. Isolated rates must be present and positive for every
 // job on every worker type: without them normalized rates mean nothing.
 func FromTable(t *table.Table, jobs []table.JobType, workers []string) (*Data, error) {
+	if err := checkDistinct(workers); err != nil {
+		return nil, err
+	}
 	d := NewData(workers, jobs)
 	for w, wt := range workers {
 		for i, j := range jobs {
@@ -327,6 +330,9 @@ func layout(t *table.Table, workers []string) (*tableLayout, error) {
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("worker type %s: %w (it has %s)", strings.Join(unknown, ", "), ErrUnknownWorkerType, strings.Join(have, ", "))
 	}
+	if err := checkDistinct(workers); err != nil {
+		return nil, err
+	}
 	bySF := map[int][]table.JobType{}
 	for _, j := range t.JobTypes() {
 		bySF[j.ScaleFactor] = append(bySF[j.ScaleFactor], j)
@@ -441,4 +447,15 @@ func ParseWorkers(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkDistinct reports a worker type named twice: its block would be laid out, fitted and
+// filled twice (and table.FillPairs, which fills worker types concurrently, refuses that).
+func checkDistinct(workers []string) error {
+	for i, w := range workers {
+		if slices.Contains(workers[:i], w) {
+			return fmt.Errorf("worker type %s given twice", w)
+		}
+	}
+	return nil
 }

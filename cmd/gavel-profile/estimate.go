@@ -45,6 +45,9 @@ func parseWorkerTypes(command, s string) ([]string, error) {
 		if parts[i] = strings.TrimSpace(p); parts[i] == "" {
 			return nil, cli.UsageError("%s: --worker-types %q: element %d of %d is empty (a stray comma?)", command, s, i+1, len(parts))
 		}
+		if slices.Contains(parts[:i], parts[i]) {
+			return nil, cli.UsageError("%s: --worker-types %q: %s given twice", command, s, parts[i])
+		}
 	}
 	return parts, nil
 }

@@ -230,6 +230,12 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"suggest empty element", newSuggestCmd, []string{"--table", in, "--worker-types", "v100, ,k80"},
 			`suggest: --worker-types "v100, ,k80": element 2 of 3 is empty`},
 		{"evaluate leading comma", newEvaluateCmd, []string{"--worker-types", ",k80"}, `evaluate: --worker-types ",k80": element 1 of 2 is empty`},
+		// A repeated name panicked in estimate (the block was filled twice, concurrently).
+		{"estimate repeated worker type", newEstimateCmd, []string{"--table", in, "--out", out, "--worker-types", "v100,v100"},
+			`estimate: --worker-types "v100,v100": v100 given twice`},
+		{"suggest repeated worker type", newSuggestCmd, []string{"--table", in, "--worker-types", "k80,v100, k80"},
+			`suggest: --worker-types "k80,v100, k80": k80 given twice`},
+		{"evaluate repeated worker type", newEvaluateCmd, []string{"--worker-types", "p100,p100"}, `evaluate: --worker-types "p100,p100": p100 given twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
