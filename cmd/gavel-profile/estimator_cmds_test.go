@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -448,5 +449,34 @@ func TestEstimateJSONAlwaysHasCounts(t *testing.T) {
 		if string(got[key]) != want {
 			t.Errorf("%s = %s, want %s", key, got[key], want)
 		}
+	}
+}
+
+// writeReportJSON streams the entries but must write what cli.WriteJSON writes for the whole
+// report, byte for byte (scripts read it), whatever the entries and notes hold.
+func TestWriteReportJSON(t *testing.T) {
+	odd := estimate.Entry{WorkerType: "a<b>&c", Job: "ResNet \"50\"\n", Partner: "é\u2028", ScaleFactor: 2,
+		Normalized: 1e-7, Rate: 1e21, Infeasible: true}
+	plain := estimate.Entry{WorkerType: "v100", Job: "A", Partner: "B", ScaleFactor: 1, Normalized: 0.5, Rate: 12.25}
+	for _, rep := range []estimate.Report{
+		{Entries: []estimate.Entry{}},
+		{Estimated: 2, Entries: []estimate.Entry{plain, odd}, KnownInfeasible: 3, LeftMissing: 1},
+		{Estimated: 1, InfeasiblePredicted: 1, Entries: []estimate.Entry{odd}, Notes: []string{`"entries": null`, "\n  \"entries\": null"}},
+	} {
+		var want, got bytes.Buffer
+		if err := cli.WriteJSON(&want, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeReportJSON(&got, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("report %+v:\ngot  %s\nwant %s", rep, got.String(), want.String())
+		}
+	}
+	// No entries at all is written as [], not null.
+	var got bytes.Buffer
+	if err := writeReportJSON(&got, &estimate.Report{}); err != nil || !strings.Contains(got.String(), `"entries": []`) {
+		t.Errorf("nil entries: %s (err %v), want \"entries\": []", got.String(), err)
 	}
 }
