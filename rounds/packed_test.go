@@ -317,16 +317,23 @@ func TestDecomposedPlanTwiceCountsOnce(t *testing.T) {
 	}
 }
 
+// gangAndSingle is a table of one worker type, w, with a 4-GPU job type g and a 1-GPU job type
+// m, both at rate 1 alone there.
+func gangAndSingle() (tbl *table.Table, gang, one table.JobType) {
+	tbl = table.New()
+	gang = table.JobType{Model: "g", ScaleFactor: 4}
+	one = table.JobType{Model: "m", ScaleFactor: 1}
+	tbl.SetIsolated("w", gang, 1)
+	tbl.SetIsolated("w", one, 1)
+	return tbl, gang, one
+}
+
 // Two 4-GPU gangs on 6 GPUs can never run together, so targets of 0.75
 // each cannot both be met; the decomposition refuses (its LP would put the
 // whole shortfall on one gang, about 0.5) and the plan is the walk's, which
 // shares it.
 func TestDecomposeRefusesUnrealizable(t *testing.T) {
-	tbl := table.New()
-	gang := table.JobType{Model: "g", ScaleFactor: 4}
-	one := table.JobType{Model: "m", ScaleFactor: 1}
-	tbl.SetIsolated("w", gang, 1)
-	tbl.SetIsolated("w", one, 1)
+	tbl, gang, one := gangAndSingle()
 	tbl.SetPair("w", one, one, 0.7, 0.7)
 	jobs := []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}, {ID: "a", Type: one}, {ID: "b", Type: one}}
 	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
@@ -362,11 +369,7 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 // time on 4 GPUs and a rounding error more: yes; a realizable packed draw:
 // yes); never with a target no round can serve.
 func TestRoundsRealizable(t *testing.T) {
-	tbl := table.New()
-	gang := table.JobType{Model: "g", ScaleFactor: 4}
-	one := table.JobType{Model: "m", ScaleFactor: 1}
-	tbl.SetIsolated("w", gang, 1)
-	tbl.SetIsolated("w", one, 1)
+	tbl, gang, one := gangAndSingle()
 	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
 	jobs := []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}, {ID: "a", Type: one}, {ID: "b", Type: one}}
 	fr := func(g1, g2, a, b float64) *policy.Allocation {
