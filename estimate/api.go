@@ -22,6 +22,7 @@ type Options struct {
 	// Method nil means Pairwise{Seed: Seed}; SuggestTable then adds bootstrap fits and a
 	// cross-validated sum error, as the active protocol does.
 	Method Method
+	Aim    Aim // what SuggestTable spends its budget on; the zero value is AimBalanced
 }
 
 // Entry is one estimated entry of a table.
@@ -405,7 +406,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", blockName(d, perSF[d.Jobs[0].ScaleFactor]), err)
 		}
-		ms, err := Suggest(d, r, budget)
+		ms, err := Suggest(d, r, budget, o.Aim)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -283,17 +283,17 @@ func TestSuggest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Suggest(h.Partial, r, -1); err == nil {
+	if _, err := Suggest(h.Partial, r, -1, AimBalanced); err == nil {
 		t.Error("negative budget: want an error")
 	}
-	if ms, _ := Suggest(h.Partial, r, 0); len(ms) != 0 {
+	if ms, _ := Suggest(h.Partial, r, 0, AimBalanced); len(ms) != 0 {
 		t.Errorf("budget 0 gave %d", len(ms))
 	}
-	ms, _ := Suggest(h.Partial, r, 40)
+	ms, _ := Suggest(h.Partial, r, 40, AimBalanced)
 	if len(ms) != 40 {
 		t.Fatalf("%d suggestions, want 40", len(ms))
 	}
-	again, _ := Suggest(h.Partial, r, 40)
+	again, _ := Suggest(h.Partial, r, 40, AimBalanced)
 	for x := range ms {
 		if ms[x] != again[x] {
 			t.Fatalf("Suggest is not deterministic at %d: %+v vs %+v", x, ms[x], again[x])
@@ -319,8 +319,11 @@ func TestActiveSpendsBudget(t *testing.T) {
 	truth := gavelBlock(t)
 	h, _ := Protocol(truth, 16, 0.2, 0)
 	base := onlyReferences(h.Partial, h.References)
-	for _, batches := range []int{2, 0} {
-		d, err := Active(context.Background(), truth, base, Pairwise{}, 30, batches)
+	for _, c := range []struct {
+		batches int
+		aim     Aim
+	}{{2, AimBalanced}, {0, AimBalanced}, {2, AimPacking}} {
+		d, err := Active(context.Background(), truth, base, Pairwise{}, 30, c.batches, c.aim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,13 +337,13 @@ func TestActiveSpendsBudget(t *testing.T) {
 						pairs++
 					}
 					if (d.State[w][i][k] == table.Missing) != (d.State[w][k][i] == table.Missing) {
-						t.Errorf("batches %d: (%d, %d, %d) known in one direction only", batches, w, i, k)
+						t.Errorf("%+v: (%d, %d, %d) known in one direction only", c, w, i, k)
 					}
 				}
 			}
 		}
 		if pairs != 30 {
-			t.Errorf("batches %d: %d pairs measured for a budget of 30", batches, pairs)
+			t.Errorf("%+v: %d pairs measured for a budget of 30", c, pairs)
 		}
 	}
 }
@@ -367,7 +370,7 @@ func TestSuggestCoversUnmeasuredJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, _ := Suggest(d, r, 3)
+	ms, _ := Suggest(d, r, 3, AimBalanced)
 	for _, m := range ms {
 		if m.I != lone && m.K != lone {
 			t.Errorf("suggested %+v, want pairs with the unmeasured job %d", m, lone)
@@ -446,7 +449,7 @@ func TestSuggestCalibratedRanksByFlip(t *testing.T) {
 	set(1, 1, 0.45, 0.45) // sum 0.9: two sigmas from the line
 	set(1, 2, 0.49, 0.51) // sum 1.0: on the line
 	set(2, 2, 0.8, 0.8)   // sum 1.6
-	ms, err := Suggest(d, r, 3)
+	ms, err := Suggest(d, r, 3, AimBalanced)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +467,7 @@ func TestSuggestCalibratedRanksByFlip(t *testing.T) {
 	// Now b has nothing known: its pairs come first.
 	d.State[0][0][1], d.State[0][1][0] = table.Missing, table.Missing
 	set(0, 1, 0.3, 0.3)
-	ms, _ = Suggest(d, r, 1)
+	ms, _ = Suggest(d, r, 1, AimBalanced)
 	if m := ms[0]; m.I != 1 && m.K != 1 || m.Reason != ReasonCoverage {
 		t.Errorf("first pick %+v, want a pair with the unmeasured job b (coverage)", m)
 	}
@@ -511,7 +514,7 @@ func TestEstimatorsStopWhenCanceled(t *testing.T) {
 	if _, _, err := SuggestTable(ctx, partial, 3, Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("SuggestTable: err %v, want context.Canceled", err)
 	}
-	if _, err := Active(ctx, gavelBlock(t), h.Partial, Pairwise{}, 10, 2); !errors.Is(err, context.Canceled) {
+	if _, err := Active(ctx, gavelBlock(t), h.Partial, Pairwise{}, 10, 2, AimBalanced); !errors.Is(err, context.Canceled) {
 		t.Errorf("Active: err %v, want context.Canceled", err)
 	}
 }

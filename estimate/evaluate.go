@@ -201,6 +201,7 @@ type EvalOptions struct {
 	// instead of at random: coverage first, then Suggest on our estimate in Batches rounds
 	// (0 means batches of about 12 measurements, re-estimating between them).
 	Active  bool
+	Aim     Aim // what the active protocol's Suggest aims at; the zero value is AimBalanced
 	Batches int
 	Methods []Method // nil means DefaultMethods
 	// Downstream, when set, scores an estimate by the quality of the allocation it leads to
@@ -258,7 +259,7 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 				return nil, err
 			}
 			base := onlyReferences(start.Partial, start.References)
-			partial, err = Active(ctx, truth, base, Pairwise{Seed: seed}, h.Revealed, o.Batches)
+			partial, err = Active(ctx, truth, base, Pairwise{Seed: seed}, h.Revealed, o.Batches, o.Aim)
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: active: %w", seed, err)
 			}

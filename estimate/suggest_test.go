@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gavelkit/gavel/table"
@@ -51,7 +52,7 @@ func TestSuggestCalibratedPrefersScarceJobs(t *testing.T) {
 			r.Norm[0][i][k] = 0.55 // every sum 1.1
 		}
 	}
-	ms, err := Suggest(d, r, 4)
+	ms, err := Suggest(d, r, 4, AimBalanced)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestConsistencyChecks(t *testing.T) {
 	if got, want := fmt.Sprint(consistencyChecks(d, r, count)), "[[-1 -1 -1 -1 -1] [-1 -1 -1 -1 3]]"; got != want {
 		t.Fatalf("checks %s, want %s", got, want)
 	}
-	ms, err := Suggest(d, r, 2)
+	ms, err := Suggest(d, r, 2, AimBalanced)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func relyBlock(selfAB float64) (*Data, *Result) {
 // and the entries' floor spread, from the definition.
 func TestSuggestReliance(t *testing.T) {
 	d, r := relyBlock(1.9)
-	ms, err := Suggest(d, r, 10) // a share of 1 reliance pick
+	ms, err := Suggest(d, r, 10, AimBalanced) // a share of 1 reliance pick
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestSuggestReliance(t *testing.T) {
 	if want := flip + relyWeight*sigma; math.Abs(ms[0].Score-want) > 1e-12 {
 		t.Errorf("score of (c,d) %v, want flip %v + reliance %v", ms[0].Score, flip, relyWeight*sigma)
 	}
-	if ms, _ := Suggest(d, r, 1); ms[0].I != 0 || ms[0].K != 1 || ms[0].Reason != ReasonPacking {
+	if ms, _ := Suggest(d, r, 1, AimBalanced); ms[0].I != 0 || ms[0].K != 1 || ms[0].Reason != ReasonPacking {
 		t.Errorf("a call of one: first pick %+v, want (a,b) by flip probability", ms[0])
 	}
 	// (a,b) falls 0.4 short of a's and b's best option.
@@ -206,7 +207,7 @@ func TestSuggestRelianceCapped(t *testing.T) {
 		return n, pairs
 	}
 	d, r := relyBlock(0.5)
-	ms, err := Suggest(d, r, 10)
+	ms, err := Suggest(d, r, 10, AimBalanced)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestSuggestRelianceCapped(t *testing.T) {
 	if got := pairsOf(ms[:2]); got != "[[0 1] [2 3]]" {
 		t.Errorf("first picks %s, want (a,b) then (c,d): all are as far from the line, and picking (a,b) lowered σ for the pairs with a or b", got)
 	}
-	ms, err = Suggest(d, r, 20)
+	ms, err = Suggest(d, r, 20, AimBalanced)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestSuggestColdStartLeavesRelianceShare(t *testing.T) {
 	d, r := flatBlock(5, 4)
 	r.Norm[0][0][4], r.Norm[0][4][0] = 0.95, 0.95
 	r.Norm[0][2][3], r.Norm[0][3][2] = 0.75, 0.75
-	ms, err := Suggest(d, r, 10)
+	ms, err := Suggest(d, r, 10, AimBalanced)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,6 +358,68 @@ func TestValueHeapOrder(t *testing.T) {
 				t.Fatalf("trial %d: popped %d (%v), want %d (%v); values %v", trial, got, vals[got], want, wantV, vals)
 			}
 			taken[got] = true
+		}
+	}
+}
+
+// The packing aim ranks by flip probability alone: in relyBlock(1.9) the balanced call's first
+// pick is (c,d) for reliance; the packing call takes (a,b), first on the tie, and makes no pick
+// for reliance, feasibility doubt or a check. A pair predicted infeasible, (a,c) here, is
+// never a packing candidate, though balanced measures it (its feasibility is in most doubt).
+func TestSuggestAimPacking(t *testing.T) {
+	d, r := relyBlock(1.9)
+	r.Infeasible[0][0][2], r.Infeasible[0][2][0] = true, true
+	r.InfeasibleScore = [][][]float64{make([][]float64, 4)}
+	for i := range r.InfeasibleScore[0] {
+		r.InfeasibleScore[0][i] = make([]float64, 4)
+	}
+	r.InfeasibleScore[0][0][2], r.InfeasibleScore[0][2][0] = 0.5, 0.5
+	has := func(ms []Measurement, i, k int) bool {
+		return slices.ContainsFunc(ms, func(m Measurement) bool { return m.I == i && m.K == k })
+	}
+	bal, err := Suggest(d, r, 10, AimBalanced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := bal[0]; m.I != 2 || m.K != 3 || m.Reason != ReasonRely || !has(bal, 0, 2) {
+		t.Fatalf("balanced picks %s (first %+v): want (c,d) for reliance first and (a,c) among them", pairsOf(bal), m)
+	}
+	pack, err := Suggest(d, r, 10, AimPacking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pack) != 5 || has(pack, 0, 2) || pack[0].I != 0 || pack[0].K != 1 {
+		t.Errorf("packing picks %s: want the 5 candidates other than (a,c), (a,b) first", pairsOf(pack))
+	}
+	for _, m := range pack {
+		if m.Reason != ReasonPacking || m.Score != m.flip {
+			t.Errorf("packing pick %+v: want reason %q and the flip probability as its score", m, ReasonPacking)
+		}
+	}
+	dc, rc := checkBlock(0.9)
+	ms, err := Suggest(dc, rc, 2, AimPacking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Reason == ReasonCheck {
+			t.Errorf("packing aim made a consistency check: %+v", m)
+		}
+	}
+	if _, err := Suggest(d, r, 1, Aim(7)); err == nil {
+		t.Error("Suggest accepted aim 7")
+	}
+}
+
+func TestParseAim(t *testing.T) {
+	for _, a := range []Aim{AimBalanced, AimPacking} {
+		if got, err := ParseAim(a.String()); err != nil || got != a {
+			t.Errorf("ParseAim(%q) = %v, %v; want %v", a.String(), got, err, a)
+		}
+	}
+	for _, s := range []string{"", "Packing", "fast"} {
+		if _, err := ParseAim(s); err == nil || !strings.Contains(err.Error(), "balanced or packing") {
+			t.Errorf("ParseAim(%q): error %v, want one naming the choices", s, err)
 		}
 	}
 }

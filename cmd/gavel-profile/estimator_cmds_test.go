@@ -237,6 +237,9 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"suggest repeated worker type", newSuggestCmd, []string{"--table", in, "--worker-types", "k80,v100, k80"},
 			`suggest: --worker-types "k80,v100, k80": k80 given twice`},
 		{"evaluate repeated worker type", newEvaluateCmd, []string{"--worker-types", "p100,p100"}, `evaluate: --worker-types "p100,p100": p100 given twice`},
+		{"suggest unknown aim", newSuggestCmd, []string{"--table", in, "--aim", "fast"}, `suggest: --aim: aim "fast": want balanced or packing`},
+		{"evaluate unknown aim", newEvaluateCmd, []string{"--active", "--aim", "Packing"}, `evaluate: --aim: aim "Packing": want balanced or packing`},
+		{"evaluate aim without --active", newEvaluateCmd, []string{"--aim", "packing"}, "evaluate: --aim packing: applies only with --active"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -478,5 +481,43 @@ func TestWriteReportJSON(t *testing.T) {
 	var got bytes.Buffer
 	if err := writeReportJSON(&got, &estimate.Report{}); err != nil || !strings.Contains(got.String(), `"entries": []`) {
 		t.Errorf("nil entries: %s (err %v), want \"entries\": []", got.String(), err)
+	}
+}
+
+// --aim packing leaves out the picks balanced makes for feasibility doubt, reliance and
+// consistency checks (on this table balanced makes some of each kind it has a share for).
+func TestSuggestCmdAim(t *testing.T) {
+	in, _ := partialTable(t)
+	reasons := func(aim string) map[string]int {
+		t.Helper()
+		stdout, _, err := execCmd(newSuggestCmd, "--table", in, "--budget", "20", "--aim", aim, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Measurements []estimate.Suggestion `json:"measurements"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Measurements) != 20 {
+			t.Fatalf("--aim %s: %d measurements, want 20", aim, len(got.Measurements))
+		}
+		n := map[string]int{}
+		for _, m := range got.Measurements {
+			n[m.Reason]++
+		}
+		return n
+	}
+	other := []string{estimate.ReasonFeasibility, estimate.ReasonRely, estimate.ReasonCheck}
+	bal := reasons("balanced")
+	if bal[other[0]]+bal[other[1]]+bal[other[2]] == 0 {
+		t.Fatalf("balanced reasons %v: none of %q, so this table cannot tell the aims apart", bal, other)
+	}
+	pack := reasons("packing")
+	for _, r := range other {
+		if pack[r] > 0 {
+			t.Errorf("--aim packing reasons %v: %d for %q", pack, pack[r], r)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 type evaluateOptions struct {
-	table, workers, seeds, policy string
+	table, workers, seeds, policy, aim string
 	references, scaleFactor, gpus int
 	fraction                      float64
 	active, json                  bool
@@ -30,8 +30,8 @@ func newEvaluateCmd(io *cli.IO) *cobra.Command {
 measured, isolated rates are always measured, and for every other job type each pair with
 a reference is revealed with probability --fraction (one measurement gives both jobs'
 rates). The rest is estimated and compared with the truth. With --active the same number
-of measurements is chosen instead: 20% to cover every job, then by 'suggest' in batches
-of about 12, re-estimating between them.
+of measurements is chosen instead: 20% to cover every job, then by 'suggest' (with
+--aim) in batches of about 12, re-estimating between them.
 
 Methods: ours (the pairwise model 'estimate' uses), gavel (Gavel's rank-10 completion,
 nearest reference by cosine distance, that reference's row), partner_mean (the mean
@@ -72,6 +72,7 @@ that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale fa
 	f.Float64Var(&o.fraction, "fraction", 0.2, "probability of revealing each pair with a reference, in (0, 1]")
 	f.StringVar(&o.seeds, "seeds", "0,1,2", "comma-separated seeds, one hold-out draw each")
 	f.BoolVar(&o.active, "active", false, "choose the measurements with suggest instead of at random")
+	f.StringVar(&o.aim, "aim", "balanced", "with --active, suggest's aim: balanced or packing (see 'gavel-profile suggest --help')")
 	f.StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: see above)")
 	f.IntVar(&o.scaleFactor, "scale-factor", 1, "scale factor of the job types evaluated")
 	f.StringVar(&o.policy, "policy", "max_min_fairness_packed", "policy for downstream_ratio; \"none\" leaves it out")
@@ -104,6 +105,13 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if o.gpus < 1 {
 		return cli.UsageError("evaluate: --gpus %d: must be at least 1", o.gpus)
 	}
+	aim, err := estimate.ParseAim(o.aim)
+	if err != nil {
+		return cli.UsageError("evaluate: --aim: %v", err)
+	}
+	if aim != estimate.AimBalanced && !o.active {
+		return cli.UsageError("evaluate: --aim %s: applies only with --active", o.aim)
+	}
 	if o.policy != "none" {
 		// Checked here: the downstream score makes its first policy only after the first
 		// seed's fits, minutes in.
@@ -115,7 +123,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	opts := estimate.EvalOptions{References: o.references, Fraction: o.fraction, Seeds: seeds, Active: o.active}
+	opts := estimate.EvalOptions{References: o.references, Fraction: o.fraction, Seeds: seeds, Active: o.active, Aim: aim}
 	if o.policy != "none" {
 		opts.Downstream = estimate.Downstream(ctx, o.policy, o.gpus)
 	}

@@ -13,6 +13,7 @@ import (
 type suggestOptions struct {
 	estimatorFlags
 	budget int
+	aim    string
 }
 
 func newSuggestCmd(io *cli.IO) *cobra.Command {
@@ -41,6 +42,13 @@ Reasons: "job has few measurements" (coverage first, or nothing measured there),
 "planner would rely on it", "estimate disagrees with similar jobs" and "reference pair:
 worker type has no reference job type".
 
+--aim packing spends every measurement on packing decisions: no feasibility, reliance or
+consistency-check picks, and no pair the estimate calls infeasible. On the Gavel table's
+hold-out protocol (72 seeds) it raised packing agreement from 91.4% to 93.9% and lowered
+MAPE from 7.8% to 7.6%, at the cost of infeasible precision (0.85 to 0.73) and recall
+(0.88 to 0.83) and of the packed allocation's quality (downstream ratio 0.75 to 0.64):
+keep the default (balanced) when the table feeds a packing planner.
+
 The JSON form ({"measurements": [{worker_type, job, partner, scale_factor, reason}]})
 is stable: 'gavel-profile run' can take its pair list from it.`,
 		Example: `  gavel-profile suggest --table partial.json --budget 10
@@ -54,6 +62,7 @@ is stable: 'gavel-profile run' can take its pair list from it.`,
 	}
 	o.register(cmd)
 	cmd.Flags().IntVar(&o.budget, "budget", 10, "number of measurements to suggest (0 or more)")
+	cmd.Flags().StringVar(&o.aim, "aim", "balanced", "what to spend the budget on: balanced or packing (see above)")
 	return cmd
 }
 
@@ -64,10 +73,15 @@ func runSuggest(ctx context.Context, o suggestOptions, io *cli.IO) error {
 	if o.budget < 0 {
 		return cli.UsageError("suggest: --budget %d: must be 0 or more", o.budget)
 	}
+	aim, err := estimate.ParseAim(o.aim)
+	if err != nil {
+		return cli.UsageError("suggest: --aim: %v", err)
+	}
 	opts, err := o.options("suggest")
 	if err != nil {
 		return err
 	}
+	opts.Aim = aim
 	t, err := cli.LoadTableFrom(io.In, o.table)
 	if err != nil {
 		return err
