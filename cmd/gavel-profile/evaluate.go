@@ -16,9 +16,9 @@ import (
 
 type evaluateOptions struct {
 	table, workers, seeds, policy, aim string
-	references, scaleFactor, gpus int
-	fraction                      float64
-	active, json                  bool
+	references, scaleFactor, gpus      int
+	fraction                           float64
+	active, json                       bool
 }
 
 func newEvaluateCmd(io *cli.IO) *cobra.Command {
