@@ -1,10 +1,12 @@
 // Command estimator benchmarks the throughput estimators: MAPE and packing agreement against the
-// fraction of pairs revealed, with random and active measurement choice, for every method, as
+// fraction of pairs revealed, with random and active measurement choice (suggest's balanced aim,
+// "active", and its packing aim, "packing"), for every method, as
 // mean ± standard deviation over seeds; then the time to estimate a large synthetic table and to
 // suggest measurements for it.
 //
 //	go run ./benchmarks/estimator
 //	go run ./benchmarks/estimator -fractions 0.2 -seeds 0,1,2 -large 0
+//	go run ./benchmarks/estimator -choices packing -large 0
 //	go run ./benchmarks/estimator -fractions "" -suggest=false   # estimate timing only
 //	go run ./benchmarks/estimator -fractions "" -suggest=false -partial /tmp/partial.json
 //	time bin/gavel-profile estimate --table /tmp/partial.json --out /tmp/full.json   # as a user runs it
@@ -19,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,14 +39,40 @@ func main() {
 	workers := flag.Int("large-workers", 4, "worker types of the synthetic timing table")
 	suggest := flag.Bool("suggest", true, "time suggest on the synthetic table too")
 	partial := flag.String("partial", "", "also write the synthetic partial table to this file, to time gavel-profile estimate on it")
+	choices := flag.String("choices", "random,active,packing", "measurement choices: random, active (suggest's balanced aim), packing (its packing aim)")
 	flag.Parse()
-	if err := run(*fractions, *seeds, *refs, *large, *workers, *suggest, *partial); err != nil {
+	cs, err := parseChoices(*choices)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "estimator: -choices:", err)
+		os.Exit(2)
+	}
+	if err := run(*fractions, *seeds, cs, *refs, *large, *workers, *suggest, *partial); err != nil {
 		fmt.Fprintln(os.Stderr, "estimator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(fracs, seedList string, refs, large, workers int, suggest bool, partial string) error {
+// choice is how the evaluation picks its measurements.
+type choice struct {
+	name   string
+	active bool
+	aim    estimate.Aim
+}
+
+func parseChoices(s string) ([]choice, error) {
+	all := []choice{{"random", false, estimate.AimBalanced}, {"active", true, estimate.AimBalanced}, {"packing", true, estimate.AimPacking}}
+	var out []choice
+	for _, name := range strings.Split(s, ",") {
+		x := slices.IndexFunc(all, func(c choice) bool { return c.name == strings.TrimSpace(name) })
+		if x < 0 {
+			return nil, fmt.Errorf("%q: want random, active or packing", name)
+		}
+		out = append(out, all[x])
+	}
+	return out, nil
+}
+
+func run(fracs, seedList string, choices []choice, refs, large, workers int, suggest bool, partial string) error {
 	var ps []float64
 	for _, f := range strings.Split(fracs, ",") {
 		if strings.TrimSpace(fracs) == "" {
@@ -73,22 +102,18 @@ func run(fracs, seedList string, refs, large, workers int, suggest bool, partial
 	fmt.Println("MAPE and packing agreement: mean ± std over seeds (measured entries count, exact)")
 	fmt.Printf("%-7s %-7s %-13s %-17s %-17s %s\n", "P", "choice", "method", "MAPE %", "agreement %", "measurements")
 	for _, p := range ps {
-		for _, active := range []bool{false, true} {
+		for _, c := range choices {
 			t0 := time.Now()
-			ev, err := estimate.Evaluate(context.Background(), truth, estimate.EvalOptions{References: refs, Fraction: p, Seeds: seeds, Active: active})
+			ev, err := estimate.Evaluate(context.Background(), truth, estimate.EvalOptions{References: refs, Fraction: p, Seeds: seeds, Active: c.active, Aim: c.aim})
 			if err != nil {
 				return err
 			}
-			choice := "random"
-			if active {
-				choice = "active"
-			}
 			for _, name := range ev.Order {
 				m := ev.Methods[name]
-				fmt.Printf("%-7.2f %-7s %-13s %6.2f ± %-7.2f %6.2f ± %-7.2f %v\n", p, choice, name,
+				fmt.Printf("%-7.2f %-7s %-13s %6.2f ± %-7.2f %6.2f ± %-7.2f %v\n", p, c.name, name,
 					100*m.MAPE, 100*m.Std.MAPE, 100*m.PackingAgreement, 100*m.Std.PackingAgreement, ev.Measurements)
 			}
-			fmt.Fprintf(os.Stderr, "  (P=%.2f %s: %.1fs)\n", p, choice, time.Since(t0).Seconds())
+			fmt.Fprintf(os.Stderr, "  (P=%.2f %s: %.1fs)\n", p, c.name, time.Since(t0).Seconds())
 		}
 	}
 	if large > 0 {
