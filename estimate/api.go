@@ -372,6 +372,9 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	if budget < 0 {
 		return nil, nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
+	if err := o.Aim.check(); err != nil {
+		return nil, nil, err
+	}
 	blocks, notes, err := Blocks(t, o.Workers, false)
 	if err != nil {
 		return nil, nil, err

@@ -56,6 +56,14 @@ func ParseAim(s string) (Aim, error) {
 	return 0, fmt.Errorf("aim %q: want balanced or packing", s)
 }
 
+// check returns an error for an aim that is not one of the constants.
+func (a Aim) check() error {
+	if a != AimBalanced && a != AimPacking {
+		return fmt.Errorf("aim %d: unknown", int(a))
+	}
+	return nil
+}
+
 func (a Aim) String() string {
 	switch a {
 	case AimBalanced:
@@ -127,8 +135,8 @@ func Suggest(d *Data, r *Result, budget int, aim Aim) ([]Measurement, error) {
 	if budget < 0 {
 		return nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
-	if aim != AimBalanced && aim != AimPacking {
-		return nil, fmt.Errorf("aim %d: unknown", int(aim))
+	if err := aim.check(); err != nil {
+		return nil, err
 	}
 	st := newPicker(d, r)
 	st.aim = aim
@@ -830,6 +838,9 @@ func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 // a [Pairwise], it is run with bootstrap fits and a cross-validated sum error (unless it sets
 // them), so Suggest ranks pairs by how likely their packing decision is wrong, with aim.
 func Active(ctx context.Context, truth, partial *Data, method Method, budget, batches int, aim Aim) (*Data, error) {
+	if err := aim.check(); err != nil { // before the fits, not after the first
+		return nil, err
+	}
 	d := partial.Clone()
 	if pw, ok := method.(Pairwise); ok {
 		if pw.Bootstrap == 0 {

@@ -409,6 +409,15 @@ func TestSuggestAimPacking(t *testing.T) {
 	if _, err := Suggest(d, r, 1, Aim(7)); err == nil {
 		t.Error("Suggest accepted aim 7")
 	}
+	// Checked before any fit: a cancelled context would be reported otherwise.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Active(ctx, d, d, Pairwise{}, 1, 1, Aim(7)); err == nil || !strings.Contains(err.Error(), "aim 7") {
+		t.Errorf("Active with aim 7: %v, want an error naming the aim", err)
+	}
+	if _, _, err := SuggestTable(ctx, table.New(), 1, Options{Aim: -1}); err == nil || !strings.Contains(err.Error(), "aim -1") {
+		t.Errorf("SuggestTable with aim -1: %v, want an error naming the aim", err)
+	}
 }
 
 func TestParseAim(t *testing.T) {
