@@ -413,6 +413,12 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		if err != nil {
 			return nil, nil, err
 		}
+		if o.Aim == AimDecisions && len(ms) < budget {
+			if n := unsuggestedInfeasible(d, r); n > 0 {
+				notes = append(notes, fmt.Sprintf("%s: %d missing pairs predicted infeasible not suggested (aim %v)",
+					blockName(d, perSF[d.Jobs[0].ScaleFactor]), n, o.Aim))
+			}
+		}
 		if len(ms) > 0 {
 			blocksPicked++
 		}
@@ -434,6 +440,23 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		all = all[:budget]
 	}
 	return all, notes, nil
+}
+
+// unsuggestedInfeasible counts the missing pairs of d (unordered, per worker type) that r
+// predicts infeasible: those AimDecisions does not suggest.
+func unsuggestedInfeasible(d *Data, r *Result) int {
+	n := 0
+	for w := range d.State {
+		for i := range d.State[w] {
+			for k := i; k < len(d.State[w]); k++ {
+				missing := d.State[w][i][k] == table.Missing || d.State[w][k][i] == table.Missing
+				if missing && (r.Infeasible[w][i][k] || r.Infeasible[w][k][i]) {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // suggestions puts d's measurements in table terms.

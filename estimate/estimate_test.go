@@ -319,10 +319,11 @@ func TestActiveSpendsBudget(t *testing.T) {
 	truth := gavelBlock(t)
 	h, _ := Protocol(truth, 16, 0.2, 0)
 	base := onlyReferences(h.Partial, h.References)
+	got := map[Aim][]*Data{}
 	for _, c := range []struct {
 		batches int
 		aim     Aim
-	}{{2, AimBalanced}, {0, AimBalanced}, {2, AimPacking}} {
+	}{{2, AimBalanced}, {0, AimBalanced}, {2, AimDecisions}} {
 		d, err := Active(context.Background(), truth, base, Pairwise{}, 30, c.batches, c.aim)
 		if err != nil {
 			t.Fatal(err)
@@ -345,6 +346,46 @@ func TestActiveSpendsBudget(t *testing.T) {
 		if pairs != 30 {
 			t.Errorf("%+v: %d pairs measured for a budget of 30", c, pairs)
 		}
+		got[c.aim] = append(got[c.aim], d)
+	}
+	if slices.EqualFunc(got[AimBalanced][0].State, got[AimDecisions][0].State, func(a, b [][]table.State) bool {
+		return slices.EqualFunc(a, b, slices.Equal)
+	}) {
+		t.Error("the decisions aim measured the same pairs as balanced: the aim is not used")
+	}
+}
+
+// With a budget above what the decisions aim will suggest, SuggestTable says how many missing
+// pairs it left out as predicted infeasible: they and the picks are all the missing pairs.
+func TestSuggestTableDecisionsNotesInfeasible(t *testing.T) {
+	h, err := Protocol(gavelBlock(t), 16, 0.2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := 0
+	for w := range h.Partial.State {
+		for i := range h.Partial.State[w] {
+			for k := i; k < len(h.Partial.State[w]); k++ {
+				if h.Partial.State[w][i][k] == table.Missing {
+					missing++
+				}
+			}
+		}
+	}
+	ms, notes, err := SuggestTable(context.Background(), ToTable(h.Partial, nil), 5000, Options{Seed: 1, Aim: AimDecisions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	for _, n := range notes {
+		if strings.Contains(n, "predicted infeasible not suggested (aim decisions)") {
+			if _, err := fmt.Sscanf(n[strings.Index(n, ": ")+2:], "%d", &left); err != nil {
+				t.Fatalf("note %q: %v", n, err)
+			}
+		}
+	}
+	if left == 0 || len(ms)+left != missing {
+		t.Errorf("%d picks and %d left out as infeasible (notes %q), want %d missing pairs in all, some left out", len(ms), left, notes, missing)
 	}
 }
 

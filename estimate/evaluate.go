@@ -224,7 +224,9 @@ type MethodReport struct {
 type Evaluation struct {
 	Methods      map[string]*MethodReport `json:"methods"`
 	Order        []string                 `json:"-"`
-	Measurements []int                    `json:"measurements"` // pair measurements made per seed beyond the references
+	Measurements []int                    `json:"measurements"`  // pair measurements made per seed beyond the references
+	Active       bool                     `json:"active"`        // measurements chosen by Active, not at random
+	Aim          string                   `json:"aim,omitempty"` // Active's aim ("balanced" or "decisions"); empty when not Active
 }
 
 // DefaultMethods returns ours, gavel, partner_mean, neighbors, and plain matrix completion of Gavel's
@@ -239,7 +241,13 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 	if len(o.Seeds) == 0 {
 		return nil, fmt.Errorf("no seeds")
 	}
-	ev := &Evaluation{Methods: map[string]*MethodReport{}}
+	ev := &Evaluation{Methods: map[string]*MethodReport{}, Active: o.Active}
+	if o.Active {
+		if err := o.Aim.check(); err != nil {
+			return nil, err
+		}
+		ev.Aim = o.Aim.String()
+	}
 	for _, seed := range o.Seeds {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -28,7 +28,7 @@ const (
 // packing decision (infeasible precision and recall, the allocation's quality, rates of
 // little-known jobs), and together they cost packing agreement. On the Gavel table (R = 16,
 // P = 0.2, active, one run a seed; chosen on hold-out seeds 10-57 among variants of which
-// terms to drop, checked on 58-81, which agreed), packing against balanced over seeds 10-81,
+// terms to drop, checked on 58-81, which agreed), decisions against balanced over seeds 10-81,
 // paired: agreement 91.4% → 93.9% (+2.5 ± 0.2 points, better on 68 of 72 seeds), MAPE 7.8% →
 // 7.6% (−0.3 ± 0.1), infeasible precision 0.85 → 0.73 and recall 0.88 → 0.83 (pairs predicted
 // infeasible are never measured, so a false alarm stays), and the max-min packed downstream
@@ -41,25 +41,26 @@ const (
 	// AimBalanced (the default) weighs packing decisions, feasibility doubt, reliance and
 	// consistency checks as Suggest describes.
 	AimBalanced Aim = iota
-	// AimPacking spends every pick on packing decisions: the flip probability alone ranks the
-	// pairs not predicted infeasible, after cold starts.
-	AimPacking
+	// AimDecisions leaves out the feasibility, reliance and check terms, and pairs predicted
+	// infeasible; cold starts still come first, and SuggestTable's reference pairs for a
+	// worker type without references. Calibrated, the flip probability alone ranks the rest.
+	AimDecisions
 )
 
-// ParseAim returns the aim named "balanced" or "packing" (as Aim.String writes it).
+// ParseAim returns the aim named "balanced" or "decisions" (as Aim.String writes it).
 func ParseAim(s string) (Aim, error) {
-	for _, a := range []Aim{AimBalanced, AimPacking} {
+	for _, a := range []Aim{AimBalanced, AimDecisions} {
 		if s == a.String() {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("aim %q: want balanced or packing", s)
+	return 0, fmt.Errorf("aim %q: want balanced or decisions", s)
 }
 
 // check returns an error for an aim that is not one of the constants.
 func (a Aim) check() error {
-	if a != AimBalanced && a != AimPacking {
-		return fmt.Errorf("aim %d: unknown", int(a))
+	if a != AimBalanced && a != AimDecisions {
+		return fmt.Errorf("aim %v: unknown", a)
 	}
 	return nil
 }
@@ -68,8 +69,8 @@ func (a Aim) String() string {
 	switch a {
 	case AimBalanced:
 		return "balanced"
-	case AimPacking:
-		return "packing"
+	case AimDecisions:
+		return "decisions"
 	}
 	return fmt.Sprintf("Aim(%d)", int(a))
 }
@@ -129,7 +130,7 @@ const uncWeight = 3
 // log-rate spread.
 // Counts are updated after every pick. Ties go to the lower worker, job, partner index.
 //
-// That is the balanced aim ([AimBalanced]); with [AimPacking] the feasibility, reliance and
+// That is the balanced aim ([AimBalanced]); with [AimDecisions] the feasibility, reliance and
 // check terms are left out and pairs predicted infeasible are not candidates.
 func Suggest(d *Data, r *Result, budget int, aim Aim) ([]Measurement, error) {
 	if budget < 0 {
@@ -151,7 +152,7 @@ func Suggest(d *Data, r *Result, budget int, aim Aim) ([]Measurement, error) {
 	// Rounded down: a call of a few picks is left to the flip probability alone.
 	relyLeft := int(relyShare * float64(budget))
 	st.checksLeft = max(1, int(checkShare*float64(budget)))
-	if aim == AimPacking {
+	if aim == AimDecisions {
 		feasLeft, relyLeft, st.checksLeft = 0, 0, 0
 	}
 	rank := ranking{st: st, cands: cands, taken: taken}
@@ -403,7 +404,7 @@ func (st *picker) measuredScarcity() []float64 {
 	return out
 }
 
-// candidates scores every missing pair (w, i ≤ k), except, with the packing aim, pairs predicted
+// candidates scores every missing pair (w, i ≤ k), except, with the decisions aim, pairs predicted
 // infeasible.
 func (st *picker) candidates() []Measurement {
 	d, r := st.d, st.r
@@ -414,14 +415,14 @@ func (st *picker) candidates() []Measurement {
 				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
 					continue
 				}
-				packing := st.aim == AimPacking
-				if packing && (r.Infeasible[w][i][k] || r.Infeasible[w][k][i]) {
+				decisions := st.aim == AimDecisions
+				if decisions && (r.Infeasible[w][i][k] || r.Infeasible[w][k][i]) {
 					continue
 				}
 				if r.SumError != nil {
 					cands = append(cands, st.calibratedValue(w, i, k))
 				} else {
-					cands = append(cands, value(r, st.count, w, i, k, !packing))
+					cands = append(cands, value(r, st.count, w, i, k, !decisions))
 				}
 			}
 		}

@@ -362,48 +362,43 @@ func TestValueHeapOrder(t *testing.T) {
 	}
 }
 
-// The packing aim ranks by flip probability alone: in relyBlock(1.9) the balanced call's first
-// pick is (c,d) for reliance; the packing call takes (a,b), first on the tie, and makes no pick
-// for reliance, feasibility doubt or a check. A pair predicted infeasible, (a,c) here, is
-// never a packing candidate, though balanced measures it (its feasibility is in most doubt).
-func TestSuggestAimPacking(t *testing.T) {
+// The decisions aim ranks by flip probability alone: in relyBlock(1.9) the balanced call's first
+// pick is (c,d) for reliance; the decisions call takes (a,b), first on the tie, and makes no pick
+// for reliance, feasibility doubt or a check. Pairs predicted infeasible, (a,c) both ways and
+// (b,c) one way, are never its candidates, though balanced measures them; (b,d), feasible but
+// in doubt (score 0.4), is one, scored by its flip probability alone.
+func TestSuggestAimDecisions(t *testing.T) {
 	d, r := relyBlock(1.9)
 	r.Infeasible[0][0][2], r.Infeasible[0][2][0] = true, true
-	r.InfeasibleScore = [][][]float64{make([][]float64, 4)}
-	for i := range r.InfeasibleScore[0] {
-		r.InfeasibleScore[0][i] = make([]float64, 4)
-	}
-	r.InfeasibleScore[0][0][2], r.InfeasibleScore[0][2][0] = 0.5, 0.5
-	has := func(ms []Measurement, i, k int) bool {
-		return slices.ContainsFunc(ms, func(m Measurement) bool { return m.I == i && m.K == k })
-	}
+	r.Infeasible[0][2][1] = true // (c, b): one way, as listed for the later job
+	r.InfeasibleScore = doubt(4, map[[2]int]float64{{0, 2}: 0.5, {1, 3}: 0.4})
 	bal, err := Suggest(d, r, 10, AimBalanced)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := bal[0]; m.I != 2 || m.K != 3 || m.Reason != ReasonRely || !has(bal, 0, 2) {
-		t.Fatalf("balanced picks %s (first %+v): want (c,d) for reliance first and (a,c) among them", pairsOf(bal), m)
+	if m := bal[0]; m.I != 2 || m.K != 3 || m.Reason != ReasonRely || !has(bal, 0, 2) || !has(bal, 1, 2) {
+		t.Fatalf("balanced picks %s (first %+v): want (c,d) for reliance first, (a,c) and (b,c) among them", pairsOf(bal), m)
 	}
-	pack, err := Suggest(d, r, 10, AimPacking)
+	dec, err := Suggest(d, r, 10, AimDecisions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pack) != 5 || has(pack, 0, 2) || pack[0].I != 0 || pack[0].K != 1 {
-		t.Errorf("packing picks %s: want the 5 candidates other than (a,c), (a,b) first", pairsOf(pack))
+	if len(dec) != 4 || has(dec, 0, 2) || has(dec, 1, 2) || dec[0].I != 0 || dec[0].K != 1 || !has(dec, 1, 3) {
+		t.Errorf("decisions picks %s: want the 4 candidates other than (a,c) and (b,c), (a,b) first", pairsOf(dec))
 	}
-	for _, m := range pack {
+	for _, m := range dec {
 		if m.Reason != ReasonPacking || m.Score != m.flip {
-			t.Errorf("packing pick %+v: want reason %q and the flip probability as its score", m, ReasonPacking)
+			t.Errorf("decisions pick %+v: want reason %q and the flip probability as its score", m, ReasonPacking)
 		}
 	}
 	dc, rc := checkBlock(0.9)
-	ms, err := Suggest(dc, rc, 2, AimPacking)
+	ms, err := Suggest(dc, rc, 2, AimDecisions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
 		if m.Reason == ReasonCheck {
-			t.Errorf("packing aim made a consistency check: %+v", m)
+			t.Errorf("decisions aim made a consistency check: %+v", m)
 		}
 	}
 	if _, err := Suggest(d, r, 1, Aim(7)); err == nil {
@@ -412,22 +407,75 @@ func TestSuggestAimPacking(t *testing.T) {
 	// Checked before any fit: a cancelled context would be reported otherwise.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Active(ctx, d, d, Pairwise{}, 1, 1, Aim(7)); err == nil || !strings.Contains(err.Error(), "aim 7") {
+	if _, err := Active(ctx, d, d, Pairwise{}, 1, 1, Aim(7)); err == nil || !strings.Contains(err.Error(), "Aim(7)") {
 		t.Errorf("Active with aim 7: %v, want an error naming the aim", err)
 	}
-	if _, _, err := SuggestTable(ctx, table.New(), 1, Options{Aim: -1}); err == nil || !strings.Contains(err.Error(), "aim -1") {
+	if _, _, err := SuggestTable(ctx, table.New(), 1, Options{Aim: -1}); err == nil || !strings.Contains(err.Error(), "Aim(-1)") {
 		t.Errorf("SuggestTable with aim -1: %v, want an error naming the aim", err)
 	}
 }
 
+// The decisions aim keeps cold starts first: job e has nothing known (flatBlock(5, 4)), so the
+// first picks are its pairs, as coverage.
+func TestSuggestAimDecisionsKeepsColdStart(t *testing.T) {
+	d, r := flatBlock(5, 4)
+	ms, err := Suggest(d, r, 3, AimDecisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.K != 4 || m.Reason != ReasonCoverage {
+		t.Errorf("first pick %+v, want a pair of e as coverage", m)
+	}
+}
+
+// Without a calibrated sum error the ranking adds feasibility doubt as a term: (b,d), whose
+// infeasibility score is 0.5, gets 1 for it from balanced; decisions leaves the term out.
+func TestSuggestAimDecisionsUncalibrated(t *testing.T) {
+	d, r := relyBlock(1.9)
+	r.SumError = nil
+	r.InfeasibleScore = doubt(4, map[[2]int]float64{{1, 3}: 0.5})
+	score := func(aim Aim) float64 {
+		st := newPicker(d, r)
+		st.aim = aim
+		for _, m := range st.candidates() {
+			if m.I == 1 && m.K == 3 {
+				return m.Score
+			}
+		}
+		t.Fatalf("aim %v: (b,d) is not a candidate", aim)
+		return 0
+	}
+	if bal, dec := score(AimBalanced), score(AimDecisions); math.Abs(bal-dec-1) > 1e-12 {
+		t.Errorf("(b,d) scores balanced %v, decisions %v: want them 1 (the doubt term) apart", bal, dec)
+	}
+}
+
+// doubt returns a one-worker-type infeasibility score of n jobs, 0 but for the listed pairs
+// (both directions).
+func doubt(n int, scores map[[2]int]float64) [][][]float64 {
+	s := [][][]float64{make([][]float64, n)}
+	for i := range s[0] {
+		s[0][i] = make([]float64, n)
+	}
+	for p, v := range scores {
+		s[0][p[0]][p[1]], s[0][p[1]][p[0]] = v, v
+	}
+	return s
+}
+
+// has reports whether ms picks the pair (i, k) as ordered.
+func has(ms []Measurement, i, k int) bool {
+	return slices.ContainsFunc(ms, func(m Measurement) bool { return m.I == i && m.K == k })
+}
+
 func TestParseAim(t *testing.T) {
-	for _, a := range []Aim{AimBalanced, AimPacking} {
+	for _, a := range []Aim{AimBalanced, AimDecisions} {
 		if got, err := ParseAim(a.String()); err != nil || got != a {
 			t.Errorf("ParseAim(%q) = %v, %v; want %v", a.String(), got, err, a)
 		}
 	}
-	for _, s := range []string{"", "Packing", "fast"} {
-		if _, err := ParseAim(s); err == nil || !strings.Contains(err.Error(), "balanced or packing") {
+	for _, s := range []string{"", "Decisions", "fast"} {
+		if _, err := ParseAim(s); err == nil || !strings.Contains(err.Error(), "balanced or decisions") {
 			t.Errorf("ParseAim(%q): error %v, want one naming the choices", s, err)
 		}
 	}

@@ -1,12 +1,12 @@
 // Command estimator benchmarks the throughput estimators: MAPE and packing agreement against the
 // fraction of pairs revealed, with random and active measurement choice (suggest's balanced aim,
-// "active", and its packing aim, "packing"), for every method, as
+// "active", and its decisions aim, "decisions"), for every method, as
 // mean ± standard deviation over seeds; then the time to estimate a large synthetic table and to
 // suggest measurements for it.
 //
 //	go run ./benchmarks/estimator
 //	go run ./benchmarks/estimator -fractions 0.2 -seeds 0,1,2 -large 0
-//	go run ./benchmarks/estimator -choices packing -large 0
+//	go run ./benchmarks/estimator -choices decisions -large 0
 //	go run ./benchmarks/estimator -fractions "" -suggest=false   # estimate timing only
 //	go run ./benchmarks/estimator -fractions "" -suggest=false -partial /tmp/partial.json
 //	time bin/gavel-profile estimate --table /tmp/partial.json --out /tmp/full.json   # as a user runs it
@@ -39,7 +39,7 @@ func main() {
 	workers := flag.Int("large-workers", 4, "worker types of the synthetic timing table")
 	suggest := flag.Bool("suggest", true, "time suggest on the synthetic table too")
 	partial := flag.String("partial", "", "also write the synthetic partial table to this file, to time gavel-profile estimate on it")
-	choices := flag.String("choices", "random,active,packing", "measurement choices: random, active (suggest's balanced aim), packing (its packing aim)")
+	choices := flag.String("choices", "random,active,decisions", "measurement choices: random, active (suggest's balanced aim), packing (its decisions aim)")
 	flag.Parse()
 	cs, err := parseChoices(*choices)
 	if err != nil {
@@ -60,12 +60,12 @@ type choice struct {
 }
 
 func parseChoices(s string) ([]choice, error) {
-	all := []choice{{"random", false, estimate.AimBalanced}, {"active", true, estimate.AimBalanced}, {"packing", true, estimate.AimPacking}}
+	all := []choice{{"random", false, estimate.AimBalanced}, {"active", true, estimate.AimBalanced}, {"decisions", true, estimate.AimDecisions}}
 	var out []choice
 	for _, name := range strings.Split(s, ",") {
 		x := slices.IndexFunc(all, func(c choice) bool { return c.name == strings.TrimSpace(name) })
 		if x < 0 {
-			return nil, fmt.Errorf("%q: want random, active or packing", name)
+			return nil, fmt.Errorf("%q: want random, active or decisions", name)
 		}
 		out = append(out, all[x])
 	}
@@ -100,7 +100,7 @@ func run(fracs, seedList string, choices []choice, refs, large, workers int, sug
 	fmt.Printf("Gavel simulation table, scale factor 1: %d job types on %s; %d references; seeds %s\n",
 		len(truth.Jobs), strings.Join(truth.Workers, ","), refs, seedList)
 	fmt.Println("MAPE and packing agreement: mean ± std over seeds (measured entries count, exact)")
-	fmt.Printf("%-7s %-7s %-13s %-17s %-17s %s\n", "P", "choice", "method", "MAPE %", "agreement %", "measurements")
+	fmt.Printf("%-7s %-9s %-13s %-17s %-17s %s\n", "P", "choice", "method", "MAPE %", "agreement %", "measurements")
 	for _, p := range ps {
 		for _, c := range choices {
 			t0 := time.Now()
@@ -110,7 +110,7 @@ func run(fracs, seedList string, choices []choice, refs, large, workers int, sug
 			}
 			for _, name := range ev.Order {
 				m := ev.Methods[name]
-				fmt.Printf("%-7.2f %-7s %-13s %6.2f ± %-7.2f %6.2f ± %-7.2f %v\n", p, c.name, name,
+				fmt.Printf("%-7.2f %-9s %-13s %6.2f ± %-7.2f %6.2f ± %-7.2f %v\n", p, c.name, name,
 					100*m.MAPE, 100*m.Std.MAPE, 100*m.PackingAgreement, 100*m.Std.PackingAgreement, ev.Measurements)
 			}
 			fmt.Fprintf(os.Stderr, "  (P=%.2f %s: %.1fs)\n", p, c.name, time.Since(t0).Seconds())

@@ -171,9 +171,14 @@ func TestEvaluateCmdJSON(t *testing.T) {
 	}
 	var got struct {
 		Methods map[string]map[string]any `json:"methods"`
+		Active  *bool                     `json:"active"`
+		Aim     *string                   `json:"aim"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)
+	}
+	if got.Active == nil || *got.Active || got.Aim != nil {
+		t.Errorf("random reveals: active %v, aim %v; want false and no aim", got.Active, got.Aim)
 	}
 	for _, name := range []string{"ours", "gavel", "partner_mean"} {
 		m, ok := got.Methods[name]
@@ -237,9 +242,10 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"suggest repeated worker type", newSuggestCmd, []string{"--table", in, "--worker-types", "k80,v100, k80"},
 			`suggest: --worker-types "k80,v100, k80": k80 given twice`},
 		{"evaluate repeated worker type", newEvaluateCmd, []string{"--worker-types", "p100,p100"}, `evaluate: --worker-types "p100,p100": p100 given twice`},
-		{"suggest unknown aim", newSuggestCmd, []string{"--table", in, "--aim", "fast"}, `suggest: --aim: aim "fast": want balanced or packing`},
-		{"evaluate unknown aim", newEvaluateCmd, []string{"--active", "--aim", "Packing"}, `evaluate: --aim: aim "Packing": want balanced or packing`},
-		{"evaluate aim without --active", newEvaluateCmd, []string{"--aim", "packing"}, "evaluate: --aim packing: applies only with --active"},
+		{"suggest unknown aim", newSuggestCmd, []string{"--table", in, "--aim", "fast"}, `suggest: --aim "fast": want balanced or decisions`},
+		{"evaluate unknown aim", newEvaluateCmd, []string{"--active", "--aim", "Decisions"}, `evaluate: --aim "Decisions": want balanced or decisions`},
+		{"evaluate aim without --active", newEvaluateCmd, []string{"--aim", "decisions"}, "evaluate: --aim decisions: applies only with --active"},
+		{"evaluate default aim named without --active", newEvaluateCmd, []string{"--aim", "balanced"}, "evaluate: --aim balanced: applies only with --active"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -484,7 +490,28 @@ func TestWriteReportJSON(t *testing.T) {
 	}
 }
 
-// --aim packing leaves out the picks balanced makes for feasibility doubt, reliance and
+// evaluate --active --aim decisions runs the active protocol with that aim and says so.
+func TestEvaluateCmdActiveAim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits models")
+	}
+	stdout, stderr, err := execCmd(newEvaluateCmd, "--seeds", "0", "--policy", "none", "--active", "--aim", "decisions", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Active bool   `json:"active"`
+		Aim    string `json:"aim"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Active || got.Aim != "decisions" || !strings.Contains(stderr, "measurements (active, aim decisions)") {
+		t.Errorf("active %v, aim %q, stderr %q: want the decisions aim reported", got.Active, got.Aim, stderr)
+	}
+}
+
+// --aim decisions leaves out the picks balanced makes for feasibility doubt, reliance and
 // consistency checks (on this table balanced makes some of each kind it has a share for).
 func TestSuggestCmdAim(t *testing.T) {
 	in, _ := partialTable(t)
@@ -514,10 +541,10 @@ func TestSuggestCmdAim(t *testing.T) {
 	if bal[other[0]]+bal[other[1]]+bal[other[2]] == 0 {
 		t.Fatalf("balanced reasons %v: none of %q, so this table cannot tell the aims apart", bal, other)
 	}
-	pack := reasons("packing")
+	pack := reasons("decisions")
 	for _, r := range other {
 		if pack[r] > 0 {
-			t.Errorf("--aim packing reasons %v: %d for %q", pack, pack[r], r)
+			t.Errorf("--aim decisions reasons %v: %d for %q", pack, pack[r], r)
 		}
 	}
 }

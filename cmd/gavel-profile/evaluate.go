@@ -18,7 +18,7 @@ type evaluateOptions struct {
 	table, workers, seeds, policy, aim string
 	references, scaleFactor, gpus      int
 	fraction                           float64
-	active, json                       bool
+	active, json, aimSet               bool
 }
 
 func newEvaluateCmd(io *cli.IO) *cobra.Command {
@@ -51,7 +51,8 @@ type) of the allocation computed on the estimated table and evaluated with true 
 over the objective on the true table. scored_entries and scored_pairs count the entries
 and pairs feasible in both, the other metrics' denominators (they differ by method; n/a
 when 0). The JSON also carries "estimated_only": the same metrics over the entries that
-were not measured, and "std" and "per_seed".
+were not measured, "std" and "per_seed", and at the top "active" and (with --active)
+"aim".
 
 Worker types default to those of the block with the most job types of --scale-factor
 (worker types are grouped by the job types they have an isolated rate for), dropping any
@@ -63,6 +64,7 @@ that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale fa
 			// Evaluating several seeds takes minutes: an interrupt stops it within a fit.
 			ctx, stop := interruptible(cmd)
 			defer stop()
+			o.aimSet = cmd.Flags().Changed("aim")
 			return runEvaluate(ctx, o, io)
 		},
 	}
@@ -72,7 +74,7 @@ that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale fa
 	f.Float64Var(&o.fraction, "fraction", 0.2, "probability of revealing each pair with a reference, in (0, 1]")
 	f.StringVar(&o.seeds, "seeds", "0,1,2", "comma-separated seeds, one hold-out draw each")
 	f.BoolVar(&o.active, "active", false, "choose the measurements with suggest instead of at random")
-	f.StringVar(&o.aim, "aim", "balanced", "with --active, suggest's aim: balanced or packing (see 'gavel-profile suggest --help')")
+	f.StringVar(&o.aim, "aim", "balanced", "with --active, suggest's aim: balanced or decisions (see 'gavel-profile suggest --help')")
 	f.StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: see above)")
 	f.IntVar(&o.scaleFactor, "scale-factor", 1, "scale factor of the job types evaluated")
 	f.StringVar(&o.policy, "policy", "max_min_fairness_packed", "policy for downstream_ratio; \"none\" leaves it out")
@@ -107,9 +109,9 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	}
 	aim, err := estimate.ParseAim(o.aim)
 	if err != nil {
-		return cli.UsageError("evaluate: --aim: %v", err)
+		return cli.UsageError("evaluate: --aim %q: want balanced or decisions", o.aim)
 	}
-	if aim != estimate.AimBalanced && !o.active {
+	if o.aimSet && !o.active {
 		return cli.UsageError("evaluate: --aim %s: applies only with --active", o.aim)
 	}
 	if o.policy != "none" {
@@ -131,7 +133,11 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(io.Err, "worker types %s; %d job types; measurements per seed %v\n", strings.Join(truth.Workers, ","), len(truth.Jobs), ev.Measurements)
+	choice := "random"
+	if ev.Active {
+		choice = "active, aim " + ev.Aim
+	}
+	fmt.Fprintf(io.Err, "worker types %s; %d job types; measurements (%s) per seed %v\n", strings.Join(truth.Workers, ","), len(truth.Jobs), choice, ev.Measurements)
 	if o.json {
 		return cli.WriteJSON(io.Out, ev)
 	}
