@@ -29,8 +29,8 @@ const (
 // little-known jobs), and together they cost packing agreement. On the Gavel table (R = 16,
 // P = 0.2, active, one run a seed; chosen on hold-out seeds 10-57 among variants of which
 // terms to drop, checked on 58-81, which agreed), decisions against balanced over seeds 10-81,
-// paired: agreement 91.4% → 93.9% (+2.5 ± 0.2 points, better on 68 of 72 seeds), MAPE 7.8% →
-// 7.6% (−0.3 ± 0.1), infeasible precision 0.85 → 0.73 and recall 0.88 → 0.83 (pairs predicted
+// paired: agreement 91.4% → 93.9% (+2.5 ± 0.2 points, better on 68 of 72 seeds), MAPE 7.82% →
+// 7.56% (−0.26 ± 0.10), infeasible precision 0.85 → 0.73 and recall 0.88 → 0.83 (pairs predicted
 // infeasible are never measured, so a false alarm stays), and the max-min packed downstream
 // ratio 0.75 → 0.64 (−0.11 ± 0.04; 21 seeds below 0.6 against 12): without the reliance
 // picks the planner leans on overestimated pairs again. Dropping only the feasibility share
