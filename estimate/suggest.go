@@ -32,8 +32,8 @@ const (
 // paired: agreement 91.4% → 93.9% (+2.5 ± 0.2 points, better on 68 of 72 seeds), MAPE 7.82% →
 // 7.56% (−0.26 ± 0.10), infeasible precision 0.85 → 0.73 and recall 0.88 → 0.83 (pairs predicted
 // infeasible are never measured, so a false alarm stays), and the max-min packed downstream
-// ratio 0.75 → 0.64 (−0.11 ± 0.04; 21 seeds below 0.6 against 12): without the reliance
-// picks the planner leans on overestimated pairs again. Dropping only the feasibility share
+// ratio 0.75 → 0.64 (−0.11 ± 0.04; 21 seeds below 0.6 against 12; dropping the reliance
+// share alone cost −0.08 ± 0.03 of it on seeds 10-57). Dropping only the feasibility share
 // (+0.8 points), only reliance (+0.5) or only the checks (+0.6, MAPE +0.6) gave less.
 type Aim int
 
@@ -408,6 +408,7 @@ func (st *picker) measuredScarcity() []float64 {
 // infeasible.
 func (st *picker) candidates() []Measurement {
 	d, r := st.d, st.r
+	decisions := st.aim == AimDecisions
 	var cands []Measurement
 	for w := range d.Workers {
 		for i := range d.Jobs {
@@ -415,7 +416,6 @@ func (st *picker) candidates() []Measurement {
 				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
 					continue
 				}
-				decisions := st.aim == AimDecisions
 				if decisions && (r.Infeasible[w][i][k] || r.Infeasible[w][k][i]) {
 					continue
 				}

@@ -39,7 +39,7 @@ func main() {
 	workers := flag.Int("large-workers", 4, "worker types of the synthetic timing table")
 	suggest := flag.Bool("suggest", true, "time suggest on the synthetic table too")
 	partial := flag.String("partial", "", "also write the synthetic partial table to this file, to time gavel-profile estimate on it")
-	choices := flag.String("choices", "random,active,decisions", "measurement choices: random, active (suggest's balanced aim), packing (its decisions aim)")
+	choices := flag.String("choices", "random,active,decisions", "measurement choices: random, active (suggest's balanced aim), decisions (its decisions aim)")
 	flag.Parse()
 	cs, err := parseChoices(*choices)
 	if err != nil {
