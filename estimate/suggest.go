@@ -54,7 +54,7 @@ func ParseAim(s string) (Aim, error) {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("aim %q: want balanced or decisions", s)
+	return 0, fmt.Errorf("%q: want balanced or decisions", s)
 }
 
 // check returns an error for an aim that is not one of the constants.

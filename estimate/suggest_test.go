@@ -376,14 +376,14 @@ func TestSuggestAimDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := bal[0]; m.I != 2 || m.K != 3 || m.Reason != ReasonRely || !has(bal, 0, 2) || !has(bal, 1, 2) {
+	if m := bal[0]; m.I != 2 || m.K != 3 || m.Reason != ReasonRely || !taken(bal, 0, 0, 2) || !taken(bal, 0, 1, 2) {
 		t.Fatalf("balanced picks %s (first %+v): want (c,d) for reliance first, (a,c) and (b,c) among them", pairsOf(bal), m)
 	}
 	dec, err := Suggest(d, r, 10, AimDecisions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dec) != 4 || has(dec, 0, 2) || has(dec, 1, 2) || dec[0].I != 0 || dec[0].K != 1 || !has(dec, 1, 3) {
+	if len(dec) != 4 || taken(dec, 0, 0, 2) || taken(dec, 0, 1, 2) || dec[0].I != 0 || dec[0].K != 1 || !taken(dec, 0, 1, 3) {
 		t.Errorf("decisions picks %s: want the 4 candidates other than (a,c) and (b,c), (a,b) first", pairsOf(dec))
 	}
 	for _, m := range dec {
@@ -461,11 +461,6 @@ func doubt(n int, scores map[[2]int]float64) [][][]float64 {
 		s[0][p[0]][p[1]], s[0][p[1]][p[0]] = v, v
 	}
 	return s
-}
-
-// has reports whether ms picks the pair (i, k) as ordered.
-func has(ms []Measurement, i, k int) bool {
-	return slices.ContainsFunc(ms, func(m Measurement) bool { return m.I == i && m.K == k })
 }
 
 func TestParseAim(t *testing.T) {

@@ -109,7 +109,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	}
 	aim, err := estimate.ParseAim(o.aim)
 	if err != nil {
-		return cli.UsageError("evaluate: --aim %q: want balanced or decisions", o.aim)
+		return cli.UsageError("evaluate: --aim %v", err)
 	}
 	if o.aimSet && !o.active {
 		return cli.UsageError("evaluate: --aim %s: applies only with --active", o.aim)

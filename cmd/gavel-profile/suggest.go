@@ -77,7 +77,7 @@ func runSuggest(ctx context.Context, o suggestOptions, io *cli.IO) error {
 	}
 	aim, err := estimate.ParseAim(o.aim)
 	if err != nil {
-		return cli.UsageError("suggest: --aim %q: want balanced or decisions", o.aim)
+		return cli.UsageError("suggest: --aim %v", err)
 	}
 	opts, err := o.options("suggest")
 	if err != nil {
