@@ -15,7 +15,7 @@ import (
 // names a stream).
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0xda3e39cb94b95bdb)) }
 
-// Holdout is one draw of Gavel's hold-out protocol on a complete block.
+// Holdout is one draw of Gavel's hold-out protocol.
 type Holdout struct {
 	Partial    *Data
 	References []int // sorted job indices
@@ -25,16 +25,27 @@ type Holdout struct {
 // Protocol draws a hold-out: references job types fully measured (every pair among them on
 // every worker type); isolated rates always known; for every other job type, each pair with a
 // reference on each worker type revealed with probability fraction (both jobs' rates).
+//
+// The truth need not be complete. References are then drawn from the job types whose pairs
+// with each other are all measured (see [Data.References]), and a pair the truth lacks is never
+// revealed; on a complete truth every job type is a candidate and the draw is Gavel's.
 func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Holdout, error) {
 	n := len(truth.Jobs)
 	if references < 1 || references >= n {
 		return nil, fmt.Errorf("references %d: must be between 1 and %d (the %d job types less one to estimate)", references, n-1, n)
 	}
+	cands := truth.References()
+	if references > len(cands) {
+		return nil, fmt.Errorf("references %d: only %d job types have every pair with each other measured", references, len(cands))
+	}
 	if !(fraction > 0 && fraction <= 1) {
 		return nil, fmt.Errorf("fraction %v: must be in (0, 1]", fraction)
 	}
 	rng := newRand(seed)
-	refs := rng.Perm(n)[:references]
+	refs := make([]int, references)
+	for x, c := range rng.Perm(len(cands))[:references] {
+		refs[x] = cands[c]
+	}
 	slices.Sort(refs)
 	isRef := make([]bool, n)
 	for _, i := range refs {
@@ -48,7 +59,9 @@ func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Hold
 		}
 		for w := range truth.Workers {
 			for _, k := range refs {
-				if rng.Float64() < fraction {
+				// Drawn whether or not the truth has the pair, so that one missing pair does not
+				// change which of the others are revealed.
+				if rng.Float64() < fraction && truth.State[w][i][k] != table.Missing {
 					p.Reveal(truth, w, i, k)
 					h.Revealed++
 				}
@@ -94,6 +107,7 @@ type Metrics struct {
 //     than 1; the estimate agrees when it makes the same call.
 //
 // Entries that were measured count too (they are exact for every method that keeps them).
+// Entries the truth lacks are not scored, nor pairs with either of them.
 func Score(truth *Data, r *Result, refs []int) Metrics { return score(truth, nil, r, refs) }
 
 // ScoreMissing is Score restricted to the entries partial did not know (the estimated ones);
@@ -120,7 +134,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 				if isRef[i] && isRef[k] {
 					continue
 				}
-				if partial != nil && partial.State[w][i][k] != table.Missing {
+				if truth.State[w][i][k] == table.Missing || partial != nil && partial.State[w][i][k] != table.Missing {
 					continue
 				}
 				m.Entries++
@@ -145,7 +159,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 						nApe++
 					}
 				}
-				if k < i {
+				if k < i || truth.State[w][k][i] == table.Missing {
 					continue
 				}
 				m.Pairs++
@@ -227,6 +241,7 @@ type Evaluation struct {
 	Measurements []int                    `json:"measurements"`  // pair measurements made per seed beyond the references
 	Active       bool                     `json:"active"`        // measurements chosen by Active, not at random
 	Aim          string                   `json:"aim,omitempty"` // Active's aim ("balanced" or "decisions"); empty when not Active
+	Notes        []string                 `json:"notes,omitempty"`
 }
 
 // DefaultMethods returns ours, gavel, partner_mean, neighbors, and plain matrix completion of Gavel's
@@ -237,6 +252,10 @@ func DefaultMethods(seed uint64) []Method {
 
 // Evaluate runs Gavel's hold-out protocol (see [Protocol]) once per seed and scores every method.
 // It stops with ctx's error, between one method's fit and the next, once ctx is done.
+//
+// The truth may be a partial table (a user's own measurements): only what it has is revealed
+// (by the random draw or by [Active]) and scored, and the downstream ratio is left out, with
+// notes saying so.
 func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, error) {
 	if len(o.Seeds) == 0 {
 		return nil, fmt.Errorf("no seeds")
@@ -244,6 +263,15 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 	ev := &Evaluation{Methods: map[string]*MethodReport{}, Active: o.Active}
 	if o.Active {
 		ev.Aim = o.Aim.String() // an unknown aim fails in Active, before any fit
+	}
+	downstream := o.Downstream
+	if m := truth.Missing(); m > 0 {
+		ev.Notes = append(ev.Notes, fmt.Sprintf("the truth lacks %d of %d entries: they are neither revealed nor scored", m, len(truth.Workers)*len(truth.Jobs)*len(truth.Jobs)))
+		if downstream != nil {
+			// The allocation on the estimate may use pairs whose true rate nobody knows.
+			ev.Notes = append(ev.Notes, "downstream_ratio left out: it needs every true rate")
+			downstream = nil
+		}
 	}
 	for _, seed := range o.Seeds {
 		if err := ctx.Err(); err != nil {
@@ -281,8 +309,8 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 				return nil, fmt.Errorf("seed %d: %s: %w", seed, m.Name(), err)
 			}
 			s := Score(truth, r, h.References)
-			if o.Downstream != nil {
-				v, err := o.Downstream(truth, r)
+			if downstream != nil {
+				v, err := downstream(truth, r)
 				if err != nil {
 					return nil, fmt.Errorf("seed %d: %s: downstream: %w", seed, m.Name(), err)
 				}
@@ -335,8 +363,8 @@ func onlyReferences(d *Data, refs []int) *Data {
 }
 
 // meanStd returns the mean and (population) standard deviation of each rate of xs (the
-// downstream ratio when every seed has one); Entries and Pairs, the same for every seed, are
-// copied; ScoredEntries and ScoredPairs are rounded means.
+// downstream ratio when every seed has one); Entries, Pairs, ScoredEntries and ScoredPairs are
+// rounded means (on a complete truth Entries and Pairs are the same for every seed).
 func meanStd(xs []Metrics) (mean, std Metrics) {
 	rates := func(m *Metrics) []*float64 {
 		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
@@ -353,15 +381,16 @@ func meanStd(xs []Metrics) (mean, std Metrics) {
 		m, s := meanStdOf(len(xs), func(x int) float64 { return *xs[x].DownstreamRatio })
 		mean.DownstreamRatio, std.DownstreamRatio = &m, &s
 	}
-	mean.Entries, mean.Pairs = xs[0].Entries, xs[0].Pairs
-	std.Entries, std.Pairs = xs[0].Entries, xs[0].Pairs
 	for _, f := range []func(*Metrics) *int{
+		func(m *Metrics) *int { return &m.Entries },
+		func(m *Metrics) *int { return &m.Pairs },
 		func(m *Metrics) *int { return &m.ScoredEntries },
 		func(m *Metrics) *int { return &m.ScoredPairs },
 	} {
 		v, _ := meanStdOf(len(xs), func(x int) float64 { return float64(*f(&xs[x])) })
 		*f(&mean) = int(math.Round(v))
 	}
+	std.Entries, std.Pairs = mean.Entries, mean.Pairs // counts, not spreads, as std has always carried
 	return mean, std
 }
 

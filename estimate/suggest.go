@@ -133,6 +133,12 @@ const uncWeight = 3
 // That is the balanced aim ([AimBalanced]); with [AimDecisions] the feasibility, reliance and
 // check terms are left out and pairs predicted infeasible are not candidates.
 func Suggest(d *Data, r *Result, budget int, aim Aim) ([]Measurement, error) {
+	return suggest(d, r, budget, aim, nil)
+}
+
+// suggest is Suggest choosing only among the pairs pool allows (every missing pair when pool is
+// nil): [Active] on a partial truth can measure only what the truth has.
+func suggest(d *Data, r *Result, budget int, aim Aim, pool func(w, i, k int) bool) ([]Measurement, error) {
 	if budget < 0 {
 		return nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
@@ -141,7 +147,7 @@ func Suggest(d *Data, r *Result, budget int, aim Aim) ([]Measurement, error) {
 	}
 	st := newPicker(d, r)
 	st.aim = aim
-	cands := st.candidates()
+	cands := st.candidates(pool)
 	var out []Measurement
 	taken := make([]bool, len(cands))
 	// Feasibility doubt takes at most a share of the picks: measuring a doubtful pair mostly
@@ -404,16 +410,16 @@ func (st *picker) measuredScarcity() []float64 {
 	return out
 }
 
-// candidates scores every missing pair (w, i ≤ k), except, with the decisions aim, pairs predicted
-// infeasible.
-func (st *picker) candidates() []Measurement {
+// candidates scores every missing pair (w, i ≤ k) pool allows (all when pool is nil), except,
+// with the decisions aim, pairs predicted infeasible.
+func (st *picker) candidates(pool func(w, i, k int) bool) []Measurement {
 	d, r := st.d, st.r
 	decisions := st.aim == AimDecisions
 	var cands []Measurement
 	for w := range d.Workers {
 		for i := range d.Jobs {
 			for k := i; k < len(d.Jobs); k++ {
-				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing {
+				if d.State[w][i][k] != table.Missing && d.State[w][k][i] != table.Missing || pool != nil && !pool(w, i, k) {
 					continue
 				}
 				if decisions && (r.Infeasible[w][i][k] || r.Infeasible[w][k][i]) {
@@ -838,9 +844,15 @@ func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 // means batches of activeBatch) chosen by [Suggest] on a fresh estimate of method. When method is
 // a [Pairwise], it is run with bootstrap fits and a cross-validated sum error (unless it sets
 // them), so Suggest ranks pairs by how likely their packing decision is wrong, with aim.
+// Only pairs the truth has are chosen, so on a partial truth no measurement is spent on a pair
+// nobody measured.
 func Active(ctx context.Context, truth, partial *Data, method Method, budget, batches int, aim Aim) (*Data, error) {
 	if err := aim.check(); err != nil { // before the fits, not after the first
 		return nil, err
+	}
+	var pool func(w, i, k int) bool
+	if truth.Missing() > 0 {
+		pool = func(w, i, k int) bool { return truth.State[w][i][k] != table.Missing }
 	}
 	d := partial.Clone()
 	if pw, ok := method.(Pairwise); ok {
@@ -852,11 +864,12 @@ func Active(ctx context.Context, truth, partial *Data, method Method, budget, ba
 		}
 		method = pw
 	}
-	cover := int(math.Round(coverFraction * float64(budget)))
-	for _, m := range Cover(d, cover) {
+	nCover := int(math.Round(coverFraction * float64(budget)))
+	covered := cover(d, nCover, pool)
+	for _, m := range covered {
 		d.Reveal(truth, m.W, m.I, m.K)
 	}
-	left := budget - cover
+	left := budget - len(covered) // the rest, when fewer pairs were left to cover with
 	if batches < 1 {
 		batches = max(1, (left+activeBatch-1)/activeBatch)
 	}
@@ -866,7 +879,7 @@ func Active(ctx context.Context, truth, partial *Data, method Method, budget, ba
 		if err != nil {
 			return nil, err
 		}
-		ms, err := Suggest(d, r, take, aim)
+		ms, err := suggest(d, r, take, aim, pool)
 		if err != nil {
 			return nil, err
 		}
@@ -899,7 +912,10 @@ const (
 // reference job that has been paired with non-references least often there (so different
 // jobs are compared with different references, as random reveals would do); ties go to the
 // lower index.
-func Cover(d *Data, budget int) []Measurement {
+func Cover(d *Data, budget int) []Measurement { return cover(d, budget, nil) }
+
+// cover is Cover choosing only among the pairs pool allows (all when pool is nil).
+func cover(d *Data, budget int, pool func(w, i, k int) bool) []Measurement {
 	W, n := len(d.Workers), len(d.Jobs)
 	refs := d.References()
 	isRef := make([]bool, n)
@@ -928,7 +944,7 @@ func Cover(d *Data, budget int) []Measurement {
 			}
 			for w := 0; w < W; w++ {
 				for _, k := range refs {
-					if d.State[w][i][k] != table.Missing || taken(out, w, i, k) {
+					if d.State[w][i][k] != table.Missing || taken(out, w, i, k) || pool != nil && !pool(w, i, k) {
 						continue
 					}
 					key := [4]int{total[i], count[w][i], used[w][k], k}

@@ -437,7 +437,7 @@ func TestSuggestAimDecisionsUncalibrated(t *testing.T) {
 	score := func(aim Aim) float64 {
 		st := newPicker(d, r)
 		st.aim = aim
-		for _, m := range st.candidates() {
+		for _, m := range st.candidates(nil) {
 			if m.I == 1 && m.K == 3 {
 				return m.Score
 			}

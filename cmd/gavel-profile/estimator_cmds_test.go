@@ -193,6 +193,35 @@ func TestEvaluateCmdJSON(t *testing.T) {
 	}
 }
 
+// evaluate on a partial table holds out what it has: every method is scored, the downstream
+// ratio is left out, and notes on stderr and in the JSON say so.
+func TestEvaluateCmdPartialTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits models")
+	}
+	in, _ := partialTable(t)
+	stdout, stderr, err := execCmd(newEvaluateCmd, "--table", in, "--references", "8", "--seeds", "0", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Methods map[string]map[string]any `json:"methods"`
+		Notes   []string                  `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Notes) != 2 || !strings.Contains(stderr, "note: downstream_ratio left out") {
+		t.Errorf("notes %q, stderr %q: want the missing truth and the downstream ratio noted", got.Notes, stderr)
+	}
+	for _, m := range estimate.DefaultMethods(0) {
+		rep, ok := got.Methods[m.Name()]
+		if _, down := rep["downstream_ratio"]; !ok || down || rep["entries"] == 0.0 {
+			t.Errorf("method %s: %v; want scored entries and no downstream_ratio", m.Name(), rep)
+		}
+	}
+}
+
 func TestEstimatorCmdUsageErrors(t *testing.T) {
 	in, _ := partialTable(t)
 	noRefs := filepath.Join(t.TempDir(), "norefs.json")
@@ -221,7 +250,7 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"evaluate P zero", newEvaluateCmd, []string{"--fraction", "0"}, "fraction"},
 		{"evaluate P above 1", newEvaluateCmd, []string{"--fraction", "1.5"}, "fraction"},
 		{"evaluate bad seeds", newEvaluateCmd, []string{"--seeds", "0,x"}, "seeds"},
-		{"evaluate partial table", newEvaluateCmd, []string{"--table", in}, "complete"},
+		{"evaluate too few references measured", newEvaluateCmd, []string{"--table", in}, "--references 16: only 12 job types of scale factor 1 have every pair with each other measured"},
 		{"evaluate P negative", newEvaluateCmd, []string{"--fraction", "-0.2"}, "fraction"},
 		{"evaluate no GPUs", newEvaluateCmd, []string{"--gpus", "0"}, "gpus"},
 		{"evaluate no such scale factor", newEvaluateCmd, []string{"--scale-factor", "3"}, "scale factor 3"},

@@ -26,12 +26,17 @@ func newEvaluateCmd(io *cli.IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "evaluate",
 		Short: "Score the estimators with Gavel's hold-out protocol",
-		Long: `Run Gavel's hold-out protocol on a complete table: --references job types are fully
+		Long: `Run Gavel's hold-out protocol on a table: --references job types are fully
 measured, isolated rates are always measured, and for every other job type each pair with
 a reference is revealed with probability --fraction (one measurement gives both jobs'
 rates). The rest is estimated and compared with the truth. With --active the same number
 of measurements is chosen instead: 20% to cover every job, then by 'suggest' (with
 --aim) in batches of about 12, re-estimating between them.
+
+The table may be partial (your own measurements): references are then drawn from the job
+types measured against each other fully, only measured pairs are revealed (at random or by
+--active) and scored, and downstream_ratio is left out (it needs every true rate); notes
+on stderr (and "notes" in the JSON) say so.
 
 Methods: ours (the pairwise model 'estimate' uses), gavel (Gavel's rank-10 completion,
 nearest reference by cosine distance, that reference's row), partner_mean (the mean
@@ -69,7 +74,7 @@ that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale fa
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.table, "table", "", "complete throughput table (Gavel JSON or CSV, - for stdin; default: the embedded Gavel table)")
+	f.StringVar(&o.table, "table", "", "throughput table, complete or partial (Gavel JSON or CSV, - for stdin; default: the embedded Gavel table)")
 	f.IntVar(&o.references, "references", 16, "number of fully measured reference job types")
 	f.Float64Var(&o.fraction, "fraction", 0.2, "probability of revealing each pair with a reference, in (0, 1]")
 	f.StringVar(&o.seeds, "seeds", "0,1,2", "comma-separated seeds, one hold-out draw each")
@@ -138,14 +143,17 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 		choice = "active, aim " + ev.Aim
 	}
 	fmt.Fprintf(io.Err, "worker types %s; %d job types; measurements (%s) per seed %v\n", strings.Join(truth.Workers, ","), len(truth.Jobs), choice, ev.Measurements)
+	for _, n := range ev.Notes {
+		fmt.Fprintln(io.Err, "note:", n)
+	}
 	if o.json {
 		return cli.WriteJSON(io.Out, ev)
 	}
 	return printEvaluation(io, ev, opts.Downstream != nil)
 }
 
-// truth loads the complete block to evaluate on: --scale-factor's job types of --table, which
-// must have every pair and more job types than --references.
+// truth loads the block to evaluate on: --scale-factor's job types of --table, which must have
+// more job types than --references and at least --references measured against each other fully.
 func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
 	workers, err := parseWorkerTypes("evaluate", o.workers)
 	if err != nil {
@@ -171,12 +179,13 @@ func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
 	if truth == nil {
 		return nil, cli.UsageError("table %s: no job types of scale factor %d with isolated rates on the worker types", name, o.scaleFactor)
 	}
-	if m := truth.Missing(); m > 0 {
-		return nil, cli.UsageError("table %s: scale factor %d has %d missing pairs; evaluate needs a complete table", name, o.scaleFactor, m)
-	}
 	if o.references < 1 || o.references >= len(truth.Jobs) {
 		return nil, cli.UsageError("evaluate: --references %d: must be between 1 and %d (the %d job types less one to estimate)",
 			o.references, len(truth.Jobs)-1, len(truth.Jobs))
+	}
+	if refs := truth.References(); o.references > len(refs) {
+		return nil, cli.UsageError("table %s: --references %d: only %d job types of scale factor %d have every pair with each other measured",
+			name, o.references, len(refs), o.scaleFactor)
 	}
 	return truth, nil
 }
