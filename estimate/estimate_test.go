@@ -577,6 +577,22 @@ func TestEvaluateAndSuggestRejectBadInput(t *testing.T) {
 			t.Errorf("R=%d, P=%v: err %v, want one naming %q", tt.r, tt.p, err, tt.want)
 		}
 	}
+	if _, err := Evaluate(context.Background(), truth, EvalOptions{References: 16, Fraction: 0.2, Seeds: []uint64{3, 1, 3},
+		Methods: []Method{PartnerMean{}}}); err == nil || !strings.Contains(err.Error(), "seed 3 given twice") {
+		t.Errorf("seeds 3, 1, 3: err %v, want one naming seed 3", err)
+	}
+	// A policy that may give a job nothing has no max-min ratio; the error says which job type.
+	h, err := Protocol(truth, 16, 0.2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := PartnerMean{}.Estimate(context.Background(), h.Partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Downstream(context.Background(), "fifo", 1)(truth, r); err == nil || !strings.Contains(err.Error(), "policy fifo gives job type") {
+		t.Errorf("downstream with fifo: err %v, want one naming the policy and a job type", err)
+	}
 	if _, _, err := SuggestTable(context.Background(), table.Default(), -1, Options{}); err == nil || !strings.Contains(err.Error(), "budget -1") {
 		t.Errorf("budget -1: err %v, want one naming the budget", err)
 	}

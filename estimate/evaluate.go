@@ -210,7 +210,7 @@ func ratio(x float64, n int) float64 {
 type EvalOptions struct {
 	References int      // fully measured job types; at least 1, fewer than the block's job types
 	Fraction   float64  // probability of revealing each pair with a reference, in (0, 1]
-	Seeds      []uint64 // one hold-out draw (and estimator seed) each; at least one
+	Seeds      []uint64 // one hold-out draw (and estimator seed) each; at least one, none twice
 	// Active spends the same number of measurements as the random draw, chosen by [Active]
 	// instead of at random: coverage first, then Suggest on our estimate in Batches rounds
 	// (0 means batches of about 12 measurements, re-estimating between them).
@@ -259,6 +259,12 @@ func DefaultMethods(seed uint64) []Method {
 func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, error) {
 	if len(o.Seeds) == 0 {
 		return nil, fmt.Errorf("no seeds")
+	}
+	for x, seed := range o.Seeds {
+		if slices.Contains(o.Seeds[:x], seed) {
+			// One draw counted twice would weigh the means and shrink the spread.
+			return nil, fmt.Errorf("seed %d given twice", seed)
+		}
 	}
 	ev := &Evaluation{Methods: map[string]*MethodReport{}, Active: o.Active}
 	if o.Active {

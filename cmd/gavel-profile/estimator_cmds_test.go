@@ -250,6 +250,9 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"evaluate P zero", newEvaluateCmd, []string{"--fraction", "0"}, "fraction"},
 		{"evaluate P above 1", newEvaluateCmd, []string{"--fraction", "1.5"}, "fraction"},
 		{"evaluate bad seeds", newEvaluateCmd, []string{"--seeds", "0,x"}, "seeds"},
+		{"evaluate seed twice", newEvaluateCmd, []string{"--seeds", "0,1,0"}, `--seeds "0,1,0": 0 given twice`},
+		{"evaluate seed out of range", newEvaluateCmd, []string{"--seeds", "18446744073709551616"}, `"18446744073709551616" is above 18446744073709551615`},
+		{"evaluate policy without a max-min objective", newEvaluateCmd, []string{"--policy", "fifo"}, "--policy fifo: downstream_ratio is the max-min fairness objective"},
 		{"evaluate too few references measured", newEvaluateCmd, []string{"--table", in}, "--references 16: only 12 job types of scale factor 1 have every pair with each other measured"},
 		{"evaluate P negative", newEvaluateCmd, []string{"--fraction", "-0.2"}, "fraction"},
 		{"evaluate no GPUs", newEvaluateCmd, []string{"--gpus", "0"}, "gpus"},
@@ -411,7 +414,9 @@ func TestPrintEvaluationNothingScored(t *testing.T) {
 	some.Entries, some.Pairs, some.ScoredEntries, some.ScoredPairs = 10, 6, 8, 5
 	some.MAPE, some.PackingAgreement = 0.125, 0.8
 	some.EstimatedOnly.ScoredEntries, some.EstimatedOnly.ScoredPairs = 4, 2
-	ev := &estimate.Evaluation{Methods: map[string]*estimate.MethodReport{"none": none, "some": some}, Order: []string{"none", "some"}}
+	some.PerSeed, some.Std.PackingAgreement = make([]estimate.Metrics, 2), 0.05
+	single := &estimate.MethodReport{Metrics: some.Metrics, EstimatedOnly: some.EstimatedOnly, PerSeed: make([]estimate.Metrics, 1)}
+	ev := &estimate.Evaluation{Methods: map[string]*estimate.MethodReport{"none": none, "some": some, "single": single}, Order: []string{"none", "some", "single"}}
 	streams, out, _ := cli.TestIO()
 	if err := printEvaluation(streams, ev, false); err != nil {
 		t.Fatal(err)
@@ -423,8 +428,13 @@ func TestPrintEvaluationNothingScored(t *testing.T) {
 				t.Errorf("nothing scored: want n/a for mae, mape, raw_mape, agreement and both estimated-only, got %q", line)
 			}
 		case strings.Contains(line, " some "):
-			if strings.Contains(line, "n/a") || !strings.Contains(line, "12.50%") || !strings.Contains(line, "80.0% ± 0.0 (5 pairs)") {
+			if strings.Contains(line, "n/a") || !strings.Contains(line, "12.50% ± 0.00") || !strings.Contains(line, "80.0% ± 5.0 (5 pairs)") {
 				t.Errorf("scored method: got %q", line)
+			}
+		case strings.Contains(line, " single "):
+			// One seed has no spread to show.
+			if strings.Contains(line, "±") || !strings.Contains(line, "80.0% (5 pairs)") {
+				t.Errorf("one seed: got %q", line)
 			}
 		}
 	}

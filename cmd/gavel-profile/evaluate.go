@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goio "io"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,19 +85,25 @@ that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale fa
 	f.StringVar(&o.aim, "aim", "balanced", "with --active, suggest's aim: balanced or decisions (see 'gavel-profile suggest --help')")
 	f.StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: see above)")
 	f.IntVar(&o.scaleFactor, "scale-factor", 1, "scale factor of the job types evaluated")
-	f.StringVar(&o.policy, "policy", "max_min_fairness_packed", "policy for downstream_ratio; \"none\" leaves it out")
+	f.StringVar(&o.policy, "policy", "max_min_fairness_packed", "max_min_fairness policy for downstream_ratio; \"none\" leaves it out")
 	f.IntVar(&o.gpus, "gpus", 4, "GPUs of each worker type for downstream_ratio")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
 
-// parseSeeds parses --seeds, a comma-separated list of non-negative integers.
+// parseSeeds parses --seeds, a comma-separated list of distinct non-negative integers: a seed
+// given twice would count one draw twice in the means and shrink the spread.
 func parseSeeds(s string) ([]uint64, error) {
 	var out []uint64
 	for _, p := range strings.Split(s, ",") {
 		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 64)
-		if err != nil {
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return nil, fmt.Errorf("--seeds %q: %q is above %d", s, p, uint64(math.MaxUint64))
+		case err != nil:
 			return nil, fmt.Errorf("--seeds %q: %q is not a non-negative integer", s, p)
+		case slices.Contains(out, v):
+			return nil, fmt.Errorf("--seeds %q: %d given twice", s, v)
 		}
 		out = append(out, v)
 	}
@@ -124,6 +133,12 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 		// seed's fits, minutes in.
 		if _, err := policy.New(o.policy); err != nil {
 			return cli.UsageError("evaluate: --policy: %v", err)
+		}
+		// downstream_ratio is a max-min objective: other policies (FIFO, sums of throughput)
+		// may rightly give a job nothing, and then there is no ratio to take.
+		if !strings.HasPrefix(o.policy, "max_min_fairness") {
+			return cli.UsageError("evaluate: --policy %s: downstream_ratio is the max-min fairness objective; want a max_min_fairness policy (%s) or none",
+				o.policy, strings.Join(maxMinPolicies(), ", "))
 		}
 	}
 	truth, err := o.truth(io.In)
@@ -190,27 +205,48 @@ func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
 	return truth, nil
 }
 
-// printEvaluation prints one row per method: means ± standard deviations over seeds.
+// printEvaluation prints one row per method: means ± standard deviations over seeds (no
+// spread for one seed: a standard deviation of 0 would read as certainty).
 func printEvaluation(io *cli.IO, ev *estimate.Evaluation, downstream bool) error {
 	tw := cli.NewTableWriter(io.Out, "method", "mae", "mape", "raw_mape", "packing_agreement", "infeasible_precision", "infeasible_recall", "downstream_ratio", "mape / agreement (estimated only)")
 	for _, n := range ev.Order {
 		m := ev.Methods[n]
+		spread := func(format string, sd float64) string {
+			if len(m.PerSeed) < 2 {
+				return ""
+			}
+			return fmt.Sprintf(" ± "+format, sd)
+		}
 		ds := "-"
 		if downstream && m.DownstreamRatio != nil {
-			ds = fmt.Sprintf("%.3f ± %.3f", *m.DownstreamRatio, *m.Std.DownstreamRatio)
+			ds = fmt.Sprintf("%.3f", *m.DownstreamRatio) + spread("%.3f", *m.Std.DownstreamRatio)
 		}
 		// A method that calls every entry infeasible has no rate to score: say so, not 0%.
-		rated := func(n int, format string, v ...any) string {
+		rated := func(n int, s string) string {
 			if n == 0 {
 				return "n/a"
 			}
-			return fmt.Sprintf(format, v...)
+			return s
 		}
 		e, p, eo := m.ScoredEntries, m.ScoredPairs, m.EstimatedOnly
-		_ = tw.Append([]string{n, rated(e, "%.4f ± %.4f", m.MAE, m.Std.MAE), rated(e, "%.2f%% ± %.2f", 100*m.MAPE, 100*m.Std.MAPE),
-			rated(e, "%.2f%%", 100*m.RawMAPE), rated(p, "%.1f%% ± %.1f (%d pairs)", 100*m.PackingAgreement, 100*m.Std.PackingAgreement, p),
+		_ = tw.Append([]string{n,
+			rated(e, fmt.Sprintf("%.4f", m.MAE)+spread("%.4f", m.Std.MAE)),
+			rated(e, fmt.Sprintf("%.2f%%", 100*m.MAPE)+spread("%.2f", 100*m.Std.MAPE)),
+			rated(e, fmt.Sprintf("%.2f%%", 100*m.RawMAPE)),
+			rated(p, fmt.Sprintf("%.1f%%", 100*m.PackingAgreement)+spread("%.1f", 100*m.Std.PackingAgreement)+fmt.Sprintf(" (%d pairs)", p)),
 			fmt.Sprintf("%.3f", m.InfeasiblePrecision), fmt.Sprintf("%.3f", m.InfeasibleRecall), ds,
-			rated(eo.ScoredEntries, "%.2f%%", 100*eo.MAPE) + " / " + rated(eo.ScoredPairs, "%.1f%%", 100*eo.PackingAgreement)})
+			rated(eo.ScoredEntries, fmt.Sprintf("%.2f%%", 100*eo.MAPE)) + " / " + rated(eo.ScoredPairs, fmt.Sprintf("%.1f%%", 100*eo.PackingAgreement))})
 	}
 	return tw.Render()
+}
+
+// maxMinPolicies lists the policies evaluate --policy takes.
+func maxMinPolicies() []string {
+	var out []string
+	for _, n := range policy.Names() {
+		if strings.HasPrefix(n, "max_min_fairness") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
