@@ -132,20 +132,24 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 	if noRef != nil && !estimated {
 		return nil, nil, noRef
 	}
-	if rep.Estimated == 0 && rep.KnownInfeasible == 0 && rep.LeftMissing == 0 {
-		rep.Notes = append(rep.Notes, completeNote(t, o.Workers))
-	} else if rep.LeftMissing > 0 {
+	others, n := unselectedMissing(t, o.Workers)
+	switch {
+	case rep.Estimated == 0 && rep.KnownInfeasible == 0 && rep.LeftMissing == 0:
+		rep.Notes = append(rep.Notes, completeNote(o.Workers, others, n))
+	case rep.LeftMissing > 0:
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d entries stay missing (see the notes above)", rep.LeftMissing))
+	}
+	if n > 0 && rep.Estimated+rep.KnownInfeasible+rep.LeftMissing > 0 {
+		// Counted apart from LeftMissing, which is what the estimator could not do on the
+		// selection; a user who selected worker types should not take the output for complete.
+		rep.Notes = append(rep.Notes, fmt.Sprintf("not selected: %s, with %d missing entries, left as they are", workerTypes(others), n))
 	}
 	return out, rep, nil
 }
 
-// completeNote says that nothing was missing: in the table, or, when workers selects some of
-// its worker types and the others still lack entries, on the selection only, naming both, so
-// that a user who selected worker types does not take the table for complete.
-func completeNote(t *table.Table, workers []string) string {
-	var others []string
-	n := 0
+// unselectedMissing returns the worker types of t outside workers (none when workers is nil)
+// that lack entries, and how many entries they lack in all.
+func unselectedMissing(t *table.Table, workers []string) (others []string, n int) {
 	for _, w := range t.WorkerTypes() {
 		if workers == nil || slices.Contains(workers, w) {
 			continue
@@ -155,6 +159,13 @@ func completeNote(t *table.Table, workers []string) string {
 			n += m
 		}
 	}
+	return others, n
+}
+
+// completeNote says that nothing was missing: in the table, or, when workers selects some of
+// its worker types and the others (n entries missing) still lack entries, on the selection
+// only, naming both.
+func completeNote(workers, others []string, n int) string {
 	if n == 0 {
 		return "the table has no missing entries; returned unchanged"
 	}
@@ -434,10 +445,12 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	// Best first across blocks; stable, so each block's order is kept on ties.
 	slices.SortStableFunc(all, func(a, b Suggestion) int { return cmp.Compare(b.Score, a.Score) })
 	if blocksPicked > 1 && calibrated { // one block's picks already keep the shares
-		return withinShares(all, budget), notes, nil
-	}
-	if len(all) > budget {
+		all = withinShares(all, budget)
+	} else if len(all) > budget {
 		all = all[:budget]
+	}
+	if anyMissing && len(all) < budget {
+		notes = append(notes, fmt.Sprintf("budget %d: only %d pairs to suggest; all are", budget, len(all)))
 	}
 	return all, notes, nil
 }

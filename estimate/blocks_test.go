@@ -255,4 +255,16 @@ func TestTableCompleteSelectionNotesOthers(t *testing.T) {
 	if !hasNote(rep.Notes, "no missing entries on the selected worker type k80", "p100", "2 missing entries") {
 		t.Errorf("notes %q: want one naming the selection (k80) and p100's 2 missing entries", rep.Notes)
 	}
+
+	// With something estimated on the selection, the others' missing entries are still named.
+	tb.DeletePair("k80", jobs[2], jobs[3])
+	if _, rep, err = Table(context.Background(), tb, Options{Workers: []string{"k80"}}); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Estimated != 2 || !hasNote(rep.Notes, "not selected: worker type p100, with 2 missing entries, left as they are") {
+		t.Errorf("estimated %d, notes %q: want 2 and a note naming p100's 2 missing entries", rep.Estimated, rep.Notes)
+	}
+	if _, rep, err = Table(context.Background(), tb, Options{}); err != nil || hasNote(rep.Notes, "not selected") {
+		t.Errorf("no selection: notes %q (err %v), want none about unselected worker types", rep.Notes, err)
+	}
 }

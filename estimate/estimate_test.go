@@ -387,6 +387,13 @@ func TestSuggestTableDecisionsNotesInfeasible(t *testing.T) {
 	if left == 0 || len(ms)+left != missing {
 		t.Errorf("%d picks and %d left out as infeasible (notes %q), want %d missing pairs in all, some left out", len(ms), left, notes, missing)
 	}
+	if !hasNote(notes, fmt.Sprintf("budget 5000: only %d pairs to suggest; all are", len(ms))) {
+		t.Errorf("notes %q: want one saying the budget was not filled", notes)
+	}
+	// A budget the picks fill has no such note.
+	if _, notes, err = SuggestTable(context.Background(), ToTable(h.Partial, nil), len(ms), Options{Seed: 1, Aim: AimDecisions}); err != nil || hasNote(notes, "pairs to suggest") {
+		t.Errorf("budget %d: notes %q (err %v), want no unfilled-budget note", len(ms), notes, err)
+	}
 }
 
 // Coverage comes first: a job nobody has measured beyond the references gets picked before

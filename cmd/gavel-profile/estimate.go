@@ -84,8 +84,9 @@ func newEstimateCmd(io *cli.IO) *cobra.Command {
 write the completed table (pairs that cannot be estimated, such as those of a job with no
 isolated rate on a worker type, stay missing and are listed in a note). The table needs
 reference job types: jobs measured with
-themselves and with each other on every worker type. Other jobs need their isolated
-rates and, ideally, a few pairs with references.
+themselves and with each other on the worker types estimated (a worker type without
+them is set apart; see below). Other jobs need their isolated rates and, ideally, a few
+pairs with references.
 
 The estimator is the pairwise model that 'gavel-profile evaluate' scores best: log
 normalized rates ≈ per-worker mean + job and partner effects (informed by isolated rates)
