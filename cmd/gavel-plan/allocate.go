@@ -22,7 +22,7 @@ type allocateOptions struct {
 
 func newAllocateCmd(streams *cli.IO) *cobra.Command {
 	var o allocateOptions
-	o.stdin = streams.In
+	o.streams = streams
 	cmd := &cobra.Command{
 		Use:   "allocate --policy NAME --cluster TYPE=N,... [--jobs FILE]",
 		Short: "Compute a policy's time fractions per job (or pair) and worker type",

@@ -45,7 +45,7 @@ type continuousOptions struct {
 
 func newContinuousCmd(io *cli.IO) *cobra.Command {
 	o := &continuousOptions{}
-	o.stdin = io.In
+	o.streams = io
 	cmd := &cobra.Command{
 		Use:   "continuous",
 		Short: "Average JCT vs input load for heterogeneity-aware vs -agnostic LAS",
@@ -216,7 +216,7 @@ type hierarchicalOptions struct {
 
 func newHierarchicalCmd(io *cli.IO) *cobra.Command {
 	o := &hierarchicalOptions{}
-	o.stdin = io.In
+	o.streams = io
 	cmd := &cobra.Command{
 		Use:   "hierarchical",
 		Short: "Multi-level fairness: entities weighted 1:2:3 vs 1:1:1, aware vs agnostic water filling",

@@ -28,7 +28,7 @@ type roundsOptions struct {
 
 func newRoundsCmd(io *cli.IO) *cobra.Command {
 	o := &roundsOptions{}
-	o.stdin = io.In
+	o.streams = io
 	cmd := &cobra.Command{
 		Use:   "rounds --policy P --cluster C --jobs J --rounds N",
 		Short: "Realize an allocation as round-by-round GPU assignments and report fidelity",
@@ -94,7 +94,7 @@ and realizable (true, false, or null when not checked).`,
 // table, the cluster and its servers.
 type clusterFlags struct {
 	table, cluster, perServer string
-	stdin                     io.Reader // where --table - reads; nil: the process's
+	streams                   *cli.IO // where --table - reads and warnings go; nil: the process's
 }
 
 // register adds --table, --cluster and, with servers, --gpus-per-server;
@@ -118,11 +118,11 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 	if c.cluster == "" {
 		return nil, nil, nil, cli.UsageError("--cluster is required, e.g. --cluster v100=4,p100=4,k80=4")
 	}
-	in := c.stdin
-	if in == nil {
-		in = os.Stdin
+	in, warn := io.Reader(os.Stdin), io.Writer(os.Stderr)
+	if c.streams != nil {
+		in, warn = c.streams.In, c.streams.Err
 	}
-	if tbl, err = cli.LoadTableFrom(in, c.table); err != nil {
+	if tbl, err = cli.LoadTableFrom(in, warn, c.table); err != nil {
 		return nil, nil, nil, err
 	}
 	if cluster, err = policy.ParseCluster(c.cluster); err != nil {

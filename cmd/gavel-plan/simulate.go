@@ -22,7 +22,7 @@ type simulateOptions struct {
 
 func newSimulateCmd(io *cli.IO) *cobra.Command {
 	o := &simulateOptions{}
-	o.stdin = io.In
+	o.streams = io
 	cmd := &cobra.Command{
 		Use:   "simulate --trace F --policy P --cluster C",
 		Short: "Simulate a trace of jobs on a virtual clock with the round-based mechanism",

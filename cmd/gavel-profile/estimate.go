@@ -139,7 +139,7 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
-	t, err := cli.LoadTableFrom(io.In, o.table)
+	t, err := cli.LoadTableFrom(io.In, io.Err, o.table)
 	if err != nil {
 		return err
 	}

@@ -587,3 +587,28 @@ func TestSuggestCmdAim(t *testing.T) {
 		}
 	}
 }
+
+// estimate, suggest and evaluate pass on the table's warnings (here a pair rate above the
+// isolated rate); an unknown worker type stops each right after the table is read.
+func TestEstimatorCmdsWarnOnTable(t *testing.T) {
+	tb := table.Default().Select(nil, []string{"k80", "p100", "v100"})
+	jobs := tb.JobTypesWithScaleFactor(1)
+	iso, _ := tb.Isolated("v100", jobs[0])
+	_, rb, _ := tb.Pair("v100", jobs[0], jobs[1])
+	tb.SetPair("v100", jobs[0], jobs[1], 3*iso, rb)
+	path := filepath.Join(t.TempDir(), "warn.json")
+	if err := tb.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "o.json")
+	for name, mk := range map[string]func(*cli.IO) *cobra.Command{"estimate": newEstimateCmd, "suggest": newSuggestCmd, "evaluate": newEvaluateCmd} {
+		args := []string{"--table", path, "--worker-types", "nosuch"}
+		if name == "estimate" {
+			args = append(args, "--out", out)
+		}
+		_, stderr, err := execCmd(mk, args...)
+		if cli.ExitCode(err) != 2 || !strings.Contains(stderr, "warning: pair rate above isolated rate") {
+			t.Errorf("%s: err %v, stderr %q; want the usage error and the table's warning", name, err, stderr)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goio "io"
 	"math"
 	"slices"
 	"strconv"
@@ -141,7 +140,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 				o.policy, strings.Join(maxMinPolicies(), ", "))
 		}
 	}
-	truth, err := o.truth(io.In)
+	truth, err := o.truth(io)
 	if err != nil {
 		return err
 	}
@@ -169,12 +168,12 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 
 // truth loads the block to evaluate on: --scale-factor's job types of --table, which must have
 // more job types than --references and at least --references measured against each other fully.
-func (o evaluateOptions) truth(stdin goio.Reader) (*estimate.Data, error) {
+func (o evaluateOptions) truth(io *cli.IO) (*estimate.Data, error) {
 	workers, err := parseWorkerTypes("evaluate", o.workers)
 	if err != nil {
 		return nil, err
 	}
-	t, err := cli.LoadTableFrom(stdin, o.table)
+	t, err := cli.LoadTableFrom(io.In, io.Err, o.table)
 	if err != nil {
 		return nil, err
 	}

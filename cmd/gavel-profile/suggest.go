@@ -84,7 +84,7 @@ func runSuggest(ctx context.Context, o suggestOptions, io *cli.IO) error {
 		return err
 	}
 	opts.Aim = aim
-	t, err := cli.LoadTableFrom(io.In, o.table)
+	t, err := cli.LoadTableFrom(io.In, io.Err, o.table)
 	if err != nil {
 		return err
 	}

@@ -122,8 +122,10 @@ func TableName(path string) string {
 // LoadTableFrom loads the table at path, from in when path is "-", or the embedded default
 // when path is empty. Gavel JSON and the CSV of `table convert` are both read, told apart by
 // their content. Any problem in the table, or a file that cannot be opened, is bad input
-// (exit status 2).
-func LoadTableFrom(in io.Reader, path string) (*table.Table, error) {
+// (exit status 2). Warnings (a pair rate above the job's isolated rate, which a measurement
+// can give but which usually means a bad one) are written to warn, when not nil: the first,
+// and how many more `table validate` would list.
+func LoadTableFrom(in io.Reader, warn io.Writer, path string) (*table.Table, error) {
 	if path == "" {
 		return table.Default(), nil
 	}
@@ -133,6 +135,13 @@ func LoadTableFrom(in io.Reader, path string) (*table.Table, error) {
 	}
 	if errs := ps.Errors(); len(errs) > 0 {
 		return nil, errs
+	}
+	if ws := ps.Warnings(); len(ws) > 0 && warn != nil {
+		more := ""
+		if len(ws) > 1 {
+			more = fmt.Sprintf(" (and %d more; 'gavel-plan table validate' lists them)", len(ws)-1)
+		}
+		fmt.Fprintf(warn, "%v%s\n", ws[0], more)
 	}
 	return t, nil
 }

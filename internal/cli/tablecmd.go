@@ -71,7 +71,7 @@ rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
 
 // TableShow runs `table show`.
 func TableShow(streams *IO, o TableShowOptions) error {
-	t, err := LoadTableFrom(streams.In, o.Table)
+	t, err := LoadTableFrom(streams.In, streams.Err, o.Table)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func TableConvert(streams *IO, path, to, out string) error {
 	if err := CheckOutput("table convert", "--out", out); err != nil {
 		return err
 	}
-	t, err := LoadTableFrom(streams.In, path)
+	t, err := LoadTableFrom(streams.In, streams.Err, path)
 	if err != nil {
 		return err
 	}

@@ -282,7 +282,7 @@ func TestLoadTableFromFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(csvPath, buf.Bytes(), 0o644)
-	got, err := LoadTableFrom(nil, csvPath)
+	got, err := LoadTableFrom(nil, nil, csvPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestLoadTableFromFormats(t *testing.T) {
 		{"bad json on stdin", "-", `{"v100": [}`, "stdin"},
 		{"missing file", filepath.Join(dir, "none.json"), "", "none.json: no such file"},
 	} {
-		_, err := LoadTableFrom(strings.NewReader(tc.stdin), tc.path)
+		_, err := LoadTableFrom(strings.NewReader(tc.stdin), nil, tc.path)
 		if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), tc.want) {
 			t.Errorf("%s: %v (exit %d), want exit 2 with %q", tc.name, err, ExitCode(err), tc.want)
 		}
@@ -354,5 +354,32 @@ func TestCheckOutput(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), c.want)) {
 			t.Errorf("%q: %v (exit %d), want %q", c.path, err, ExitCode(err), c.want)
 		}
+	}
+}
+
+// A table that loads with warnings (pair rates above the isolated rate) is used, and the first
+// warning and the count of the others go to the warning writer.
+func TestLoadTableFromWarns(t *testing.T) {
+	tb := table.Default().Select(nil, []string{"v100"})
+	jobs := tb.JobTypesWithScaleFactor(1)
+	for _, k := range jobs[1:3] {
+		_, rb, _ := tb.Pair("v100", jobs[0], k)
+		iso, _ := tb.Isolated("v100", jobs[0])
+		tb.SetPair("v100", jobs[0], k, 2*iso, rb)
+	}
+	path := filepath.Join(t.TempDir(), "warn.json")
+	if err := tb.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	var warn bytes.Buffer
+	if _, err := LoadTableFrom(nil, &warn, path); err != nil {
+		t.Fatal(err)
+	}
+	got := warn.String()
+	if strings.Count(got, "\n") != 1 || !strings.Contains(got, path) || !strings.Contains(got, "above isolated rate") || !strings.Contains(got, "(and 1 more;") {
+		t.Errorf("warnings %q: want one line naming the file, the first warning and 1 more", got)
+	}
+	if _, err := LoadTableFrom(nil, nil, path); err != nil {
+		t.Errorf("no warning writer: %v", err)
 	}
 }
