@@ -200,6 +200,9 @@ func parseRate(raw json.RawMessage) (float64, error) {
 	if v, ok := plainRate(raw); ok { // the common case, without the decoder
 		return v, nil
 	}
+	if string(bytes.TrimSpace(raw)) == "null" { // json.Unmarshal leaves a string alone for null
+		return 0, fmt.Errorf("%w: null, want a number", ErrBadValue)
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if isMaskedNonFinite(s) {

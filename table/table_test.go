@@ -358,13 +358,19 @@ func TestReadSameJobTypeTwice(t *testing.T) {
 func TestReadWrongValueType(t *testing.T) {
 	tests := []struct {
 		name, in, worker, job, partner string
+		say                            string // in the message, when not ""
 	}{
-		{"job is a number", `{"p100": {"('A', 1)": 5, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
+		{"job is a number", `{"p100": {"('A', 1)": 5, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "", ""},
 		// Read as a float64, 1e999 once failed with "cannot unmarshal number 1e999 into Go value".
-		{"job is a number out of range", `{"p100": {"('A', 1)": 1e999, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
-		{"worker is a number out of range", `{"p100": -1e999, "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
-		{"worker is a list", `{"p100": [1], "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
-		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null"},
+		{"job is a number out of range", `{"p100": {"('A', 1)": 1e999, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "", ""},
+		{"worker is a number out of range", `{"p100": -1e999, "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", "", ""},
+		{"worker is a list", `{"p100": [1], "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", "", ""},
+		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null", ""},
+		// null was called "null is a string".
+		{"isolated is null", `{"p100": {"('A', 1)": {"null": null}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null",
+			`w.json: worker type "p100": job ('A', 1): partner null: bad value: null, want a number`},
+		{"pair rate is null", `{"p100": {"('A', 1)": {"null": 2, "('A', 1)": [1, null]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "('A', 1)",
+			"bad value: null, want a number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -376,6 +382,9 @@ func TestReadWrongValueType(t *testing.T) {
 			p := errs[0]
 			if p.Worker != tt.worker || p.Job != tt.job || p.Partner != tt.partner || strings.Contains(p.Error(), "map[") || strings.Contains(p.Error(), "Go value") {
 				t.Errorf("problem %q: want worker %q job %q partner %q in plain words", p.Error(), tt.worker, tt.job, tt.partner)
+			}
+			if !strings.Contains(p.Error(), tt.say) || strings.Contains(p.Error(), "null is a string") {
+				t.Errorf("problem %q: want it to say %q", p.Error(), tt.say)
 			}
 			if tb == nil || !tb.HasJobType(JobType{"B", 1}) {
 				t.Errorf("the good entry was not read: %v", tb)
