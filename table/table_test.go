@@ -393,6 +393,64 @@ func TestReadWrongValueType(t *testing.T) {
 	}
 }
 
+// TestReadUnknownPartner: a partner key naming a job type that has no entry of its own on the
+// worker type (a typo, most likely) was reported as "pair present on one side only: ('Bogus', 1)
+// has no entry for ('A3C', 1)"; it is now said to be no job type of that worker type. A partner
+// that has an entry, even a bad one, without the pair is still one-sided.
+func TestReadUnknownPartner(t *testing.T) {
+	header := strings.Join(csvHeader, ",") + "\n"
+	csvRow := func(w, a, b string) string {
+		if b == "" {
+			return w + "," + a + ",1,,,measured,2,,,,,\n"
+		}
+		return w + "," + a + ",1," + b + ",1,measured,1,1,,,,\n"
+	}
+	const unknown = `partner ('Bogus', 1): unknown partner: ('Bogus', 1) is not a job type of worker type "k80" (it has no entry of its own)`
+	tests := []struct {
+		name, in string
+		csv      bool
+		want     error  // among the errors
+		not      error  // not among them
+		say      string // in that error's message
+	}{
+		{"json no entry", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}}}`, false,
+			ErrUnknownPartner, ErrOneSided, `t.json: worker type "k80": job ('A3C', 1): ` + unknown},
+		{"json entry on another worker type only", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}},
+			"v100": {"('Bogus', 1)": {"null": 2}}}`, false, ErrUnknownPartner, ErrOneSided, unknown},
+		{"json entry without the pair", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}, "('Bogus', 1)": {"null": 2}}}`, false,
+			ErrOneSided, ErrUnknownPartner, "('Bogus', 1) has no entry for ('A3C', 1)"},
+		{"json bad entry without the pair", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}, "('Bogus', 1)": 5}}`, false,
+			ErrOneSided, ErrUnknownPartner, "('Bogus', 1) has no entry for ('A3C', 1)"},
+		{"csv no row", header + csvRow("k80", "A3C", "") + csvRow("k80", "A3C", "Bogus"), true,
+			ErrUnknownPartner, ErrOneSided, unknown},
+		{"csv row without the pair", header + csvRow("k80", "A3C", "") + csvRow("k80", "Bogus", "") + csvRow("k80", "A3C", "Bogus"), true,
+			ErrOneSided, ErrUnknownPartner, "('Bogus', 1) has no entry for ('A3C', 1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ps Problems
+			if tt.csv {
+				_, ps = CheckCSV(strings.NewReader(tt.in), "t.csv")
+			} else {
+				_, ps = Check(strings.NewReader(tt.in), "t.json")
+			}
+			errs := ps.Errors()
+			if errors.Is(errs, tt.not) {
+				t.Errorf("errors %v: want none wrapping %v", errs, tt.not)
+			}
+			for _, p := range errs {
+				if errors.Is(p, tt.want) {
+					if !strings.Contains(p.Error(), tt.say) {
+						t.Errorf("error %q does not say %q", p, tt.say)
+					}
+					return
+				}
+			}
+			t.Errorf("errors %v: want one wrapping %v", errs, tt.want)
+		})
+	}
+}
+
 // TestWriteRefusesUnreadableKeys: Write and Save refuse a table holding a key that would not
 // read back as the same job type, naming it, and leave the old file alone.
 func TestWriteRefusesUnreadableKeys(t *testing.T) {
