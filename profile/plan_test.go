@@ -200,6 +200,82 @@ func TestLoadSuggestions(t *testing.T) {
 	}
 }
 
+// TestReadSuggestionsScaleFactor: a scale_factor left out is 1; one given below 1 was taken
+// for 1 too, and is an error naming the file, the entry and the value.
+func TestReadSuggestionsScaleFactor(t *testing.T) {
+	entry := func(sf string) string {
+		return `{"measurements":[{"worker_type":"v100","job":"a","partner":"b","scale_factor":1},
+			{"worker_type":"k80","job":"c","partner":"d"` + sf + `}]}`
+	}
+	tests := []struct {
+		name, sf string
+		want     int      // the second entry's scale factor, when read
+		wantErr  []string // what the error names
+	}{
+		{"left out", "", 1, nil},
+		{"null", `,"scale_factor":null`, 1, nil},
+		{"two", `,"scale_factor":2`, 2, nil},
+		{"zero", `,"scale_factor":0`, 0, []string{"s.json", "measurement 1", "c + d on k80", "scale_factor 0", ">= 1"}},
+		{"negative", `,"scale_factor":-3`, 0, []string{"s.json", "measurement 1", "c + d on k80", "scale_factor -3"}},
+		{"fraction", `,"scale_factor":1.5`, 0, []string{"s.json", "measurement 1", "scale_factor", "whole number", "1.5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ReadSuggestions(strings.NewReader(entry(tt.sf)), "s.json")
+			if tt.wantErr == nil {
+				if err != nil || len(s) != 2 || s[0].ScaleFactor != 1 || s[1].ScaleFactor != tt.want {
+					t.Fatalf("%+v, %v; want scale factors 1 and %d", s, err, tt.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("read %+v, want an error", s)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestReadSuggestionsWrongShape: a file of the wrong shape said "cannot unmarshal array into Go
+// value of type struct { Measurements []profile.Suggestion ... }"; the error names the file and
+// what it should hold, in JSON's terms.
+func TestReadSuggestionsWrongShape(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"array", `[{"worker_type":"v100","job":"a","partner":"b"}]`, []string{"found an array", `"measurements" list`, "suggest --json"}},
+		{"string", `"x"`, []string{"found a string", `"measurements" list`}},
+		{"number", `12`, []string{"found a number", `"measurements" list`}},
+		{"measurements an object", `{"measurements":{"a":1}}`, []string{`"measurements" is an object`, "list of pairs", "suggest --json"}},
+		{"entry not an object", `{"measurements":[3]}`, []string{"measurement 0", "found a number", "want an object"}},
+		{"field of the wrong kind", `{"measurements":[{"worker_type":"v100","job":1,"partner":"b"}]}`, []string{"measurement 0", "job", "want a string"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadSuggestions(strings.NewReader(tt.in), "s.json")
+			if err == nil {
+				t.Fatal("read, want an error")
+			}
+			msg := err.Error()
+			for _, w := range append(tt.want, "suggestions s.json: ") {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %q", msg, w)
+				}
+			}
+			for _, leak := range []string{"Go value", "Go struct", "profile.", "unmarshal"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("error %q speaks of Go types (%q)", msg, leak)
+				}
+			}
+		})
+	}
+}
+
 func TestBaseEnv(t *testing.T) {
 	parent := []string{"PATH=/bin", "HOME=/h", "SECRET_TOKEN=x", "VIRTUAL_ENV=/v", "CUDA_VISIBLE_DEVICES=3"}
 	env, err := BaseEnv(parent, []string{"VIRTUAL_ENV", "OMP_NUM_THREADS=4"})

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,25 +131,85 @@ func LoadSuggestions(path string) ([]Suggestion, error) {
 	return loadFile(path, "suggestions", ReadSuggestions)
 }
 
+// suggestionsShape is the shape ReadSuggestions wants, for its errors.
+const suggestionsShape = `({"measurements": [{"worker_type", "job", "partner", "scale_factor"}, ...]}), as 'gavel-profile suggest --json' writes`
+
 // ReadSuggestions reads the JSON printed by `gavel-profile suggest --json`; file names it in
 // errors. Fields other than the pair's (estimates, reasons) are allowed: the printer may add
-// more.
+// more. scale_factor defaults to 1 when left out; a given one below 1 is an error.
 func ReadSuggestions(r io.Reader, file string) ([]Suggestion, error) {
-	var s struct {
-		Measurements []Suggestion `json:"measurements"`
-	}
-	if err := json.NewDecoder(r).Decode(&s); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		return nil, fmt.Errorf("suggestions %s: %w", file, err)
 	}
-	for i, m := range s.Measurements {
+	var s struct {
+		Measurements json.RawMessage `json:"measurements"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field == "" {
+			return nil, fmt.Errorf("suggestions %s: found %s, want an object with a \"measurements\" list %s", file, kindOfJSON(data), suggestionsShape)
+		}
+		return nil, fmt.Errorf("suggestions %s: %w", file, err)
+	}
+	if len(s.Measurements) == 0 || string(s.Measurements) == "null" {
+		return nil, nil
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(s.Measurements, &entries); err != nil {
+		return nil, fmt.Errorf("suggestions %s: \"measurements\" is %s, want a list of pairs %s", file, kindOfJSON(s.Measurements), suggestionsShape)
+	}
+	out := make([]Suggestion, len(entries))
+	for i, raw := range entries {
+		// ScaleFactor shadows the embedded one, so that a 0 given is told from one left out.
+		var m struct {
+			Suggestion
+			ScaleFactor *int `json:"scale_factor"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			var typ *json.UnmarshalTypeError
+			if !errors.As(err, &typ) {
+				return nil, fmt.Errorf("suggestions %s: measurement %d: %w", file, i, err)
+			}
+			if typ.Field == "" {
+				return nil, fmt.Errorf("suggestions %s: measurement %d: found %s, want an object {\"worker_type\", \"job\", \"partner\", \"scale_factor\"}", file, i, kindOfJSON(raw))
+			}
+			return nil, fmt.Errorf("suggestions %s: measurement %d: %s: want %s, got %s", file, i, typ.Field, jsonfile.Kind(typ.Type), jsonfile.Got(typ.Value))
+		}
 		if m.WorkerType == "" || m.Job == "" || m.Partner == "" {
 			return nil, fmt.Errorf("suggestions %s: measurement %d: worker_type, job and partner are required", file, i)
 		}
-		if m.ScaleFactor == 0 {
-			s.Measurements[i].ScaleFactor = 1
+		m.Suggestion.ScaleFactor = 1
+		if m.ScaleFactor != nil {
+			if *m.ScaleFactor < 1 {
+				return nil, fmt.Errorf("suggestions %s: measurement %d (%s + %s on %s): scale_factor %d, want >= 1 (leave it out for 1)",
+					file, i, m.Job, m.Partner, m.WorkerType, *m.ScaleFactor)
+			}
+			m.Suggestion.ScaleFactor = *m.ScaleFactor
 		}
+		out[i] = m.Suggestion
 	}
-	return s.Measurements, nil
+	return out, nil
+}
+
+// kindOfJSON names the kind of a JSON value read already: "an object", "a string", "null", ...
+func kindOfJSON(raw json.RawMessage) string {
+	switch v := bytes.TrimSpace(raw); {
+	case len(v) == 0:
+		return "empty"
+	case v[0] == '{':
+		return "an object"
+	case v[0] == '[':
+		return "an array"
+	case v[0] == '"':
+		return "a string"
+	case v[0] == 't' || v[0] == 'f':
+		return "true or false"
+	case v[0] == 'n':
+		return "null"
+	default:
+		return "a number"
+	}
 }
 
 // decodeStrict reads exactly one JSON value into v, strictly (see jsonfile.Decode); errors

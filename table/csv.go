@@ -183,6 +183,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		loc("", "", err)
 		return
 	}
+	b.ownEntry(w, j)
 	k := JobType{} // none for an isolated row
 	if rec[3] != "" || rec[4] != "" {
 		if k, err = b.csvJobType(rec[3], rec[4]); err != nil {

@@ -16,6 +16,7 @@ var (
 	ErrNegativeRate        = errors.New("negative rate")
 	ErrNotFinite           = errors.New("rate is NaN or infinite")
 	ErrOneSided            = errors.New("pair present on one side only")
+	ErrUnknownPartner      = errors.New("unknown partner")
 	ErrInconsistent        = errors.New("pair rates disagree between the two sides")
 	ErrScaleFactorMismatch = errors.New("partner has a different scale factor")
 	ErrAboveIsolated       = errors.New("pair rate above isolated rate")

@@ -200,6 +200,9 @@ func parseRate(raw json.RawMessage) (float64, error) {
 	if v, ok := plainRate(raw); ok { // the common case, without the decoder
 		return v, nil
 	}
+	if string(bytes.TrimSpace(raw)) == "null" { // json.Unmarshal leaves a string alone for null
+		return 0, fmt.Errorf("%w: null, want a number", ErrBadValue)
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if isMaskedNonFinite(s) {
@@ -332,6 +335,24 @@ type builder struct {
 	// badPairs are the pairs whose value was reported bad, so that their other direction is
 	// not reported again as present on one side only.
 	badPairs map[pairKey]bool
+	// own holds the job types that have an entry of their own on a worker type (a job key in
+	// JSON, a row's job in CSV), even one left out as bad: a partner that has none is a job
+	// type the worker type does not know, reported as such rather than as a one-sided pair.
+	own map[workerJob]bool
+}
+
+// workerJob names job type j on worker type w.
+type workerJob struct {
+	w string
+	j JobType
+}
+
+// ownEntry records that job type j has an entry of its own on worker type w.
+func (b *builder) ownEntry(w string, j JobType) {
+	if b.own == nil {
+		b.own = map[workerJob]bool{}
+	}
+	b.own[workerJob{w, j}] = true
 }
 
 // pairKey names one direction of a pair: job a with partner b on worker type w.
@@ -459,7 +480,9 @@ func (b *builder) jobs(w string, wt *workerTable) bool {
 		case err != nil:
 			b.problem(loc(), err)
 			return b.skip()
-		case b.s.peek() != '{':
+		}
+		b.ownEntry(w, j)
+		if b.s.peek() != '{' {
 			return b.notObject(loc(), "partners")
 		}
 		return b.partners(w, wt, j, jk)
@@ -535,7 +558,8 @@ func (b *builder) entry(wt *workerTable, j JobType, pk string, v []byte, loc fun
 // value: that problem was reported already, and one mistake counts once.
 func (b *builder) finish() Problems {
 	for _, w := range b.t.WorkerTypes() {
-		for _, p := range settlePairs(w, b.t.workers[w]) {
+		hasEntry := func(j JobType) bool { return b.own[workerJob{w, j}] }
+		for _, p := range settlePairs(w, b.t.workers[w], hasEntry) {
 			if !b.reportedBad(w, p) {
 				b.ps = append(b.ps, p)
 			}
@@ -564,7 +588,10 @@ const symmetryTolerance = 1e-6
 // first (by Less), and a pair given in one direction gets the other. It reports pairs given in
 // one direction only and pairs whose two directions disagree, ordered by job type and partner.
 // A self-pair (a, a) is two instances of one type and has no second direction to compare with.
-func settlePairs(w string, wt *workerTable) Problems {
+// When hasEntry is not nil, a pair given in one direction only whose partner has no entry of
+// its own on w (hasEntry false) is reported as naming a job type w does not have
+// (ErrUnknownPartner), the likely mistake, instead of as one-sided.
+func settlePairs(w string, wt *workerTable, hasEntry func(JobType) bool) Problems {
 	var found []keyedProblem
 	var oneSided [][2]JobType
 	for a, row := range wt.pairs {
@@ -576,7 +603,7 @@ func settlePairs(w string, wt *workerTable) Problems {
 			switch {
 			case !ok:
 				oneSided = append(oneSided, [2]JobType{a, b})
-				found = append(found, keyedProblem{job: a, partner: b, err: fmt.Errorf("%w: %s has no entry for %s", ErrOneSided, b.Key(), a.Key())})
+				found = append(found, keyedProblem{job: a, partner: b, err: oneSidedError(w, a, b, hasEntry)})
 				continue
 			case b.Less(a):
 				continue // settled when the other direction is visited
@@ -591,6 +618,15 @@ func settlePairs(w string, wt *workerTable) Problems {
 		wt.setOneWay(ab[1], ab[0], [2]float64{r[1], r[0]})
 	}
 	return sortedProblems(w, found)
+}
+
+// oneSidedError says why the pair of a with partner b on worker type w has no other direction:
+// b has no entry of its own on w (hasEntry, when not nil, says), or it has one without a.
+func oneSidedError(w string, a, b JobType, hasEntry func(JobType) bool) error {
+	if hasEntry != nil && !hasEntry(b) {
+		return fmt.Errorf("%w: %s is not a job type of worker type %q (it has no entry of its own)", ErrUnknownPartner, b.Key(), w)
+	}
+	return fmt.Errorf("%w: %s has no entry for %s", ErrOneSided, b.Key(), a.Key())
 }
 
 func near(x, y float64) bool {

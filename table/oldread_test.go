@@ -18,6 +18,10 @@ import (
 // such as 1e999, where an object belonged, fail with "json: cannot unmarshal number 1e999
 // into Go value of type float64" instead of saying what was found; the single pass says
 // "found a number 1e999" (TestReadWrongValueType).
+//
+// Another: a pair given on one side only whose partner has no entry of its own on the worker
+// type is reported as an unknown partner (ErrUnknownPartner), as the reader now does; addPairs
+// takes the job types that have entries of their own for that.
 
 func oldCheck(r io.Reader, file string) (*Table, Problems) {
 	data, err := io.ReadAll(r)
@@ -86,6 +90,7 @@ func oldBuild(data []byte, top []oldMember) (*Table, Problems) {
 	t := New()
 	b := &oldBuilder{data: data, t: t}
 	pairs := map[string]map[[2]JobType][2]float64{}
+	own := map[string]map[JobType]bool{}
 	seen := map[string]int64{}
 	for _, wm := range top {
 		w := wm.key
@@ -103,10 +108,11 @@ func oldBuild(data []byte, top []oldMember) (*Table, Problems) {
 		}
 		t.worker(w, true)
 		pairs[w] = map[[2]JobType][2]float64{}
-		b.worker(w, jobs, pairs[w])
+		own[w] = map[JobType]bool{}
+		b.worker(w, jobs, pairs[w], own[w])
 	}
 	for _, w := range slices.Sorted(mapsKeys(pairs)) {
-		b.ps = append(b.ps, oldAddPairs(t, w, pairs[w])...)
+		b.ps = append(b.ps, oldAddPairs(t, w, pairs[w], own[w])...)
 	}
 	return t, b.ps
 }
@@ -145,7 +151,7 @@ func (b *oldBuilder) repeated(seen map[string]int64, m oldMember, what string, p
 	return true
 }
 
-func (b *oldBuilder) worker(w string, jobs []oldMember, pairs map[[2]JobType][2]float64) {
+func (b *oldBuilder) worker(w string, jobs []oldMember, pairs map[[2]JobType][2]float64, own map[JobType]bool) {
 	seen := map[string]int64{}
 	for _, jm := range jobs {
 		jk := jm.key
@@ -157,6 +163,7 @@ func (b *oldBuilder) worker(w string, jobs []oldMember, pairs map[[2]JobType][2]
 			b.add(&Problem{Worker: w, Job: jk, Err: err})
 			continue
 		}
+		own[j] = true
 		entries, err := oldMembers(jm.value, jm.valueAt)
 		if err != nil {
 			b.add(&Problem{Worker: w, Job: jk, Err: fmt.Errorf("%w: %v, want an object of partners", ErrBadValue, err)})
@@ -202,7 +209,9 @@ func (b *oldBuilder) job(w string, j JobType, jk string, entries []oldMember, pa
 	}
 }
 
-func oldAddPairs(t *Table, w string, pairs map[[2]JobType][2]float64) Problems {
+// oldAddPairs adds the pairs read for worker type w; own, when not nil, holds the job types
+// that have an entry of their own there.
+func oldAddPairs(t *Table, w string, pairs map[[2]JobType][2]float64, own map[JobType]bool) Problems {
 	var ps Problems
 	keys := slices.SortedFunc(mapsKeys(pairs), func(x, y [2]JobType) int {
 		if c := compareJobTypes(x[0], y[0]); c != 0 {
@@ -220,6 +229,9 @@ func oldAddPairs(t *Table, w string, pairs map[[2]JobType][2]float64) Problems {
 		rev, ok := pairs[[2]JobType{b, a}]
 		loc := &Problem{Worker: w, Job: a.Key(), Partner: b.Key()}
 		switch {
+		case !ok && own != nil && !own[b]:
+			loc.Err = fmt.Errorf("%w: %s is not a job type of worker type %q (it has no entry of its own)", ErrUnknownPartner, b.Key(), w)
+			ps = append(ps, loc)
 		case !ok:
 			loc.Err = fmt.Errorf("%w: %s has no entry for %s", ErrOneSided, b.Key(), a.Key())
 			ps = append(ps, loc)

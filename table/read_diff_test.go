@@ -71,7 +71,7 @@ func sameProblem(p, q *Problem) bool {
 		return false
 	}
 	for _, e := range []error{ErrSyntax, ErrBadKey, ErrDuplicateKey, ErrBadValue, ErrNegativeRate,
-		ErrNotFinite, ErrOneSided, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated} {
+		ErrNotFinite, ErrOneSided, ErrUnknownPartner, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated} {
 		if errors.Is(p, e) != errors.Is(q, e) {
 			return false
 		}
@@ -312,7 +312,7 @@ func TestGeneratedTablesVary(t *testing.T) {
 				counts["clean"]++
 			}
 			for _, e := range []error{ErrSyntax, ErrBadKey, ErrDuplicateKey, ErrBadValue, ErrNegativeRate,
-				ErrNotFinite, ErrOneSided, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated} {
+				ErrNotFinite, ErrOneSided, ErrUnknownPartner, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated} {
 				if errors.Is(ps, e) {
 					counts[e.Error()]++
 				}
@@ -320,7 +320,7 @@ func TestGeneratedTablesVary(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"unread", "clean", ErrSyntax.Error(), ErrBadKey.Error(), ErrDuplicateKey.Error(),
-		ErrBadValue.Error(), ErrNegativeRate.Error(), ErrNotFinite.Error(), ErrOneSided.Error(),
+		ErrBadValue.Error(), ErrNegativeRate.Error(), ErrNotFinite.Error(), ErrOneSided.Error(), ErrUnknownPartner.Error(),
 		ErrInconsistent.Error(), ErrScaleFactorMismatch.Error(), ErrAboveIsolated.Error()} {
 		if counts[k] < 20 {
 			t.Errorf("%s: %d of 6000 generated inputs, want at least 20 (%v)", k, counts[k], fmt.Sprint(counts))
@@ -356,8 +356,8 @@ func TestValidateAndSettleSameAsOld(t *testing.T) {
 		}
 		var got, want Problems
 		for _, w := range tb.WorkerTypes() {
-			got = append(got, settlePairs(w, tb.workers[w])...)
-			want = append(want, oldAddPairs(old, w, oneWay[w])...)
+			got = append(got, settlePairs(w, tb.workers[w], nil)...)
+			want = append(want, oldAddPairs(old, w, oneWay[w], nil)...)
 		}
 		got, want = append(got, tb.Validate()...), append(want, old.oldValidate()...)
 		if !sameEntries(tb, old) || len(got) != len(want) {

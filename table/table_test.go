@@ -358,13 +358,19 @@ func TestReadSameJobTypeTwice(t *testing.T) {
 func TestReadWrongValueType(t *testing.T) {
 	tests := []struct {
 		name, in, worker, job, partner string
+		say                            string // in the message, when not ""
 	}{
-		{"job is a number", `{"p100": {"('A', 1)": 5, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
+		{"job is a number", `{"p100": {"('A', 1)": 5, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "", ""},
 		// Read as a float64, 1e999 once failed with "cannot unmarshal number 1e999 into Go value".
-		{"job is a number out of range", `{"p100": {"('A', 1)": 1e999, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", ""},
-		{"worker is a number out of range", `{"p100": -1e999, "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
-		{"worker is a list", `{"p100": [1], "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", ""},
-		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null"},
+		{"job is a number out of range", `{"p100": {"('A', 1)": 1e999, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "", ""},
+		{"worker is a number out of range", `{"p100": -1e999, "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", "", ""},
+		{"worker is a list", `{"p100": [1], "v100": {"('B', 1)": {"null": 2}}}`, "p100", "", "", ""},
+		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null", ""},
+		// null was called "null is a string".
+		{"isolated is null", `{"p100": {"('A', 1)": {"null": null}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null",
+			`w.json: worker type "p100": job ('A', 1): partner null: bad value: null, want a number`},
+		{"pair rate is null", `{"p100": {"('A', 1)": {"null": 2, "('A', 1)": [1, null]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "('A', 1)",
+			"bad value: null, want a number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,9 +383,70 @@ func TestReadWrongValueType(t *testing.T) {
 			if p.Worker != tt.worker || p.Job != tt.job || p.Partner != tt.partner || strings.Contains(p.Error(), "map[") || strings.Contains(p.Error(), "Go value") {
 				t.Errorf("problem %q: want worker %q job %q partner %q in plain words", p.Error(), tt.worker, tt.job, tt.partner)
 			}
+			if !strings.Contains(p.Error(), tt.say) || strings.Contains(p.Error(), "null is a string") {
+				t.Errorf("problem %q: want it to say %q", p.Error(), tt.say)
+			}
 			if tb == nil || !tb.HasJobType(JobType{"B", 1}) {
 				t.Errorf("the good entry was not read: %v", tb)
 			}
+		})
+	}
+}
+
+// TestReadUnknownPartner: a partner key naming a job type that has no entry of its own on the
+// worker type (a typo, most likely) was reported as "pair present on one side only: ('Bogus', 1)
+// has no entry for ('A3C', 1)"; it is now said to be no job type of that worker type. A partner
+// that has an entry, even a bad one, without the pair is still one-sided.
+func TestReadUnknownPartner(t *testing.T) {
+	header := strings.Join(csvHeader, ",") + "\n"
+	csvRow := func(w, a, b string) string {
+		if b == "" {
+			return w + "," + a + ",1,,,measured,2,,,,,\n"
+		}
+		return w + "," + a + ",1," + b + ",1,measured,1,1,,,,\n"
+	}
+	const unknown = `partner ('Bogus', 1): unknown partner: ('Bogus', 1) is not a job type of worker type "k80" (it has no entry of its own)`
+	tests := []struct {
+		name, in string
+		csv      bool
+		want     error  // among the errors
+		not      error  // not among them
+		say      string // in that error's message
+	}{
+		{"json no entry", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}}}`, false,
+			ErrUnknownPartner, ErrOneSided, `t.json: worker type "k80": job ('A3C', 1): ` + unknown},
+		{"json entry on another worker type only", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}},
+			"v100": {"('Bogus', 1)": {"null": 2}}}`, false, ErrUnknownPartner, ErrOneSided, unknown},
+		{"json entry without the pair", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}, "('Bogus', 1)": {"null": 2}}}`, false,
+			ErrOneSided, ErrUnknownPartner, "('Bogus', 1) has no entry for ('A3C', 1)"},
+		{"json bad entry without the pair", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}, "('Bogus', 1)": 5}}`, false,
+			ErrOneSided, ErrUnknownPartner, "('Bogus', 1) has no entry for ('A3C', 1)"},
+		{"csv no row", header + csvRow("k80", "A3C", "") + csvRow("k80", "A3C", "Bogus"), true,
+			ErrUnknownPartner, ErrOneSided, unknown},
+		{"csv row without the pair", header + csvRow("k80", "A3C", "") + csvRow("k80", "Bogus", "") + csvRow("k80", "A3C", "Bogus"), true,
+			ErrOneSided, ErrUnknownPartner, "('Bogus', 1) has no entry for ('A3C', 1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ps Problems
+			if tt.csv {
+				_, ps = CheckCSV(strings.NewReader(tt.in), "t.csv")
+			} else {
+				_, ps = Check(strings.NewReader(tt.in), "t.json")
+			}
+			errs := ps.Errors()
+			if errors.Is(errs, tt.not) {
+				t.Errorf("errors %v: want none wrapping %v", errs, tt.not)
+			}
+			for _, p := range errs {
+				if errors.Is(p, tt.want) {
+					if !strings.Contains(p.Error(), tt.say) {
+						t.Errorf("error %q does not say %q", p, tt.say)
+					}
+					return
+				}
+			}
+			t.Errorf("errors %v: want one wrapping %v", errs, tt.want)
 		})
 	}
 }

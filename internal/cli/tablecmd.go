@@ -232,7 +232,8 @@ func newTableValidateCmd(streams *IO, bin string) *cobra.Command {
 reads standard input) and print every problem found, each naming the file,
 worker type, job type, partner and reason: malformed JSON or CSV (line and
 column), bad keys, negative or non-finite rates, pairs present on one side
-only or with values that disagree between the sides, and partners with a
+only or with values that disagree between the sides, partners that are no job
+type of the worker type (no entry of their own there), and partners with a
 different scale factor. A pair rate above the isolated rate is a warning.
 Exits 2 when there is any error, 0 when there are only warnings or none.`,
 		Example: fmt.Sprintf(`  %[1]s table validate examples/partial.json
