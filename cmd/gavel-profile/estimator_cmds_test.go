@@ -612,3 +612,32 @@ func TestEstimatorCmdsWarnOnTable(t *testing.T) {
 		}
 	}
 }
+
+// evaluate scores one group of worker types; when a worker type is left out for lacking a job
+// type's isolated rate, a note says so (it was dropped silently).
+func TestEvaluateCmdNotesWorkerTypesLeftOut(t *testing.T) {
+	tb := table.Default().Select(nil, []string{"k80", "p100", "v100"})
+	jobs := tb.JobTypesWithScaleFactor(1)
+	for _, k := range jobs {
+		tb.DeletePair("k80", jobs[0], k)
+	}
+	tb.DeleteIsolated("k80", jobs[0])
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := tb.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := execCmd(newEvaluateCmd, "--table", path, "--worker-types", "k80,p100,v100", "--seeds", "0", "--policy", "none", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := "worker types k80 (25 job types have isolated rates there) not evaluated"
+	if !strings.Contains(stderr, "worker types p100,v100;") || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], want) {
+		t.Errorf("notes %q, stderr %q: want p100 and v100 evaluated and a note naming k80", got.Notes, stderr)
+	}
+}

@@ -63,7 +63,8 @@ were not measured, "std" and "per_seed", and at the top "active" and (with --act
 
 Worker types default to those of the block with the most job types of --scale-factor
 (worker types are grouped by the job types they have an isolated rate for), dropping any
-that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 1).`,
+that repeats an earlier one exactly (Gavel's "_unconsolidated" types at scale factor 1);
+a note names the worker types of --scale-factor left out.`,
 		Example: `  gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2
   gavel-profile evaluate --references 16 --fraction 0.2 --seeds 0,1,2 --active --json`,
 		Args: cobra.NoArgs,
@@ -140,7 +141,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 				o.policy, strings.Join(maxMinPolicies(), ", "))
 		}
 	}
-	truth, err := o.truth(io)
+	truth, notes, err := o.truth(io)
 	if err != nil {
 		return err
 	}
@@ -152,6 +153,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
+	ev.Notes = append(notes, ev.Notes...)
 	choice := "random"
 	if ev.Active {
 		choice = "active, aim " + ev.Aim
@@ -168,19 +170,19 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 
 // truth loads the block to evaluate on: --scale-factor's job types of --table, which must have
 // more job types than --references and at least --references measured against each other fully.
-func (o evaluateOptions) truth(io *cli.IO) (*estimate.Data, error) {
+func (o evaluateOptions) truth(io *cli.IO) (*estimate.Data, []string, error) {
 	workers, err := parseWorkerTypes("evaluate", o.workers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t, err := cli.LoadTableFrom(io.In, io.Err, o.table)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name := cli.TableName(o.table)
 	blocks, _, err := estimate.Blocks(t, workers, true)
 	if err != nil {
-		return nil, cli.UsageError("table %s: --worker-types: %v", name, err)
+		return nil, nil, cli.UsageError("table %s: --worker-types: %v", name, err)
 	}
 	// A scale factor may have several blocks (worker types grouped by the job types they can
 	// run alone); evaluate the one with the most job types, the first of those on a tie.
@@ -191,17 +193,24 @@ func (o evaluateOptions) truth(io *cli.IO) (*estimate.Data, error) {
 		}
 	}
 	if truth == nil {
-		return nil, cli.UsageError("table %s: no job types of scale factor %d with isolated rates on the worker types", name, o.scaleFactor)
+		return nil, nil, cli.UsageError("table %s: no job types of scale factor %d with isolated rates on the worker types", name, o.scaleFactor)
+	}
+	var notes []string
+	for _, b := range blocks {
+		if b != truth && b.Jobs[0].ScaleFactor == o.scaleFactor {
+			notes = append(notes, fmt.Sprintf("worker types %s (%d job types have isolated rates there) not evaluated: evaluate scores one group of worker types, the one with the most job types",
+				strings.Join(b.Workers, ","), len(b.Jobs)))
+		}
 	}
 	if o.references < 1 || o.references >= len(truth.Jobs) {
-		return nil, cli.UsageError("evaluate: --references %d: must be between 1 and %d (the %d job types less one to estimate)",
+		return nil, nil, cli.UsageError("evaluate: --references %d: must be between 1 and %d (the %d job types less one to estimate)",
 			o.references, len(truth.Jobs)-1, len(truth.Jobs))
 	}
 	if refs := truth.References(); o.references > len(refs) {
-		return nil, cli.UsageError("table %s: --references %d: only %d job types of scale factor %d have every pair with each other measured",
+		return nil, nil, cli.UsageError("table %s: --references %d: only %d job types of scale factor %d have every pair with each other measured",
 			name, o.references, len(refs), o.scaleFactor)
 	}
-	return truth, nil
+	return truth, notes, nil
 }
 
 // printEvaluation prints one row per method: means ± standard deviations over seeds (no
