@@ -144,23 +144,28 @@ func (d *Data) referencesOn(ws []int) []int {
 	slices.SortStableFunc(order, func(a, b int) int { return known[b] - known[a] })
 	var refs []int
 	for _, i := range order {
-		ok := true
-		for _, w := range ws {
-			if d.State[w][i][i] == table.Missing {
-				ok = false
-			}
-			for _, k := range refs {
-				if d.State[w][i][k] == table.Missing || d.State[w][k][i] == table.Missing {
-					ok = false
-				}
-			}
-		}
-		if ok {
+		if d.measuredWith(ws, refs, i) {
 			refs = append(refs, i)
 		}
 	}
 	slices.Sort(refs)
 	return refs
+}
+
+// measuredWith reports whether job i is measured with itself and, both ways, with every job of
+// set on every worker type of ws.
+func (d *Data) measuredWith(ws, set []int, i int) bool {
+	for _, w := range ws {
+		if d.State[w][i][i] == table.Missing {
+			return false
+		}
+		for _, k := range set {
+			if d.State[w][i][k] == table.Missing || d.State[w][k][i] == table.Missing {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // splitByReferences returns d as one block or, when some of its worker types share no

@@ -77,7 +77,7 @@ func Downstream(ctx context.Context, policyName string, gpusPerWorker int) func(
 			nb, ok1 := best.Normalized[j.ID]
 			eb, ok2 := best.Effective[j.ID]
 			if !ok1 || !ok2 || eb <= 0 {
-				return 0, fmt.Errorf("true allocation: policy %s gives job type %s nothing, so the max-min objective is 0 and there is no ratio (use a max-min fairness policy)", policyName, j.Type)
+				return 0, fmt.Errorf("true allocation: policy %s gives job type %s nothing, so the max-min objective is 0 and there is no ratio", policyName, j.Type)
 			}
 			share := eb / nb
 			objTrue = math.Min(objTrue, nb)

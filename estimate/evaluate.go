@@ -26,25 +26,21 @@ type Holdout struct {
 // every worker type); isolated rates always known; for every other job type, each pair with a
 // reference on each worker type revealed with probability fraction (both jobs' rates).
 //
-// The truth need not be complete. References are then drawn from the job types whose pairs
-// with each other are all measured (see [Data.References]), and a pair the truth lacks is never
-// revealed; on a complete truth every job type is a candidate and the draw is Gavel's.
+// The truth need not be complete: the references are then job types measured against each
+// other fully (see drawReferences), and a pair the truth lacks is never revealed. On a complete
+// truth the draw is Gavel's.
 func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Holdout, error) {
 	n := len(truth.Jobs)
 	if references < 1 || references >= n {
 		return nil, fmt.Errorf("references %d: must be between 1 and %d (the %d job types less one to estimate)", references, n-1, n)
 	}
-	cands := truth.References()
-	if references > len(cands) {
-		return nil, fmt.Errorf("references %d: only %d job types have every pair with each other measured", references, len(cands))
-	}
 	if !(fraction > 0 && fraction <= 1) {
 		return nil, fmt.Errorf("fraction %v: must be in (0, 1]", fraction)
 	}
 	rng := newRand(seed)
-	refs := make([]int, references)
-	for x, c := range rng.Perm(len(cands))[:references] {
-		refs[x] = cands[c]
+	refs, err := drawReferences(truth, references, rng)
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(refs)
 	isRef := make([]bool, n)
@@ -61,7 +57,7 @@ func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Hold
 			for _, k := range refs {
 				// Drawn whether or not the truth has the pair, so that one missing pair does not
 				// change which of the others are revealed.
-				if rng.Float64() < fraction && truth.State[w][i][k] != table.Missing {
+				if rng.Float64() < fraction && truth.State[w][i][k] != table.Missing && truth.State[w][k][i] != table.Missing {
 					p.Reveal(truth, w, i, k)
 					h.Revealed++
 				}
@@ -69,6 +65,45 @@ func Protocol(truth *Data, references int, fraction float64, seed uint64) (*Hold
 		}
 	}
 	return h, nil
+}
+
+// referenceTries is how many random orders drawReferences tries before the greedy set.
+const referenceTries = 64
+
+// drawReferences draws r job types measured with themselves and each other on every worker
+// type: the first that fit in a random order, so that on a complete truth they are the first
+// r of a random permutation, as Gavel draws them. On a partial truth an order can run out of
+// job types that fit; after referenceTries orders it takes r at random from
+// [Data.References]' greedy set, and fails when that is smaller too. Finding the largest such
+// set is a maximum-clique problem; these searches find it on tables of tens of job types but
+// are not guaranteed to.
+func drawReferences(truth *Data, r int, rng *rand.Rand) ([]int, error) {
+	all := make([]int, len(truth.Workers))
+	for w := range all {
+		all[w] = w
+	}
+	largest := 0
+	for range referenceTries {
+		var refs []int
+		for _, i := range rng.Perm(len(truth.Jobs)) {
+			if truth.measuredWith(all, refs, i) {
+				if refs = append(refs, i); len(refs) == r {
+					return refs, nil
+				}
+			}
+		}
+		largest = max(largest, len(refs))
+	}
+	greedy := truth.References()
+	if len(greedy) < r {
+		return nil, fmt.Errorf("references %d: the largest set of job types measured with themselves and each other on every worker type found has %d",
+			r, max(largest, len(greedy)))
+	}
+	refs := make([]int, r)
+	for x, c := range rng.Perm(len(greedy))[:r] {
+		refs[x] = greedy[c]
+	}
+	return refs, nil
 }
 
 // Metrics compares an estimate with the truth.
@@ -208,7 +243,7 @@ func ratio(x float64, n int) float64 {
 
 // EvalOptions configures [Evaluate].
 type EvalOptions struct {
-	References int      // fully measured job types; at least 1, fewer than the block's job types
+	References int      // fully measured job types; at least 1, fewer than the block's job types, and (on a partial truth) measured together (see Protocol)
 	Fraction   float64  // probability of revealing each pair with a reference, in (0, 1]
 	Seeds      []uint64 // one hold-out draw (and estimator seed) each; at least one, none twice
 	// Active spends the same number of measurements as the random draw, chosen by [Active]
@@ -370,7 +405,8 @@ func onlyReferences(d *Data, refs []int) *Data {
 
 // meanStd returns the mean and (population) standard deviation of each rate of xs (the
 // downstream ratio when every seed has one); Entries, Pairs, ScoredEntries and ScoredPairs are
-// rounded means (on a complete truth Entries and Pairs are the same for every seed).
+// rounded means. (Score's Entries and Pairs are the same for every seed, the references' pairs
+// being all measured; ScoreMissing's differ with the measurements.)
 func meanStd(xs []Metrics) (mean, std Metrics) {
 	rates := func(m *Metrics) []*float64 {
 		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}

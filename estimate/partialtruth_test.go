@@ -2,8 +2,10 @@ package estimate
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gavelkit/gavel/table"
@@ -28,26 +30,39 @@ func holeyTruth(t *testing.T) *Data {
 	return d
 }
 
-// On a partial truth the references come from the job types measured against each other
-// fully, and a pair the truth lacks is never revealed: at P = 1 exactly the truth's pairs of a
-// non-reference with a reference are.
+// isClique reports whether the jobs of set are measured with themselves and each other on
+// every worker type of d.
+func isClique(d *Data, set []int) bool {
+	for w := range d.Workers {
+		for _, i := range set {
+			for _, k := range set {
+				if d.State[w][i][k] == table.Missing {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// On a partial truth the references are job types measured against each other fully, drawn
+// anew for each seed, and a pair the truth lacks is never revealed: at P = 1 exactly the
+// truth's pairs of a non-reference with a reference are.
 func TestProtocolPartialTruth(t *testing.T) {
 	truth := holeyTruth(t)
-	cands := truth.References()
-	if len(cands) < 12 || len(cands) == len(truth.Jobs) {
-		t.Fatalf("%d reference candidates; the test wants at least 12 and not all", len(cands))
-	}
+	sets := map[string]bool{}
 	for seed := range uint64(4) {
 		h, err := Protocol(truth, 12, 1, seed)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !isClique(truth, h.References) {
+			t.Errorf("seed %d: references %v are not all measured with each other", seed, h.References)
+		}
+		sets[fmt.Sprint(h.References)] = true
 		isRef := make([]bool, len(truth.Jobs))
 		for _, r := range h.References {
 			isRef[r] = true
-			if !slices.Contains(cands, r) {
-				t.Errorf("seed %d: reference %d has a pair with another candidate missing", seed, r)
-			}
 		}
 		want := 0
 		for w := range truth.Workers {
@@ -69,8 +84,118 @@ func TestProtocolPartialTruth(t *testing.T) {
 			t.Errorf("seed %d: revealed %d, want %d", seed, h.Revealed, want)
 		}
 	}
-	if _, err := Protocol(truth, len(cands)+1, 0.2, 0); err == nil {
-		t.Errorf("R = %d with %d candidates: want an error", len(cands)+1, len(cands))
+	if len(sets) < 2 {
+		t.Errorf("the same references %v for every seed", sets)
+	}
+	// Jobs 0-7 each lack a third of their pairs, so no 25 job types are measured together.
+	if _, err := Protocol(truth, 25, 0.2, 0); err == nil || !strings.Contains(err.Error(), "references 25: the largest set") {
+		t.Errorf("R = 25: err %v, want one naming the largest set found", err)
+	}
+}
+
+// Job types 0-19 are measured together; each of 20-59 with itself and all of them but two, and
+// with nothing else. Any set with one of 20-59 has at most 19 job types, and a random order
+// almost always takes one of them early, so 20 references are found by the greedy fallback
+// (0-19 have the most entries) and only by it.
+func TestProtocolFindsPlantedReferences(t *testing.T) {
+	jobs := make([]table.JobType, 60)
+	for i := range jobs {
+		jobs[i] = table.JobType{Model: fmt.Sprintf("j%02d", i), ScaleFactor: 1}
+	}
+	d := NewData([]string{"w"}, jobs)
+	set := func(i, k int) {
+		d.Norm[0][i][k], d.State[0][i][k] = 0.5, table.Measured
+		d.Norm[0][k][i], d.State[0][k][i] = 0.5, table.Measured
+	}
+	for i := range jobs {
+		d.Iso[0][i] = 1
+		set(i, i)
+		for k := range 20 {
+			if i < 20 || k != i%20 && k != (i+1)%20 {
+				set(i, k)
+			}
+		}
+	}
+	want := make([]int, 20)
+	for i := range want {
+		want[i] = i
+	}
+	for seed := range uint64(4) {
+		h, err := Protocol(d, 20, 0.2, seed)
+		if err != nil || !slices.Equal(h.References, want) {
+			t.Fatalf("seed %d: references %v (err %v), want 0-19", seed, h.References, err)
+		}
+	}
+}
+
+// Job type 0 is measured with each of 1-8, which are measured with nothing else; 9-12 with
+// each other. The greedy set starts from 0, the job with the most entries, and stops at two;
+// a random order starting in 9-12 finds the four.
+func TestProtocolBeatsGreedyReferences(t *testing.T) {
+	jobs := make([]table.JobType, 13)
+	for i := range jobs {
+		jobs[i] = table.JobType{Model: fmt.Sprintf("j%02d", i), ScaleFactor: 1}
+	}
+	d := NewData([]string{"w"}, jobs)
+	set := func(i, k int) {
+		d.Norm[0][i][k], d.State[0][i][k] = 0.5, table.Measured
+		d.Norm[0][k][i], d.State[0][k][i] = 0.5, table.Measured
+	}
+	for i := range jobs {
+		d.Iso[0][i] = 1
+		set(i, i)
+		if i >= 1 && i <= 8 {
+			set(0, i)
+		}
+		for k := 9; k < i; k++ {
+			set(i, k)
+		}
+	}
+	if g := d.References(); len(g) != 2 {
+		t.Fatalf("greedy set %v, the test wants 2 job types", g)
+	}
+	for seed := range uint64(4) {
+		h, err := Protocol(d, 4, 0.5, seed)
+		if err != nil || !slices.Equal(h.References, []int{9, 10, 11, 12}) {
+			t.Errorf("seed %d: references %v (err %v), want 9-12", seed, h.References, err)
+		}
+	}
+}
+
+// The reveal draws are taken whether or not the truth has the pair, so one more pair missing
+// changes no other reveal.
+func TestProtocolOneMorePairMissing(t *testing.T) {
+	truth := holeyTruth(t)
+	h, err := Protocol(truth, 12, 0.3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isRef := make([]bool, len(truth.Jobs))
+	for _, r := range h.References {
+		isRef[r] = true
+	}
+	// The first pair of a non-reference with a reference, on the last worker type, that the
+	// truth has and the draw left unrevealed.
+	w, i, k := len(truth.Workers)-1, -1, -1
+	for a := range truth.Jobs {
+		for _, b := range h.References {
+			if i < 0 && !isRef[a] && truth.State[w][a][b] != table.Missing && h.Partial.State[w][a][b] == table.Missing {
+				i, k = a, b
+			}
+		}
+	}
+	if i < 0 {
+		t.Fatal("no unrevealed pair")
+	}
+	less := truth.Clone()
+	less.State[w][i][k], less.State[w][k][i] = table.Missing, table.Missing
+	h2, err := Protocol(less, 12, 0.3, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.References, h2.References) || h2.Revealed != h.Revealed ||
+		!slices.EqualFunc(h.Partial.State, h2.Partial.State, func(a, b [][]table.State) bool { return slices.EqualFunc(a, b, slices.Equal) }) {
+		t.Errorf("one unrevealed pair less in the truth changed the draw: references %v → %v, revealed %d → %d", h.References, h2.References, h.Revealed, h2.Revealed)
 	}
 }
 
@@ -120,6 +245,26 @@ func TestActivePartialTruthSpendsBudget(t *testing.T) {
 	}
 }
 
+// When coverage finds fewer pairs than its share (every pair with a reference is known already),
+// the batches spend the rest: the budget is spent in full.
+func TestActiveSpendsWhatCoverLeaves(t *testing.T) {
+	truth := gavelBlock(t)
+	h, err := Protocol(truth, 16, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(Cover(h.Partial, 4)) != 0 {
+		t.Fatal("coverage still has pairs with references to measure")
+	}
+	d, err := Active(context.Background(), truth, h.Partial, Pairwise{}, 20, 1, AimBalanced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := knownPairs(d) - knownPairs(h.Partial); got != 20 {
+		t.Errorf("%d pairs measured for a budget of 20", got)
+	}
+}
+
 // Evaluate on a partial truth scores each seed over the entries the truth has (counted here
 // from the seed's references), leaves the downstream ratio out and says why; on the complete
 // truth there is no note.
@@ -138,7 +283,7 @@ func TestEvaluatePartialTruth(t *testing.T) {
 		t.Errorf("notes %q", ev.Notes)
 	}
 	rep := ev.Methods[PartnerMean{}.Name()]
-	var entries []float64
+	var missing []float64 // per seed, the scored entries that were estimated
 	for x, seed := range o.Seeds {
 		h, err := Protocol(truth, o.References, o.Fraction, seed)
 		if err != nil {
@@ -148,12 +293,15 @@ func TestEvaluatePartialTruth(t *testing.T) {
 		for _, r := range h.References {
 			isRef[r] = true
 		}
-		want := 0
+		want, miss := 0, 0
 		for w := range truth.Workers {
 			for i := range truth.Jobs {
 				for k := range truth.Jobs {
 					if !(isRef[i] && isRef[k]) && truth.State[w][i][k] != table.Missing {
 						want++
+						if h.Partial.State[w][i][k] == table.Missing {
+							miss++
+						}
 					}
 				}
 			}
@@ -161,10 +309,14 @@ func TestEvaluatePartialTruth(t *testing.T) {
 		if got := rep.PerSeed[x]; got.Entries != want || got.DownstreamRatio != nil {
 			t.Errorf("seed %d: %d entries scored (want %d), downstream %v (want none)", seed, got.Entries, want, got.DownstreamRatio)
 		}
-		entries = append(entries, float64(want))
+		missing = append(missing, float64(miss))
 	}
-	if want := int(math.Round((entries[0] + entries[1]) / 2)); rep.Entries != want {
-		t.Errorf("mean entries %d, want %d", rep.Entries, want)
+	// The estimated entries differ by seed (the measurements do): their count is the rounded mean.
+	if missing[0] == missing[1] {
+		t.Fatalf("both seeds estimated %v entries; the test wants them to differ", missing[0])
+	}
+	if want := int(math.Round((missing[0] + missing[1]) / 2)); rep.EstimatedOnly.Entries != want {
+		t.Errorf("estimated-only entries %d, want %d (mean of %v)", rep.EstimatedOnly.Entries, want, missing)
 	}
 
 	o.Downstream = func(*Data, *Result) (float64, error) { return 1, nil }

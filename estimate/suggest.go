@@ -852,7 +852,9 @@ func Active(ctx context.Context, truth, partial *Data, method Method, budget, ba
 	}
 	var pool func(w, i, k int) bool
 	if truth.Missing() > 0 {
-		pool = func(w, i, k int) bool { return truth.State[w][i][k] != table.Missing }
+		pool = func(w, i, k int) bool {
+			return truth.State[w][i][k] != table.Missing && truth.State[w][k][i] != table.Missing
+		}
 	}
 	d := partial.Clone()
 	if pw, ok := method.(Pairwise); ok {

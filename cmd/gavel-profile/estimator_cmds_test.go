@@ -253,7 +253,7 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"evaluate seed twice", newEvaluateCmd, []string{"--seeds", "0,1,0"}, `--seeds "0,1,0": 0 given twice`},
 		{"evaluate seed out of range", newEvaluateCmd, []string{"--seeds", "18446744073709551616"}, `"18446744073709551616" is above 18446744073709551615`},
 		{"evaluate policy without a max-min objective", newEvaluateCmd, []string{"--policy", "fifo"}, "--policy fifo: downstream_ratio is the max-min fairness objective"},
-		{"evaluate too few references measured", newEvaluateCmd, []string{"--table", in}, "--references 16: only 12 job types of scale factor 1 have every pair with each other measured"},
+		{"evaluate too few references measured", newEvaluateCmd, []string{"--table", in}, "scale factor 1: seed 0: --references 16: the largest set of job types measured with themselves and each other on every worker type found has 12"},
 		{"evaluate P negative", newEvaluateCmd, []string{"--fraction", "-0.2"}, "fraction"},
 		{"evaluate no GPUs", newEvaluateCmd, []string{"--gpus", "0"}, "gpus"},
 		{"evaluate no such scale factor", newEvaluateCmd, []string{"--scale-factor", "3"}, "scale factor 3"},
@@ -636,7 +636,7 @@ func TestEvaluateCmdNotesWorkerTypesLeftOut(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := "worker types k80 (25 job types have isolated rates there) not evaluated"
+	want := fmt.Sprintf("worker types k80 (25 job types have isolated rates there, not %s) not evaluated", jobs[0].Model)
 	if !strings.Contains(stderr, "worker types p100,v100;") || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], want) {
 		t.Errorf("notes %q, stderr %q: want p100 and v100 evaluated and a note naming k80", got.Notes, stderr)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gavelkit/gavel/estimate"
 	"github.com/gavelkit/gavel/internal/cli"
 	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
 )
 
 type evaluateOptions struct {
@@ -35,10 +36,11 @@ rates). The rest is estimated and compared with the truth. With --active the sam
 of measurements is chosen instead: 20% to cover every job, then by 'suggest' (with
 --aim) in batches of about 12, re-estimating between them.
 
-The table may be partial (your own measurements): references are then drawn from the job
-types measured against each other fully, only measured pairs are revealed (at random or by
---active) and scored, and downstream_ratio is left out (it needs every true rate); notes
-on stderr (and "notes" in the JSON) say so.
+The table may be partial (your own measurements): each seed's references are then job
+types measured with themselves and each other on every worker type (found in random orders,
+else by a greedy search; too few found is a usage error naming the largest), only measured
+pairs are revealed (at random or by --active) and scored, and downstream_ratio is left out
+(it needs every true rate); notes on stderr (and "notes" in the JSON) say so.
 
 Methods: ours (the pairwise model 'estimate' uses), gavel (Gavel's rank-10 completion,
 nearest reference by cosine distance, that reference's row), partner_mean (the mean
@@ -145,6 +147,13 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	if err != nil {
 		return err
 	}
+	// A draw is cheap, and on a partial table a seed may find too few references: bad input,
+	// told before any fit.
+	for _, seed := range seeds {
+		if _, err := estimate.Protocol(truth, o.references, o.fraction, seed); err != nil {
+			return cli.UsageError("table %s: scale factor %d: seed %d: --%v", cli.TableName(o.table), o.scaleFactor, seed, err)
+		}
+	}
 	opts := estimate.EvalOptions{References: o.references, Fraction: o.fraction, Seeds: seeds, Active: o.active, Aim: aim}
 	if o.policy != "none" {
 		opts.Downstream = estimate.Downstream(ctx, o.policy, o.gpus)
@@ -169,7 +178,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 }
 
 // truth loads the block to evaluate on: --scale-factor's job types of --table, which must have
-// more job types than --references and at least --references measured against each other fully.
+// more job types than --references, and notes on the worker types left out.
 func (o evaluateOptions) truth(io *cli.IO) (*estimate.Data, []string, error) {
 	workers, err := parseWorkerTypes("evaluate", o.workers)
 	if err != nil {
@@ -198,17 +207,13 @@ func (o evaluateOptions) truth(io *cli.IO) (*estimate.Data, []string, error) {
 	var notes []string
 	for _, b := range blocks {
 		if b != truth && b.Jobs[0].ScaleFactor == o.scaleFactor {
-			notes = append(notes, fmt.Sprintf("worker types %s (%d job types have isolated rates there) not evaluated: evaluate scores one group of worker types, the one with the most job types",
-				strings.Join(b.Workers, ","), len(b.Jobs)))
+			notes = append(notes, fmt.Sprintf("worker types %s (%d job types have isolated rates there%s) not evaluated: evaluate scores one group of worker types, the one with the most job types",
+				strings.Join(b.Workers, ","), len(b.Jobs), lacking(truth.Jobs, b.Jobs)))
 		}
 	}
 	if o.references < 1 || o.references >= len(truth.Jobs) {
 		return nil, nil, cli.UsageError("evaluate: --references %d: must be between 1 and %d (the %d job types less one to estimate)",
 			o.references, len(truth.Jobs)-1, len(truth.Jobs))
-	}
-	if refs := truth.References(); o.references > len(refs) {
-		return nil, nil, cli.UsageError("table %s: --references %d: only %d job types of scale factor %d have every pair with each other measured",
-			name, o.references, len(refs), o.scaleFactor)
 	}
 	return truth, notes, nil
 }
@@ -257,4 +262,21 @@ func maxMinPolicies() []string {
 		}
 	}
 	return out
+}
+
+// lacking names the job types of want that have lacks not: ", not X, Y and 3 more", or "".
+func lacking(want, have []table.JobType) string {
+	var out []string
+	for _, j := range want {
+		if !slices.Contains(have, j) {
+			out = append(out, j.Model)
+		}
+	}
+	switch {
+	case len(out) == 0:
+		return ""
+	case len(out) > 3:
+		return fmt.Sprintf(", not %s and %d more", strings.Join(out[:3], ", "), len(out)-3)
+	}
+	return ", not " + strings.Join(out, ", ")
 }
