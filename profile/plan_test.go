@@ -254,6 +254,11 @@ func TestReadSuggestionsWrongShape(t *testing.T) {
 		{"measurements an object", `{"measurements":{"a":1}}`, []string{`"measurements" is an object`, "list of pairs", "suggest --json"}},
 		{"entry not an object", `{"measurements":[3]}`, []string{"measurement 0", "found a number", "want an object"}},
 		{"field of the wrong kind", `{"measurements":[{"worker_type":"v100","job":1,"partner":"b"}]}`, []string{"measurement 0", "job", "want a string"}},
+		{"empty", " \n", []string{"empty", `"measurements" list`}},
+		{"no measurements", `{}`, []string{`no "measurements" list`}},
+		{"misspelled", `{"measurment":[{"worker_type":"v100","job":"a","partner":"b"}]}`, []string{`no "measurements" list`}},
+		{"two objects", `{"measurements":[]} {"measurements":[]}`, []string{"more after the first object", "want one object"}},
+		{"trailing text", `{"measurements":[]} x`, []string{"more after the first object"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -142,17 +142,28 @@ func ReadSuggestions(r io.Reader, file string) ([]Suggestion, error) {
 	if err != nil {
 		return nil, fmt.Errorf("suggestions %s: %w", file, err)
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("suggestions %s: empty, want an object with a \"measurements\" list %s", file, suggestionsShape)
+	}
 	var s struct {
 		Measurements json.RawMessage `json:"measurements"`
 	}
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&s); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) && typ.Field == "" {
 			return nil, fmt.Errorf("suggestions %s: found %s, want an object with a \"measurements\" list %s", file, kindOfJSON(data), suggestionsShape)
 		}
 		return nil, fmt.Errorf("suggestions %s: %w", file, err)
 	}
-	if len(s.Measurements) == 0 || string(s.Measurements) == "null" {
+	if dec.More() {
+		return nil, fmt.Errorf("suggestions %s: more after the first object; want one object %s", file, suggestionsShape)
+	}
+	// A misspelled key would otherwise read as nothing to measure.
+	if len(s.Measurements) == 0 {
+		return nil, fmt.Errorf("suggestions %s: no \"measurements\" list, want an object with one %s", file, suggestionsShape)
+	}
+	if string(s.Measurements) == "null" {
 		return nil, nil
 	}
 	var entries []json.RawMessage

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -609,5 +610,27 @@ func TestRunHintsAtProgressFormat(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A table measurements are added to is read with its warnings noted (here a pair rate above
+// the isolated rate), not silently.
+func TestRunNotesTableWarnings(t *testing.T) {
+	model, other := jt("model"), jt("other")
+	r := newRunner(t, 1, map[table.JobType]Command{model: workload("-rate", "200")})
+	tbl := table.New()
+	tbl.SetIsolated("cpu", model, 100)
+	tbl.SetIsolated("cpu", other, 100)
+	tbl.SetPair("cpu", model, other, 150, 50)
+	if err := tbl.Save(r.TablePath); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	r.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	if _, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: model}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(logged, func(s string) bool { return strings.Contains(s, "warning: pair rate above isolated rate: 150 > 100") }) {
+		t.Errorf("logged %q: want the table's warning", logged)
 	}
 }

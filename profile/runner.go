@@ -111,7 +111,7 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 		return nil, err
 	}
 	defer unlock()
-	tbl, err := loadOrNew(r.TablePath)
+	tbl, err := r.loadOrNew()
 	if err != nil {
 		return nil, err
 	}
@@ -291,11 +291,26 @@ func lockTable(path string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-func loadOrNew(path string) (*table.Table, error) {
+// loadOrNew reads the table measurements are added to, or starts one; its warnings (a pair
+// rate above the isolated rate) are noted, since new measurements join them.
+func (r *Runner) loadOrNew() (*table.Table, error) {
+	path := r.TablePath
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return table.New(), nil
 	}
-	return table.Load(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("table: %w", err)
+	}
+	defer f.Close()
+	t, ps := table.Check(f, path)
+	if errs := ps.Errors(); len(errs) > 0 {
+		return nil, errs
+	}
+	for _, w := range ps.Warnings() {
+		r.logf("%v", w)
+	}
+	return t, nil
 }
 
 // done reports whether the table already holds the task's result.

@@ -55,7 +55,11 @@ func (p *Problem) Error() string {
 	if p.Job != "" {
 		fmt.Fprintf(&b, ": job %s", p.Job)
 	}
-	if p.Partner != "" {
+	switch p.Partner {
+	case "":
+	case isolatedKey: // Gavel's key of the isolated rate: "partner null" would puzzle
+		b.WriteString(": isolated rate")
+	default:
 		fmt.Fprintf(&b, ": partner %s", p.Partner)
 	}
 	if p.Warning {

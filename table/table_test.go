@@ -305,7 +305,7 @@ func TestReadRepeatedKeys(t *testing.T) {
 		{"job", "{\"p100\": {\"('A', 1)\": {\"null\": 1},\n \"('A', 1)\": {\"null\": 2}}}",
 			"p100", "('A', 1)", "", 2, []string{"job ('A', 1)"}},
 		{"isolated rate", "{\"p100\": {\"('A', 1)\": {\"null\": 1,\n\n \"null\": 2}}}",
-			"p100", "('A', 1)", "null", 3, []string{"partner null", `"null" appears again`}},
+			"p100", "('A', 1)", "null", 3, []string{"job ('A', 1): isolated rate: ", `"null" appears again`}},
 		{"partner", `{"p100": {"('A', 1)": {"null": 1, "('A', 1)": [1, 1], "('A', 1)": [0.5, 0.5]}}}`,
 			"p100", "('A', 1)", "('A', 1)", 1, []string{"partner ('A', 1)"}},
 	}
@@ -368,7 +368,7 @@ func TestReadWrongValueType(t *testing.T) {
 		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null", ""},
 		// null was called "null is a string".
 		{"isolated is null", `{"p100": {"('A', 1)": {"null": null}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null",
-			`w.json: worker type "p100": job ('A', 1): partner null: bad value: null, want a number`},
+			`w.json: worker type "p100": job ('A', 1): isolated rate: bad value: null, want a number`},
 		{"pair rate is null", `{"p100": {"('A', 1)": {"null": 2, "('A', 1)": [1, null]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "('A', 1)",
 			"bad value: null, want a number"},
 	}
