@@ -93,29 +93,33 @@ func TestProtocolPartialTruth(t *testing.T) {
 	}
 }
 
+// graphData is a block of n job types on one worker type, each measured with itself and with k
+// where measured(i, k) (both ways: the pair is measured when either order says so).
+func graphData(n int, measured func(i, k int) bool) *Data {
+	jobs := make([]table.JobType, n)
+	for i := range jobs {
+		jobs[i] = table.JobType{Model: fmt.Sprintf("j%02d", i), ScaleFactor: 1}
+	}
+	d := NewData([]string{"w"}, jobs)
+	for i := range jobs {
+		d.Iso[0][i] = 1
+		for k := range jobs {
+			if i == k || measured(i, k) || measured(k, i) {
+				d.Norm[0][i][k], d.State[0][i][k] = 0.5, table.Measured
+			}
+		}
+	}
+	return d
+}
+
 // Job types 0-19 are measured together; each of 20-59 with itself and all of them but two, and
 // with nothing else. Any set with one of 20-59 has at most 19 job types, and a random order
 // almost always takes one of them early, so 20 references are found by the greedy fallback
 // (0-19 have the most entries) and only by it.
 func TestProtocolFindsPlantedReferences(t *testing.T) {
-	jobs := make([]table.JobType, 60)
-	for i := range jobs {
-		jobs[i] = table.JobType{Model: fmt.Sprintf("j%02d", i), ScaleFactor: 1}
-	}
-	d := NewData([]string{"w"}, jobs)
-	set := func(i, k int) {
-		d.Norm[0][i][k], d.State[0][i][k] = 0.5, table.Measured
-		d.Norm[0][k][i], d.State[0][k][i] = 0.5, table.Measured
-	}
-	for i := range jobs {
-		d.Iso[0][i] = 1
-		set(i, i)
-		for k := range 20 {
-			if i < 20 || k != i%20 && k != (i+1)%20 {
-				set(i, k)
-			}
-		}
-	}
+	d := graphData(60, func(i, k int) bool {
+		return k < 20 && (i < 20 || k != i%20 && k != (i+1)%20)
+	})
 	want := make([]int, 20)
 	for i := range want {
 		want[i] = i
@@ -132,25 +136,7 @@ func TestProtocolFindsPlantedReferences(t *testing.T) {
 // each other. The greedy set starts from 0, the job with the most entries, and stops at two;
 // a random order starting in 9-12 finds the four.
 func TestProtocolBeatsGreedyReferences(t *testing.T) {
-	jobs := make([]table.JobType, 13)
-	for i := range jobs {
-		jobs[i] = table.JobType{Model: fmt.Sprintf("j%02d", i), ScaleFactor: 1}
-	}
-	d := NewData([]string{"w"}, jobs)
-	set := func(i, k int) {
-		d.Norm[0][i][k], d.State[0][i][k] = 0.5, table.Measured
-		d.Norm[0][k][i], d.State[0][k][i] = 0.5, table.Measured
-	}
-	for i := range jobs {
-		d.Iso[0][i] = 1
-		set(i, i)
-		if i >= 1 && i <= 8 {
-			set(0, i)
-		}
-		for k := 9; k < i; k++ {
-			set(i, k)
-		}
-	}
+	d := graphData(13, func(i, k int) bool { return k == 0 && i >= 1 && i <= 8 || i >= 9 && k >= 9 })
 	if g := d.References(); len(g) != 2 {
 		t.Fatalf("greedy set %v, the test wants 2 job types", g)
 	}
