@@ -428,12 +428,7 @@ func TestReadUnknownPartner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ps Problems
-			if tt.csv {
-				_, ps = CheckCSV(strings.NewReader(tt.in), "t.csv")
-			} else {
-				_, ps = Check(strings.NewReader(tt.in), "t.json")
-			}
+			ps := checkAs(tt.csv, tt.in, "t")
 			errs := ps.Errors()
 			if errors.Is(errs, tt.not) {
 				t.Errorf("errors %v: want none wrapping %v", errs, tt.not)
@@ -767,12 +762,7 @@ func TestBadPairValueReportedOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ps Problems
-			if tt.csv {
-				_, ps = CheckCSV(strings.NewReader(tt.in), "c.csv")
-			} else {
-				_, ps = Check(strings.NewReader(tt.in), "c.json")
-			}
+			ps := checkAs(tt.csv, tt.in, "c")
 			errs := ps.Errors()
 			if len(errs) != len(tt.wantErrs) {
 				t.Fatalf("%d errors, want %d:\n%v", len(errs), len(tt.wantErrs), errs)
@@ -834,4 +824,14 @@ func TestCheckAnyByteOrderMark(t *testing.T) {
 			t.Errorf("%s with a BOM: isolated rate %v, %v; want 2", name, r, ok)
 		}
 	}
+}
+
+// checkAs reads in as CSV (file base.csv) or as Gavel JSON (base.json) and returns its problems.
+func checkAs(csv bool, in, base string) Problems {
+	if csv {
+		_, ps := CheckCSV(strings.NewReader(in), base+".csv")
+		return ps
+	}
+	_, ps := Check(strings.NewReader(in), base+".json")
+	return ps
 }
