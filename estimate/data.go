@@ -117,11 +117,7 @@ func (d *Data) Missing() int {
 // with each other (themselves included) are all known on every worker type. Jobs are tried in
 // order of how many known entries they have, then by index.
 func (d *Data) References() []int {
-	ws := make([]int, len(d.Workers))
-	for w := range ws {
-		ws[w] = w
-	}
-	return d.referencesOn(ws)
+	return d.referencesOn(d.allWorkers())
 }
 
 // referencesOn is References over the worker types ws only (indices into d.Workers).
@@ -150,6 +146,15 @@ func (d *Data) referencesOn(ws []int) []int {
 	}
 	slices.Sort(refs)
 	return refs
+}
+
+// allWorkers returns the indices of every worker type of d.
+func (d *Data) allWorkers() []int {
+	ws := make([]int, len(d.Workers))
+	for w := range ws {
+		ws[w] = w
+	}
+	return ws
 }
 
 // measuredWith reports whether job i is measured with itself and, both ways, with every job of

@@ -78,10 +78,7 @@ const referenceTries = 64
 // set is a maximum-clique problem; these searches find it on tables of tens of job types but
 // are not guaranteed to.
 func drawReferences(truth *Data, r int, rng *rand.Rand) ([]int, error) {
-	all := make([]int, len(truth.Workers))
-	for w := range all {
-		all[w] = w
-	}
+	all := truth.allWorkers()
 	largest := 0
 	for range referenceTries {
 		var refs []int
