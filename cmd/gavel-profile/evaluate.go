@@ -138,9 +138,9 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 		}
 		// downstream_ratio is a max-min objective: other policies (FIFO, sums of throughput)
 		// may rightly give a job nothing, and then there is no ratio to take.
-		if !strings.HasPrefix(o.policy, "max_min_fairness") {
+		if maxMin := maxMinPolicies(); !slices.Contains(maxMin, o.policy) {
 			return cli.UsageError("evaluate: --policy %s: downstream_ratio is the max-min fairness objective; want a max_min_fairness policy (%s) or none",
-				o.policy, strings.Join(maxMinPolicies(), ", "))
+				o.policy, strings.Join(maxMin, ", "))
 		}
 	}
 	truth, notes, err := o.truth(io)
@@ -264,7 +264,8 @@ func maxMinPolicies() []string {
 	return out
 }
 
-// lacking names the job types of want that have lacks not: ", not X, Y and 3 more", or "".
+// lacking names the job types of want missing from have, for a note: ", not X, Y, Z and 3
+// more", or "" when none is.
 func lacking(want, have []table.JobType) string {
 	var out []string
 	for _, j := range want {
