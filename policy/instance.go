@@ -206,7 +206,9 @@ func (in *instance) rates(j Job) (row, raw []float64, err error) {
 	for w, wt := range in.workers {
 		r, ok := in.p.Table.Isolated(wt, j.Type)
 		if !ok {
-			return nil, nil, jobErr(j.ID, "job type %s has no isolated rate on worker type %q in the table", j.Type, wt)
+			// Absent means not measured, which a planner cannot guess; a job that cannot run
+			// there is recorded as a rate of 0.
+			return nil, nil, jobErr(j.ID, "job type %s has no isolated rate on worker type %q in the table (measure it, or record 0 if it cannot run there, or leave the type out of the cluster)", j.Type, wt)
 		}
 		if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 			return nil, nil, jobErr(j.ID, "job type %s: bad rate %v on worker type %q", j.Type, r, wt)

@@ -116,7 +116,7 @@ func TestPolicyInputErrorsNameEntry(t *testing.T) {
 	}{
 		// tpu is in the table but has no rates for these jobs.
 		{"rounds: no rate on a worker type", newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
-			"--table", tpu, "--jobs", jobs}, jobs + `: jobs[0] (id "a"): policy max_min_fairness_perf: job "a": job type ('ResNet-18 (batch size 64)', 1) has no isolated rate on worker type "tpu"`},
+			"--table", tpu, "--jobs", jobs}, jobs + `: jobs[0] (id "a"): policy max_min_fairness_perf: job "a": job type ('ResNet-18 (batch size 64)', 1) has no isolated rate on worker type "tpu" in the table (measure it, or record 0 if it cannot run there`},
 		{"simulate: no rate on a worker type", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
 			"--table", tpu, "--trace", workedTrace}, workedTrace + `: line 1: `},
 		{"simulate: jobs file", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
