@@ -89,6 +89,26 @@ func TestSimulatePrintsPolicyWarnings(t *testing.T) {
 	}
 }
 
+// A missed SLO is said once per job, however often the allocation is recomputed after it (the
+// message carried the growing time run, so each recomputation was a new warning).
+func TestSimulateSaysMissedSLOOnce(t *testing.T) {
+	jobs := filepath.Join(t.TempDir(), "slo.json")
+	body := `{"jobs":[{"id":"a","type":"A3C","total_steps":50000,"slo_seconds":3600},
+		{"id":"b","type":"CycleGAN","total_steps":20000,"slo_seconds":1000,"arrival_seconds":100},
+		{"id":"c","type":"LM (batch size 20)","total_steps":100000}]}`
+	if err := os.WriteFile(jobs, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := rtRun(t, newSimulateCmd, "--trace", jobs, "--policy", "max_sum_throughput_normalized_by_cost_perf_SLOs",
+		"--cluster", "v100=1,k80=1", "--prices", "v100=2.48,k80=0.45")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(errOut, `job "b": SLO of 1000s already missed`); n != 1 {
+		t.Errorf("job b's missed SLO said %d times, want once:\n%s", n, errOut)
+	}
+}
+
 func TestSimulateBadFlags(t *testing.T) {
 	_, _, err := rtRun(t, newSimulateCmd, "--trace", workedTrace, "--policy", "max_min_fairness_packed",
 		"--cluster", "v100=2", "--max-partners", "-1")
