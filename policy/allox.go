@@ -13,6 +13,14 @@ type alloxState struct {
 	prev map[string]string // job id → worker type
 }
 
+// alloxJob refuses what AlloX can never take: a job of more than one GPU.
+func alloxJob(j Job) error {
+	if j.Type.ScaleFactor != 1 {
+		return jobErr(j.ID, "AlloX supports scale factor 1 only, got %d", j.Type.ScaleFactor)
+	}
+	return nil
+}
+
 // allox is AlloX (§3.7): minimum mean completion time by a min-cost
 // assignment of jobs to (GPU, position) slots, non-preemptive. Jobs that
 // were running keep their GPU; the others, oldest (largest TimeRun) first
@@ -27,8 +35,8 @@ func allox(ctx context.Context, p *Problem, opt *options, st *alloxState) (*Allo
 		return orEmpty(err)
 	}
 	for _, j := range in.jobs {
-		if j.Type.ScaleFactor != 1 {
-			return nil, jobErr(j.ID, "AlloX supports scale factor 1 only, got %d", j.Type.ScaleFactor)
+		if err := alloxJob(j); err != nil {
+			return nil, err
 		}
 	}
 	st.mu.Lock()

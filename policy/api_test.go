@@ -439,3 +439,27 @@ func TestObjectiveMeaning(t *testing.T) {
 		}
 	}
 }
+
+// CheckJob says what a policy can never take: AlloX a job of several GPUs (as its Allocate
+// does); other policies, and one-GPU jobs, nothing.
+func TestCheckJob(t *testing.T) {
+	one := Job{ID: "a", Type: table.JobType{Model: "m", ScaleFactor: 1}}
+	two := Job{ID: "b", Type: table.JobType{Model: "m", ScaleFactor: 2}}
+	for _, tt := range []struct {
+		policy string
+		job    Job
+		bad    bool
+	}{
+		{"allox", two, true}, {"allox_alpha=0.5", two, true}, {"allox", one, false},
+		{"max_min_fairness_packed", two, false}, {"fifo", two, false},
+	} {
+		p, err := New(tt.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckJob(p, tt.job)
+		if got := err != nil; got != tt.bad || got && (!errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "policy "+tt.policy+": job \"b\"")) {
+			t.Errorf("%s, scale factor %d: %v; want an input error naming the policy and job: %v", tt.policy, tt.job.Type.ScaleFactor, err, tt.bad)
+		}
+	}
+}

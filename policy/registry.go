@@ -76,7 +76,30 @@ func Names() []string {
 type named struct {
 	cli, runtime string
 	fn           allocator
+	check        func(Job) error
 	opt          options
+}
+
+// jobCheck returns what the registered policy name can never take, whatever else runs (nil:
+// nothing); the allocator checks the same.
+func jobCheck(name string) func(Job) error {
+	if name == "allox" {
+		return alloxJob
+	}
+	return nil
+}
+
+// CheckJob reports, for callers that know their jobs ahead of time (a simulator holding a whole
+// trace), whether p can ever allocate to j: an error (ErrInput) when the policy cannot take such
+// a job at all, as AlloX cannot take jobs of more than one GPU; nil otherwise, and for policies
+// not made by New.
+func CheckJob(p Policy, j Job) error {
+	if n, ok := p.(*named); ok && n.check != nil {
+		if err := n.check(j); err != nil {
+			return fmt.Errorf("policy %s: %w", n.cli, err)
+		}
+	}
+	return nil
 }
 
 // Name returns the name the policy was made with (Gavel's CLI name).
@@ -123,7 +146,7 @@ func New(name string, opts ...Option) (Policy, error) {
 	if !validAlpha(o.alloxAlpha) {
 		return nil, fmt.Errorf("policy %q: AlloX alpha %v is not a finite non-negative number", cli, o.alloxAlpha)
 	}
-	return &named{cli: cli, runtime: e.name, fn: e.fn, opt: o}, nil
+	return &named{cli: cli, runtime: e.name, fn: e.fn, check: jobCheck(name), opt: o}, nil
 }
 
 // validAlpha reports whether a is a usable AlloX alpha: the fraction of

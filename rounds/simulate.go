@@ -118,6 +118,13 @@ var ErrStalled = errors.New("simulation stalled: active jobs but nothing can run
 // Simulate runs a trace: jobs must come from Prepare (arrival order, all
 // runnable).
 func Simulate(ctx context.Context, cfg Config, jobs []policy.Job) (*Result, error) {
+	// The whole trace is known: a job the policy can never take is refused now, not when it
+	// arrives, hours into the simulation.
+	for _, j := range jobs {
+		if err := policy.CheckJob(cfg.Policy, j); err != nil {
+			return nil, err
+		}
+	}
 	return SimulateSource(ctx, cfg, SliceSource(jobs))
 }
 

@@ -195,6 +195,27 @@ func TestSimulateKeepsPolicyWarnings(t *testing.T) {
 	}
 }
 
+// A job the policy can never take (AlloX and a 2-GPU job) is refused before anything runs:
+// even with the context already done, the answer is that job, not the cancellation.
+func TestSimulateChecksJobsFirst(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"m": 1}, 2)
+	jobs := []policy.Job{
+		{ID: "a", Type: table.JobType{Model: "m", ScaleFactor: 1}, TotalSteps: 300},
+		{ID: "b", Type: table.JobType{Model: "m", ScaleFactor: 2}, TotalSteps: 300, Arrival: 3600},
+	}
+	pol, err := policy.New("allox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Simulate(ctx, Config{Table: tbl, Cluster: policy.Cluster{"g": 2}, Policy: pol}, jobs)
+	var ie *policy.InputError
+	if !errors.As(err, &ie) || ie.Job != "b" {
+		t.Errorf("err %v, want policy input error about job b", err)
+	}
+}
+
 func TestSimulateCost(t *testing.T) {
 	tbl := oneTypeTable(map[string]float64{"m": 1}, 2)
 	jobs := []policy.Job{{ID: "0", Type: table.JobType{Model: "m", ScaleFactor: 2}, TotalSteps: 1800}}

@@ -122,7 +122,7 @@ func TestPolicyInputErrorsNameEntry(t *testing.T) {
 		{"simulate: jobs file", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,tpu=1",
 			"--table", tpu, "--trace", jobs}, jobs + `: jobs[0] (id "a"): `},
 		{"simulate: AlloX, scale factor 2", newSimulateCmd, []string{"--policy", "allox", "--cluster", "v100=2,k80=2",
-			"--trace", wide}, wide + `: line 2: allocation at t=0.000 s (2 jobs): policy allox: job "1": AlloX supports scale factor 1 only`},
+			"--trace", wide}, wide + `: line 2: policy allox: job "1": AlloX supports scale factor 1 only`},
 		{"simulate: cost policy without prices", newSimulateCmd, []string{"--policy", "max_sum_throughput_normalized_by_cost_perf",
 			"--cluster", "v100=2,k80=2", "--trace", workedTrace}, "needs --prices"},
 		{"simulate: cost policy, price missing", newSimulateCmd, []string{"--policy", "max_sum_throughput_normalized_by_cost_perf",
