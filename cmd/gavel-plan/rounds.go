@@ -163,7 +163,7 @@ func (c *clusterFlags) checkWorkerType(tbl *table.Table, flag, w string) error {
 			hint = fmt.Sprintf("; did you mean %q?", k)
 		}
 	}
-	return cli.UsageError("%s: worker type %q is not in %s (it has %s)%s", flag, w, name, strings.Join(known, ", "), hint)
+	return cli.UsageError("%s: worker type %q is not in %s (it has %s)%s", flag, w, name, cli.Listed(known), hint)
 }
 
 // setupFlags are simulate's flags: cluster, policy and round length.

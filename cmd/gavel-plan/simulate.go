@@ -42,7 +42,7 @@ compare one to one with Gavel's.
 without --prices (a number, as the contract has it; not computed, which is
 not free); warnings is [] when the policy relaxed nothing; each job has
 slo_violated (false without an SLO, as in --jobs-out), slo_deadline_seconds
-and cost (null when it has no SLO, or without --prices).`,
+(null when it has no SLO) and cost (null without --prices).`,
 		Example: `  gavel-plan simulate --trace examples/worked_example.trace --policy max_min_fairness_perf --cluster v100=36,p100=36,k80=36
   gavel-plan simulate --trace examples/worked_example.trace --policy fifo_perf --cluster v100=2,p100=2,k80=2 --gavel-compat --json
   gavel-plan simulate --trace examples/jobs.json --policy max_sum_throughput_normalized_by_cost_perf_SLOs \

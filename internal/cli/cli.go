@@ -256,3 +256,12 @@ func MarkUsageErrors(root *cobra.Command) {
 	}
 	walk(root)
 }
+
+// Listed joins names for a message with ", ", or says "none" (a bare "(it has )" read as a
+// glitch).
+func Listed(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

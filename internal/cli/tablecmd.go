@@ -79,7 +79,7 @@ func TableShow(streams *IO, o TableShowOptions) error {
 	if len(o.WorkerTypes) > 0 {
 		for _, w := range o.WorkerTypes {
 			if !contains(workers, w) {
-				return UsageError("worker type %q is not in the table (it has %s)", w, strings.Join(workers, ", "))
+				return UsageError("worker type %q is not in the table (it has %s)", w, Listed(workers))
 			}
 		}
 		workers = o.WorkerTypes

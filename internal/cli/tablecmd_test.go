@@ -383,3 +383,14 @@ func TestLoadTableFromWarns(t *testing.T) {
 		t.Errorf("no warning writer: %v", err)
 	}
 }
+
+func TestListed(t *testing.T) {
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{{nil, "none"}, {[]string{"k80"}, "k80"}, {[]string{"k80", "v100"}, "k80, v100"}} {
+		if got := Listed(tt.in); got != tt.want {
+			t.Errorf("Listed(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
