@@ -54,7 +54,14 @@ func LoadJobs(path string) (*JobsFile, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readJobs(f, path, true)
+	return ReadJobsNamed(f, path)
+}
+
+// ReadJobsNamed reads a jobs file from r as LoadJobs reads one from a file
+// called name (such as "stdin"): errors start with name, and JSON that does
+// not parse is placed at name:line:column.
+func ReadJobsNamed(r io.Reader, name string) (*JobsFile, error) {
+	return readJobs(r, name, true)
 }
 
 // jobsShape is what a jobs file must look like, for errors about its shape.

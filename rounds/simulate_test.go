@@ -343,6 +343,25 @@ func TestPrepareSLOFactorRunnableTypes(t *testing.T) {
 	}
 }
 
+// ReadTrace reads either format from a reader; errors name the input as given.
+func TestReadTraceNamesInput(t *testing.T) {
+	for _, tc := range []struct{ name, data, want string }{
+		{"tsv", "A3C\t\t\t\t0\t1000\t1\t1\t-1\t0\n", ""},
+		{"json", `{"jobs": [{"id": "a", "type": "A3C", "total_steps": 1000}]}`, ""},
+		{"bad line", "A3C\t1\n", "stdin:1: bad trace"},
+		{"bad JSON", `{"jobs": [{"id": "a", "type"`, "stdin:1:29: invalid JSON"},
+		{"bad entry", `{"jobs": [{"id": "a", "type": "A3C"}]}`, `stdin: jobs[0] (id "a"): missing total_steps`},
+	} {
+		jobs, _, err := ReadTrace(strings.NewReader(tc.data), "stdin")
+		switch {
+		case tc.want == "" && (err != nil || len(jobs) != 1 || jobs[0].TotalSteps != 1000):
+			t.Errorf("%s: %v, %v; want one job of 1000 steps", tc.name, jobs, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 // A JSON trace that does not parse, or is a list, is named by file, line and column.
 func TestLoadTraceJSONErrors(t *testing.T) {
 	dir := t.TempDir()

@@ -140,14 +140,25 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 // LoadTrace reads path as a jobs file (JSON, cli-contract.md) when it starts
 // with '{', else as a Gavel trace. It also returns the jobs file's entities.
 func LoadTrace(path string) ([]TraceJob, map[string]policy.Entity, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
+	}
+	defer f.Close()
+	return ReadTrace(f, path)
+}
+
+// ReadTrace is LoadTrace reading from r, a file called name in errors (such
+// as "stdin"; positions read name:line:column).
+func ReadTrace(r io.Reader, name string) ([]TraceJob, map[string]policy.Entity, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	// JSON (a top-level list too, so that its error says what a jobs file must be rather than
 	// what a tab-separated line lacks).
 	if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
-		jf, err := policy.LoadJobs(path) // errors read path:line:column
+		jf, err := policy.ReadJobsNamed(bytes.NewReader(data), name) // errors read name:line:column
 		if err != nil {
 			return nil, nil, err
 		}
@@ -157,7 +168,7 @@ func LoadTrace(path string) ([]TraceJob, map[string]policy.Entity, error) {
 		}
 		return jobs, jf.Entities, nil
 	}
-	jobs, err := ParseTrace(bytes.NewReader(data), path)
+	jobs, err := ParseTrace(bytes.NewReader(data), name)
 	return jobs, nil, err
 }
 

@@ -66,7 +66,9 @@ of co-located pairs), "type" (model), "scale_factor"
 "steps_done", "time_run_seconds" (time since the job arrived),
 "arrival_seconds", "slo_seconds" (deadline, from arrival)}] and optional
 "entities": {name: {"weight", "policy": "fairness"|"fifo"}}, used by water
-filling. Errors name the file, the entry (jobs[i]) and its id.
+filling. Errors name the file, the entry (jobs[i]) and its id. --jobs -
+reads the jobs file from standard input (errors name "stdin"); it cannot be
+combined with --table -.
 
 Without --jobs, a default set of 8 single-GPU jobs from the embedded table is
 used (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN, A3C;
@@ -80,7 +82,7 @@ used (ResNet-18, ResNet-50, Transformer, LM, Recommendation, CycleGAN, A3C;
 			return runAllocate(cmd.Context(), streams, o)
 		},
 	}
-	o.problemFlags.register(cmd, false, "jobs file (JSON; default: a small job set from the embedded table)")
+	o.problemFlags.register(cmd, false, "jobs file (JSON, - for stdin; default: a small job set from the embedded table)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
@@ -105,7 +107,7 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
 	}
-	noteUnusedEntities(streams, o.jobs, ps)
+	noteUnusedEntities(streams, inputName(o.jobs), ps)
 	a, err := ps.allocate(ctx)
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
@@ -190,15 +192,18 @@ type problemSetup struct {
 // load checks the flags and builds the policy and its problem. Every error
 // is a usage error.
 func (o *problemFlags) load() (*problemSetup, error) {
+	if err := oneStdin([2]string{"--table", o.table}, [2]string{"--jobs", o.jobs}); err != nil {
+		return nil, err
+	}
 	s, err := loadPolicySetup(&o.clusterFlags, &o.policyFlags)
 	if err != nil {
 		return nil, err
 	}
-	prob, err := loadProblem(o.jobs, s.table, s.cluster, s.prices)
+	prob, err := loadProblem(o.clusterFlags.io().In, o.jobs, s.table, s.cluster, s.prices)
 	if err != nil {
 		return nil, err
 	}
-	return &problemSetup{policySetup: s, problem: prob, source: jobsFileSource(o.jobs, prob.Jobs)}, nil
+	return &problemSetup{policySetup: s, problem: prob, source: jobsFileSource(inputName(o.jobs), prob.Jobs)}, nil
 }
 
 // noteUnusedEntities tells, once on stderr, that a jobs file's entities do

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"time"
@@ -97,19 +98,50 @@ func (p *policyFlags) loadPrices(cl policy.Cluster) (policy.Prices, error) {
 }
 
 // loadProblem builds the policy's problem on tb and cl with prices: the
-// jobs of the jobs file at path, or, when path is "", defaultJobs.
-func loadProblem(path string, tb *table.Table, cl policy.Cluster, prices policy.Prices) (*policy.Problem, error) {
+// jobs of the jobs file at path (read from in when path is "-"), or, when
+// path is "", defaultJobs.
+func loadProblem(in io.Reader, path string, tb *table.Table, cl policy.Cluster, prices policy.Prices) (*policy.Problem, error) {
 	prob := &policy.Problem{Table: tb, Cluster: cl, Prices: prices}
 	if path == "" {
 		prob.Jobs = defaultJobs()
 		return prob, nil
 	}
-	jf, err := policy.LoadJobs(path)
+	var jf *policy.JobsFile
+	var err error
+	if path == "-" {
+		jf, err = policy.ReadJobsNamed(in, cli.StdinName)
+	} else {
+		jf, err = policy.LoadJobs(path)
+	}
 	if err != nil {
 		return nil, cli.UsageError("%v", err)
 	}
 	prob.Jobs, prob.Entities = jf.Jobs, jf.Entities
 	return prob, nil
+}
+
+// inputName is how messages name the input file at path: the path, or
+// cli.StdinName for "-".
+func inputName(path string) string {
+	if path == "-" {
+		return cli.StdinName
+	}
+	return path
+}
+
+// oneStdin fails, as bad usage, when more than one of the input flags (flag
+// name to value) is "-": standard input can be read only once.
+func oneStdin(flags ...[2]string) error {
+	var dash []string
+	for _, f := range flags {
+		if f[1] == "-" {
+			dash = append(dash, f[0]+" -")
+		}
+	}
+	if len(dash) > 1 {
+		return cli.UsageError("%s: both would read standard input; give all but one of them as files", strings.Join(dash, " and "))
+	}
+	return nil
 }
 
 // jobSource says where jobs came from, so that bad input found by a policy

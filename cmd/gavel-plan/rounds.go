@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -81,7 +79,7 @@ and realizable (true, false, or null when not checked).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRounds(cmd.Context(), io, o) },
 	}
-	o.problemFlags.register(cmd, true, `jobs file (required): JSON {"jobs": [{"id", "type", "total_steps", ...}]}, as allocate --help describes; e.g. examples/jobs.json`)
+	o.problemFlags.register(cmd, true, `jobs file (required; - for stdin): JSON {"jobs": [{"id", "type", "total_steps", ...}]}, as allocate --help describes; e.g. examples/jobs.json`)
 	registerRoundSeconds(cmd, &o.roundSeconds)
 	f := cmd.Flags()
 	f.IntVar(&o.rounds, "rounds", 10, "number of rounds to plan")
@@ -118,11 +116,8 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 	if c.cluster == "" {
 		return nil, nil, nil, cli.UsageError("--cluster is required, e.g. --cluster v100=4,p100=4,k80=4")
 	}
-	in, warn := io.Reader(os.Stdin), io.Writer(os.Stderr)
-	if c.streams != nil {
-		in, warn = c.streams.In, c.streams.Err
-	}
-	if tbl, err = cli.LoadTableFrom(in, warn, c.table); err != nil {
+	streams := c.io()
+	if tbl, err = cli.LoadTableFrom(streams.In, streams.Err, c.table); err != nil {
 		return nil, nil, nil, err
 	}
 	if cluster, err = policy.ParseCluster(c.cluster); err != nil {
@@ -143,6 +138,15 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 		return nil, nil, nil, cli.UsageError("--gpus-per-server: %v", err)
 	}
 	return tbl, cluster, perServer, nil
+}
+
+// io returns the streams the command reads and warns on: c.streams, or the
+// process's when nil.
+func (c *clusterFlags) io() *cli.IO {
+	if c.streams != nil {
+		return c.streams
+	}
+	return cli.StdIO()
 }
 
 // checkWorkerType returns a usage error naming flag when worker type w is
@@ -260,7 +264,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 		tj[i] = rounds.TraceJob{Job: j}
 	}
 	if _, err := rounds.Prepare(prob.Table, prob.Cluster, tj); err != nil {
-		return cli.UsageError("%s: %v", o.jobs, err)
+		return cli.UsageError("%s: %v", inputName(o.jobs), err)
 	}
 	alloc, err := ps.allocate(ctx)
 	if err != nil {

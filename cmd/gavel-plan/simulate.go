@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
+	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/rounds"
 	"github.com/gavelkit/gavel/table"
 )
@@ -52,7 +53,7 @@ slo_violated (false without an SLO, as in --jobs-out), slo_deadline_seconds
 	}
 	o.setupFlags.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.trace, "trace", "", "trace file (Gavel TSV) or jobs file (JSON with arrival_seconds)")
+	f.StringVar(&o.trace, "trace", "", "trace file (Gavel TSV) or jobs file (JSON with arrival_seconds); - for stdin")
 	f.StringVar(&o.jobsOut, "jobs-out", "", "write per-job results to this CSV file")
 	f.Lookup("seed").Usage = "seed for randomized policies and Gavel's agnostic worker-type shuffle"
 	f.Lookup("prices").Usage = "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45 (cost policies need it; reports cost)"
@@ -71,23 +72,32 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if err := cli.CheckOutput("simulate", "--jobs-out", o.jobsOut); err != nil {
 		return err
 	}
+	if err := oneStdin([2]string{"--table", o.table}, [2]string{"--trace", o.trace}); err != nil {
+		return err
+	}
 	s, err := o.setupFlags.load()
 	if err != nil {
 		return err
 	}
-	tj, entities, err := rounds.LoadTrace(o.trace)
+	var tj []rounds.TraceJob
+	var entities map[string]policy.Entity
+	if o.trace == "-" {
+		tj, entities, err = rounds.ReadTrace(io.In, cli.StdinName)
+	} else {
+		tj, entities, err = rounds.LoadTrace(o.trace)
+	}
 	if err != nil {
 		return cli.UsageError("%v", err)
 	}
 	jobs, err := rounds.Prepare(s.table, s.cluster, tj)
 	if err != nil {
-		return cli.UsageError("%s: %v", o.trace, err)
+		return cli.UsageError("%s: %v", inputName(o.trace), err)
 	}
 	res, err := rounds.Simulate(ctx, rounds.Config{Table: s.table, Cluster: s.cluster, GPUsPerServer: s.perServer,
 		Policy: s.policy, Entities: entities, Prices: s.prices, RoundSeconds: o.roundSeconds,
 		GavelCompat: o.compat, Seed: o.seed}, jobs)
 	if err != nil {
-		return traceSource(o.trace, tj).check(err)
+		return traceSource(inputName(o.trace), tj).check(err)
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(io.Err, "warning: %s (first at %.0f s, said by %d allocations)\n", w.Message, w.First, w.Count)
