@@ -63,6 +63,8 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": []}`, "jobs file: no jobs"},
 		{`{"jobs": [{"type": "A", "total_steps": 1}]}`, "jobs file: jobs[0]: missing id"},
 		{`{"jobs": [{"id": "a", "type": "A", "weight": -1}]}`, `jobs file: jobs[0] (id "a"): weight -1`},
+		{`{"jobs": [{"id": "a", "type": "A", "weight": 1e-300}]}`, `jobs file: jobs[0] (id "a"): weight 1e-300 is outside 0.001..1000`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "weight": 1001}]}`, `jobs file: jobs[1] (id "b"): weight 1001 is outside 0.001..1000`},
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "a", "type": "A"}]}`, `jobs[1] (id "a"): duplicate id`},
 		// cli-contract.md: total_steps is not optional; 0 would read as "finished".
 		{`{"jobs": [{"id": "a", "type": "A"}]}`, `jobs[0] (id "a"): missing total_steps`},
@@ -144,6 +146,9 @@ func TestInputErrors(t *testing.T) {
 		{"missing type", func(p *Problem) { p.Jobs[0].Type = jt("Nope") }, `job "0": job type ('Nope', 1) is not in the throughput table`},
 		{"sf too big", func(p *Problem) { p.Jobs[0].Type.ScaleFactor = 2 }, `scale factor 2 exceeds`},
 		{"negative weight", func(p *Problem) { p.Jobs[1].Weight = -1 }, `job "1": weight -1`},
+		// A weight far from 1 made the LP fail ("numerical trouble", exit 1) or lose its accuracy.
+		{"tiny weight", func(p *Problem) { p.Jobs[1].Weight = 1e-300 }, `job "1": weight 1e-300 is outside 0.001..1000`},
+		{"huge weight", func(p *Problem) { p.Jobs[0].Weight = 1e9 }, `job "0": weight 1e+09 is outside 0.001..1000`},
 		{"empty cluster", func(p *Problem) { p.Cluster = Cluster{} }, "cluster is empty"},
 		{"zero cluster", func(p *Problem) { p.Cluster = Cluster{"v100": 0} }, "cluster is empty"},
 		{"no table", func(p *Problem) { p.Table = nil }, "no throughput table"},
@@ -169,6 +174,35 @@ func TestInputErrors(t *testing.T) {
 	p := &Problem{Table: rateTable(kpv, map[table.JobType][]float64{jt("Z"): {0, 0, 0}}), Cluster: cluster(1, 1, 1), Jobs: []Job{job("z", jt("Z"), 1)}}
 	if _, err := mustNew(t, "max_min_fairness_perf").Allocate(context.Background(), p); !errors.Is(err, ErrInput) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// Weights at the bounds are read and allocated; beyond them the jobs file is
+// refused (the LPs failed or lost accuracy there).
+func TestJobWeightBounds(t *testing.T) {
+	for _, tc := range []struct {
+		weight float64
+		ok     bool
+	}{{MinWeight, true}, {MaxWeight, true}, {1, true}, {0.5 * MinWeight, false}, {2 * MaxWeight, false},
+		{1e-300, false}, {1e9, false}, {0, false}, {math.Inf(1), false}} {
+		in := fmt.Sprintf(`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "weight": %v}]}`, tc.weight)
+		if math.IsInf(tc.weight, 0) {
+			in = `{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "weight": 1e400}]}`
+		}
+		_, err := ReadJobs(strings.NewReader(in))
+		if (err == nil) != tc.ok {
+			t.Errorf("weight %v: error %v, want ok %v", tc.weight, err, tc.ok)
+		}
+		if !tc.ok {
+			continue
+		}
+		p := twoJobs(false, 1, 1, cluster(1, 1, 1))
+		p.Jobs[0].Weight = tc.weight
+		for _, name := range []string{"max_min_fairness", "max_min_fairness_perf", "max_min_fairness_packed", "max_min_fairness_water_filling_perf"} {
+			if _, err := mustNew(t, name).Allocate(context.Background(), p); err != nil {
+				t.Errorf("weight %v, %s: %v", tc.weight, name, err)
+			}
+		}
 	}
 }
 

@@ -164,8 +164,10 @@ func (in *instance) addJob(i int, j Job) error {
 		return jobErr(j.ID, "duplicate id")
 	}
 	in.idx[j.ID] = i
-	if j.Weight < 0 || math.IsNaN(j.Weight) || math.IsInf(j.Weight, 0) {
-		return jobErr(j.ID, "weight %v must be positive (0 means 1)", j.Weight)
+	if j.Weight != 0 {
+		if err := CheckWeight(j.Weight); err != nil {
+			return jobErr(j.ID, "%v (0 means 1)", err)
+		}
 	}
 	if j.Type.ScaleFactor < 1 {
 		return jobErr(j.ID, "scale factor %d must be at least 1", j.Type.ScaleFactor)

@@ -40,7 +40,8 @@ type jsonJobsFile struct {
 
 // ReadJobs reads a jobs file and checks every entry: id, type and
 // total_steps present (scale_factor defaults to 1, weight to 1), ids
-// unique and free of '+' (it joins pair ids), scale factor ≥ 1, finite non-negative numbers, steps_done ≤ total_steps,
+// unique and free of '+' (it joins pair ids), scale factor ≥ 1, weight within
+// MinWeight..MaxWeight, finite non-negative numbers, steps_done ≤ total_steps,
 // entities known with a positive weight and policy "fairness" or "fifo".
 // Errors name the entry: jobs[i] (its position in the file) and its id;
 // JSON that does not parse is named by line and column.
@@ -209,8 +210,8 @@ func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bo
 	if j.Weight != nil {
 		w = *j.Weight
 	}
-	if !(w > 0) || math.IsInf(w, 0) {
-		return Job{}, fmt.Errorf("weight %v must be positive", w)
+	if err := CheckWeight(w); err != nil {
+		return Job{}, err
 	}
 	if j.Entity != "" {
 		if entities == nil {

@@ -127,6 +127,29 @@ func (j Job) StepsRemaining() float64 {
 	return math.Max(0, j.TotalSteps-j.StepsDone)
 }
 
+// MinWeight and MaxWeight bound a job's weight. Only the ratios of weights
+// shape an allocation, but the LPs' tolerances are absolute: measured on
+// max-min fairness (agnostic, perf, packed), weights within 1e-3..1e3 leave
+// the LP's objective within 1e-6 of the smallest job's term; 1e-4..1e4 within
+// 1e-4; 1e-6..1e6 off by 6%; 1e9 beside 1e-9 starves jobs (a term of 0), and
+// 1e-300 fails ("numerical trouble").
+const (
+	MinWeight = 1e-3
+	MaxWeight = 1e3
+)
+
+// CheckWeight says why w cannot be a job's weight (nil when it can): it must
+// be a finite number within MinWeight..MaxWeight.
+func CheckWeight(w float64) error {
+	switch {
+	case !(w > 0) || math.IsInf(w, 0):
+		return fmt.Errorf("weight %v must be positive", w)
+	case w < MinWeight || w > MaxWeight:
+		return fmt.Errorf("weight %v is outside %g..%g, where the LPs stay accurate (only the ratios of weights matter: scale them into it)", w, MinWeight, MaxWeight)
+	}
+	return nil
+}
+
 // EffectiveWeight returns Weight, with 0 meaning 1.
 func (j Job) EffectiveWeight() float64 {
 	if j.Weight == 0 {

@@ -239,6 +239,8 @@ func TestParseTraceErrors(t *testing.T) {
 		{"bad arrival", strings.Replace(good, "-1\t0", "-1\tsoon", 1), "t.trace:1: bad trace: field 10 (arrival_time)"},
 		{"empty", "\n\n", "t.trace: bad trace: no jobs"},
 		{"NaN weight", good + strings.Replace(good, "\t1\t-1", "\tNaN\t-1", 1), "t.trace:2: bad trace: field 8 (priority_weight): \"NaN\" is not a finite number"},
+		{"tiny weight", strings.Replace(good, "\t1\t-1", "\t1e-300\t-1", 1), "t.trace:1: bad trace: field 8 (priority_weight): weight 1e-300 is outside 0.001..1000"},
+		{"zero weight", strings.Replace(good, "\t1\t-1", "\t0\t-1", 1), "t.trace:1: bad trace: field 8 (priority_weight): weight 0 must be positive"},
 		{"infinite SLO", strings.Replace(good, "-1\t0", "+Inf\t0", 1), "t.trace:1: bad trace: field 9 (SLO)"},
 		{"zero steps", strings.Replace(good, "\t100\t", "\t0\t", 1), "t.trace:1: bad trace: field 6 (total_steps): 0 must be positive"},
 		{"negative arrival", good + "\n" + strings.Replace(good, "-1\t0", "-1\t-5", 1), "t.trace:3: bad trace: field 10 (arrival_time): -5 is negative"},

@@ -98,9 +98,12 @@ func parseTraceLine(text string) (TraceJob, error) {
 	if err != nil || sf < 1 {
 		return j, fmt.Errorf("%w: field 7 (scale_factor): %q is not a positive integer", ErrTrace, f[6])
 	}
-	weight, err := positive(7, "priority_weight")
+	weight, err := num(7, "priority_weight")
 	if err != nil {
 		return j, err
+	}
+	if err := policy.CheckWeight(weight); err != nil {
+		return j, fmt.Errorf("%w: field 8 (priority_weight): %v", ErrTrace, err)
 	}
 	slo, err := num(8, "SLO")
 	if err != nil {

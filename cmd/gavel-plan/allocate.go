@@ -62,11 +62,12 @@ Cost policies need --prices for every worker type of the cluster.
 
 The jobs file (JSON) has "jobs": [{"id" (without '+', which joins the ids
 of co-located pairs), "type" (model), "scale_factor"
-(default 1), "total_steps", and optionally "weight", "entity",
-"steps_done", "time_run_seconds" (time since the job arrived),
-"arrival_seconds", "slo_seconds" (deadline, from arrival)}] and optional
-"entities": {name: {"weight", "policy": "fairness"|"fifo"}}, used by water
-filling. Errors name the file, the entry (jobs[i]) and its id. --jobs -
+(default 1), "total_steps", and optionally "weight" (default 1; within
+0.001..1000: only the ratios of weights matter, and beyond that range the
+LPs lose accuracy or fail), "entity", "steps_done", "time_run_seconds" (time
+since the job arrived), "arrival_seconds", "slo_seconds" (deadline, from
+arrival)}] and optional "entities": {name: {"weight", "policy":
+"fairness"|"fifo"}}, used by water filling. Errors name the file, the entry (jobs[i]) and its id. --jobs -
 reads the jobs file from standard input (errors name "stdin"); it cannot be
 combined with --table -.
 

@@ -118,6 +118,8 @@ func TestAllocateBadInput(t *testing.T) {
 	missing := writeFile(t, "jobs.json", `{"jobs": [{"id": "x", "type": "NoSuchModel", "total_steps": 1}]}`)
 	big := writeFile(t, "big.json", `{"jobs": [{"id": "huge", "type": "LM (batch size 20)", "scale_factor": 8, "total_steps": 1}]}`)
 	neg := writeFile(t, "neg.json", `{"jobs": [{"id": "n", "type": "A3C", "weight": -2, "total_steps": 1}]}`)
+	// A weight of 1e-300 failed in the LP ("numerical trouble", exit 1).
+	tiny := writeFile(t, "tiny.json", `{"jobs": [{"id": "a", "type": "A3C", "total_steps": 1}, {"id": "t", "type": "A3C", "weight": 1e-300, "total_steps": 1}]}`)
 	// An id with '+' would share its key with the pair of jobs a and b.
 	plus := writeFile(t, "plus.json", `{"jobs": [{"id": "a", "type": "ResNet-18 (batch size 64)", "total_steps": 1000},
 		{"id": "b", "type": "ResNet-18 (batch size 64)", "total_steps": 1000}, {"id": "a+b", "type": "A3C", "total_steps": 1000}]}`)
@@ -135,6 +137,7 @@ func TestAllocateBadInput(t *testing.T) {
 		{[]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4,k80=2", "--jobs", big}, big + `: jobs[0] (id "huge"): `},
 		{[]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4,k80=2", "--jobs", big}, `job "huge": scale factor 8 exceeds`},
 		{[]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", neg}, neg + `: jobs[0] (id "n"): weight -2`},
+		{[]string{"--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", tiny}, tiny + `: jobs[1] (id "t"): weight 1e-300 is outside 0.001..1000`},
 		{[]string{"--policy", "max_min_fairness_packed", "--cluster", "v100=1", "--jobs", plus}, plus + `: jobs[2] (id "a+b"): id "a+b" contains '+'`},
 		{[]string{"--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=1,k80=1"}, "needs --prices"},
 		{[]string{"--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=1,k80=1", "--prices", "v100=1"}, `no price for worker type "k80"`},
