@@ -172,3 +172,17 @@ func GavelName(p Policy) string {
 	}
 	return ""
 }
+
+// Packs reports whether p, made by New, allocates to co-located pairs (Gavel's
+// "Packing" policies: *_packed, max_sum_throughput_normalized_by_cost_packed_SLOs
+// and gandiva), the only ones WithMaxPartners shapes.
+func Packs(p Policy) bool { return strings.Contains(GavelName(p), "Packing") }
+
+// UsesReference reports whether p, made by New, plans with a reference worker
+// type's rates, the only policies WithReference shapes: the
+// heterogeneity-agnostic finish-time fairness and makespan
+// (finish_time_fairness, min_total_duration).
+func UsesReference(p Policy) bool {
+	n := GavelName(p)
+	return n == "FinishTimeFairness" || n == "MinTotalDuration"
+}

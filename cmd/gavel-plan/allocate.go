@@ -180,6 +180,7 @@ func loadPolicySetup(c *clusterFlags, p *policyFlags) (*policySetup, error) {
 	if s.policy, s.prices, err = p.load(s.cluster); err != nil {
 		return nil, err
 	}
+	p.warnUnused(c.io().Err, s.policy)
 	return &s, nil
 }
 

@@ -126,11 +126,18 @@ func (o *continuousOptions) parse() (*continuousRun, error) {
 		return nil, cli.UsageError("--timeout %v must be at least 0", o.timeout)
 	}
 	r.names = strings.Split(o.policies, ",")
+	packs := false
 	for i, n := range r.names {
 		r.names[i] = strings.TrimSpace(n)
-		if _, err := policy.New(r.names[i]); err != nil {
+		pol, err := policy.New(r.names[i])
+		if err != nil {
 			return nil, cli.UsageError("--policies: %v", err)
 		}
+		packs = packs || policy.Packs(pol)
+	}
+	if o.maxPartners > 0 && !packs {
+		fmt.Fprintf(o.io().Err, "warning: --max-partners does nothing with policies %s (only the packing policies, *_packed and gandiva, pack pairs)\n",
+			strings.Join(r.names, ", "))
 	}
 	return &r, nil
 }

@@ -30,9 +30,9 @@ func (p *policyFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&p.policy, "policy", "", "policy name (required; Gavel's, e.g. max_min_fairness_perf)")
 	f.StringVar(&p.prices, "prices", "", "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45 (cost policies need it)")
-	f.StringVar(&p.reference, "reference", "", "worker type whose rates agnostic FTF/makespan use (default: each job's fastest)")
+	f.StringVar(&p.reference, "reference", "", "worker type whose rates agnostic FTF/makespan (finish_time_fairness, min_total_duration) use (default: each job's fastest; other policies: a warning)")
 	f.Int64Var(&p.seed, "seed", 0, "seed of randomized policies (fifo, gandiva)")
-	f.IntVar(&p.maxPartners, "max-partners", 0, "packed policies: keep each job's top-k partners only (0 = all; use for hundreds of jobs)")
+	f.IntVar(&p.maxPartners, "max-partners", 0, "packing policies (*_packed, gandiva): keep each job's top-k partners only (0 = all; use for hundreds of jobs; other policies: a warning)")
 	f.DurationVar(&p.timeLimit, "time-limit", 0, "time limit per LP solve (0 = none)")
 }
 
@@ -44,6 +44,19 @@ func (p *policyFlags) checkReference(tbl *table.Table, c *clusterFlags) error {
 		return nil
 	}
 	return c.checkWorkerType(tbl, "--reference", p.reference)
+}
+
+// warnUnused warns on w about option flags that policy pol ignores, so that
+// they are not taken to have shaped its allocation.
+func (p *policyFlags) warnUnused(w io.Writer, pol policy.Policy) {
+	if p.reference != "" && !policy.UsesReference(pol) {
+		fmt.Fprintf(w, "warning: --reference does nothing with policy %s (only finish_time_fairness and min_total_duration, "+
+			"the heterogeneity-agnostic ones, plan with a reference worker type)\n", pol.Name())
+	}
+	if p.maxPartners > 0 && !policy.Packs(pol) {
+		fmt.Fprintf(w, "warning: --max-partners does nothing with policy %s (only the packing policies, *_packed and gandiva, pack pairs)\n",
+			pol.Name())
+	}
 }
 
 // needsPrices reports whether the named policy weighs throughput by cost.

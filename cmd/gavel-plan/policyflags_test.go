@@ -220,3 +220,59 @@ func TestFloatFlagsFinite(t *testing.T) {
 		}
 	}
 }
+
+// Flags that do nothing with the policy or cluster given are warned about,
+// once, on stderr, and change no exit status: --reference outside agnostic
+// FTF and makespan, --max-partners outside the packing policies, a --cluster
+// worker type with 0 GPUs.
+func TestUnusedFlagsWarn(t *testing.T) {
+	trace := "../../examples/worked_example.trace"
+	cases := []struct {
+		name string
+		mk   func(*cli.IO) *cobra.Command
+		args []string
+		warn string // "": no warning
+	}{
+		{"max-partners, perf", newAllocateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4", "--max-partners", "2"},
+			"warning: --max-partners does nothing with policy max_min_fairness_perf (only the packing policies"},
+		{"max-partners, packed", newAllocateCmd, []string{"--policy", "max_min_fairness_packed", "--cluster", "v100=4", "--max-partners", "2"}, ""},
+		{"max-partners, gandiva", newAllocateCmd, []string{"--policy", "gandiva", "--cluster", "v100=4", "--max-partners", "2"}, ""},
+		{"max-partners 0", newAllocateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4", "--max-partners", "0"}, ""},
+		{"reference, max-min", newAllocateCmd, []string{"--policy", "max_min_fairness", "--cluster", "v100=4,k80=2", "--reference", "v100"},
+			"warning: --reference does nothing with policy max_min_fairness (only finish_time_fairness and min_total_duration"},
+		{"reference, ftf perf", newAllocateCmd, []string{"--policy", "finish_time_fairness_perf", "--cluster", "v100=4,k80=2", "--reference", "v100"},
+			"warning: --reference does nothing with policy finish_time_fairness_perf"},
+		{"reference, ftf", newAllocateCmd, []string{"--policy", "finish_time_fairness", "--cluster", "v100=4,k80=2", "--reference", "v100"}, ""},
+		{"reference, makespan", newAllocateCmd, []string{"--policy", "min_total_duration", "--cluster", "v100=4,k80=2", "--reference", "k80"}, ""},
+		{"zero GPUs", newAllocateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4,p100=0"},
+			"warning: --cluster p100=0: a worker type without GPUs takes no part (leave it out)"},
+		{"rounds reference", newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4", "--jobs", "../../examples/jobs.json",
+			"--rounds", "1", "--reference", "v100"}, "warning: --reference does nothing with policy max_min_fairness_perf"},
+		{"simulate max-partners", newSimulateCmd, []string{"--policy", "fifo_perf", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
+			"--max-partners", "4"}, "warning: --max-partners does nothing with policy fifo_perf"},
+		{"simulate zero GPUs", newSimulateCmd, []string{"--policy", "fifo_perf", "--cluster", "v100=2,p100=2,k80=2,v100x=0", "--trace", trace},
+			"warning: --cluster v100x=0: a worker type without GPUs"},
+		{"experiment max-partners", newExperimentCmd, []string{"continuous", "--policies", "fifo_perf,fifo", "--rates", "1", "--window", "0:2",
+			"--cluster", "v100=2", "--max-partners", "3"}, "warning: --max-partners does nothing with policies fifo_perf, fifo"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errOut, err := rtRun(t, c.mk, c.args...)
+			if err != nil {
+				t.Fatalf("error %v, want none (a warning changes no exit status)", err)
+			}
+			warnings := 0
+			for _, l := range strings.Split(errOut, "\n") {
+				if strings.HasPrefix(l, "warning: --") {
+					warnings++
+				}
+			}
+			switch {
+			case c.warn == "" && warnings > 0:
+				t.Errorf("stderr %q, want no flag warning", errOut)
+			case c.warn != "" && (warnings != 1 || !strings.Contains(errOut, c.warn)):
+				t.Errorf("stderr %q, want one flag warning containing %q", errOut, c.warn)
+			}
+		})
+	}
+}

@@ -100,7 +100,7 @@ type clusterFlags struct {
 func (c *clusterFlags) register(cmd *cobra.Command, defaultCluster string, servers bool) {
 	f := cmd.Flags()
 	f.StringVar(&c.table, "table", "", "throughput table (Gavel JSON or CSV, - for stdin; default: the embedded Gavel table)")
-	usage := "GPUs per worker type"
+	usage := "GPUs per worker type (a type with 0 takes no part: a warning)"
 	if defaultCluster == "" {
 		usage += ", e.g. v100=4,p100=4,k80=4"
 	}
@@ -127,8 +127,9 @@ func (c *clusterFlags) load() (tbl *table.Table, cluster policy.Cluster, perServ
 		return nil, nil, nil, cli.UsageError("--cluster %q has no GPUs", c.cluster)
 	}
 	for _, w := range cluster.WorkerTypes() {
-		if cluster[w] == 0 {
-			continue // a type listed with no GPUs takes no part (ParseCluster allows it)
+		if cluster[w] == 0 { // a type listed with no GPUs takes no part (ParseCluster allows it)
+			fmt.Fprintf(streams.Err, "warning: --cluster %s=0: a worker type without GPUs takes no part (leave it out)\n", w)
+			continue
 		}
 		if err := c.checkWorkerType(tbl, "--cluster", w); err != nil {
 			return nil, nil, nil, err
