@@ -3,14 +3,12 @@ package rounds
 import (
 	"cmp"
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gavelkit/gavel/policy"
-	"github.com/gavelkit/gavel/policy/lp"
 )
 
 // Packed allocations can be realized through a decomposition
@@ -35,7 +33,7 @@ import (
 // followSchedule takes this round's configuration of a packed allocation
 // into w and reports whether it did: not without Options.Decompose, not
 // without pair targets (the walk alone is PD² there), not with more than
-// decomposeMaxTargets targets, not when the decomposition failed (the walk
+// policy.DecomposeMaxTargets targets, not when the decomposition failed (the walk
 // then serves the targets alone). selectEntries never calls it in compat
 // mode.
 //
@@ -74,7 +72,7 @@ func (s *State) followSchedule(w *walk, es []*entry, now float64) bool {
 // they stay the same), or nil where the walk serves them alone.
 func (s *State) scheduleFor(es []*entry) *configSchedule {
 	targets := sortedTargets(es)
-	if !s.Decompose || len(targets) > decomposeMaxTargets || !slices.ContainsFunc(targets, func(e *entry) bool { return e.c.IsPair() }) {
+	if !s.Decompose || len(targets) > policy.DecomposeMaxTargets || !slices.ContainsFunc(targets, func(e *entry) bool { return e.c.IsPair() }) {
 		return nil
 	}
 	caps := gpuCounts(s.Topology)
@@ -118,229 +116,33 @@ type configSchedule struct {
 	last      int
 }
 
-// Column generation's cost grows fast with the targets, in about 4 columns
-// a target (max-min packed allocations on 2 cores: 43 targets 108 columns
-// 0.06 s, 65-78 targets 0.15-1 s, 98-106 targets 0.3-1.4 s, 126-162
-// targets 600-700 columns about 3 s, 203 targets 842 columns 6.4 s; before
-// the master was warm started and the pricing MILPs solved plainly,
-// lp.Options.Plain, 73-75 targets took about 5 s and 126 targets 34 s),
-// and a partial decomposition is worse than none (its uncovered targets,
-// served by the walk after it, came out 0.06 behind at 126 targets against
-// the walk's 0.047 alone). So an allocation with more than
-// decomposeMaxTargets targets, or one whose decomposition needs more than
-// decomposeLimit columns, is left to the walk.
-const (
-	decomposeMaxTargets = 150
-	decomposeLimit      = 800
-)
-
-// decomposeTol is the total uncovered target a decomposition may leave:
-// rounding, as policies solve to 1e-9 a row (below it a configuration's
-// weight is not worth a round anyway).
-const decomposeTol = 1e-7
-
-var (
-	// errDecomposeLimit reports a decomposition cut short by decomposeLimit.
-	errDecomposeLimit = errors.New("decomposition needs more columns than allowed")
-	// errNotRealizable reports targets no convex combination of rounds
-	// covers (a gang able to take every GPU of a type, say). The walk
-	// spreads such a shortfall over the jobs; the master LP, minimizing the
-	// total uncovered, would put it all on one (0.51 short against the
-	// walk's 0.25 on two 4-GPU gangs sharing 6 GPUs).
-	errNotRealizable = errors.New("no sequence of rounds realizes the targets")
-)
-
-// coverBonus adds coverBonus × target to each entry's value in pricing, so
-// that among rounds of equal value at the duals (most entries have dual 0)
-// it picks full ones that serve many targets. Such rounds resemble the ones
-// an allocation is made of, so fewer of them are needed: on 300 random
-// allocations made of at most 4 rounds (a scratch sample like
-// packed_test.go's), up to 44 configurations without it; after 20 rounds a
-// mean largest shortfall of 0.021 against 0.027, after 100 rounds 0.0045
-// against 0.0061.
-const coverBonus = 1e-2
-
-// decompose writes the targets (sortedTargets, identified by sig) as Σ_q weight_q · q over
-// configurations q, Σ weight ≤ 1, by column generation: a master LP
-// minimizes the targets left uncovered, and a pricing MILP finds the round
-// (a matching of jobs within every type's GPUs) with the largest value at
-// the master's duals. It stops when the targets are covered, and fails with
-// errNotRealizable when no round would cover more. The master is an
-// lp.Session (COIN only): without one the decomposition fails and the walk
-// serves the targets.
+// decompose writes the targets (sortedTargets, identified by sig) as a
+// convex combination of configurations (policy.Decompose). Where it fails
+// the walk serves the targets alone: a partial decomposition is worse than
+// none (its uncovered targets, served by the walk after it, came out 0.06
+// behind at 126 targets against the walk's 0.047 alone), and for
+// unrealizable targets the master LP, minimizing the total uncovered, would
+// put the whole shortfall on one job where the walk spreads it (0.51 short
+// against the walk's 0.25 on two 4-GPU gangs sharing 6 GPUs).
 func decompose(ctx context.Context, targets []*entry, sig string, caps map[string]int) (*configSchedule, error) {
 	cs := &configSchedule{sig: sig}
-	var target []float64
-	var sfs []int
-	for _, e := range targets {
+	slots := make([]policy.Slot, len(targets))
+	target := make([]float64, len(targets))
+	for k, e := range targets {
 		cs.keys = append(cs.keys, entryKey{e.c, e.w})
-		target = append(target, e.target)
-		sfs = append(sfs, e.sf)
+		slots[k] = policy.Slot{Combination: e.c, Worker: e.w, GPUs: e.sf}
+		target[k] = e.target
 	}
-	pricing := newPricing(cs.keys, sfs, caps)
-	master, err := newMaster(target)
+	d, err := policy.Decompose(ctx, slots, target, caps)
 	if err != nil {
 		return nil, err
 	}
-	defer master.Close()
-	for {
-		res, err := master.Solve(ctx, lp.Options{})
-		if err != nil {
-			return nil, err
-		}
-		cs.setWeights(res, len(target))
-		if res.Objective <= decomposeTol {
-			break
-		}
-		if len(cs.confs) >= decomposeLimit {
-			return nil, errDecomposeLimit
-		}
-		q, err := pricing.improving(ctx, res.Duals, target)
-		if err != nil {
-			return nil, err
-		}
-		if q == nil {
-			return nil, errNotRealizable
-		}
+	for _, q := range d.Rounds {
 		cs.confs = append(cs.confs, q)
-		rows := append(slices.Clone(q), len(target)) // its targets and the Σ weight row
-		master.AddColumn(0, lp.Inf, 0, rows, ones(len(rows)))
 	}
+	cs.weight = d.Weights
 	cs.ran = make([]float64, len(cs.confs))
 	return cs, nil
-}
-
-// newMaster returns the master LP before any configuration, kept loaded so
-// that each new configuration's column is priced in from the last basis
-// (primal simplex): min Σ uncovered_e subject to Σ_q weight_q·[e ∈ q] +
-// uncovered_e ≥ target_e and Σ weight ≤ 1. Its first columns are the
-// uncovered_e, the configurations' weights follow.
-func newMaster(target []float64) (*lp.Session, error) {
-	m := lp.NewModel(lp.Minimize)
-	for e := range target {
-		slack := m.AddCol(0, lp.Inf, 1)
-		m.AddRow(target[e], lp.Inf, []int{slack}, []float64{1})
-	}
-	m.AddRow(-lp.Inf, 1, nil, nil)
-	return lp.NewSession(m)
-}
-
-// setWeights reads the configurations' weights from the master's solution,
-// whose first n columns are the uncovered targets.
-func (cs *configSchedule) setWeights(res *lp.Result, n int) {
-	cs.weight = make([]float64, len(cs.confs))
-	for q := range cs.confs {
-		cs.weight[q] = max(0, res.X[n+q])
-	}
-}
-
-// pricing finds the round of largest value: a MILP over the entries with
-// each job in at most one and every type within its GPUs.
-type pricing struct {
-	m    *lp.Model
-	keys []entryKey
-	sfs  []int
-	caps map[string]int
-}
-
-func newPricing(keys []entryKey, sfs []int, caps map[string]int) *pricing {
-	m := lp.NewModel(lp.Maximize)
-	byJob := map[string][]int{}
-	byType := map[string][]int{}
-	for k, key := range keys {
-		m.SetInteger(m.AddCol(0, 1, 0))
-		for _, j := range members(key.c) {
-			byJob[j] = append(byJob[j], k)
-		}
-		byType[key.w] = append(byType[key.w], k)
-	}
-	for _, j := range slices.Sorted(maps.Keys(byJob)) {
-		m.AddRow(-lp.Inf, 1, byJob[j], ones(len(byJob[j])))
-	}
-	for _, w := range slices.Sorted(maps.Keys(byType)) {
-		val := make([]float64, len(byType[w]))
-		for i, k := range byType[w] {
-			val[i] = float64(sfs[k])
-		}
-		m.AddRow(-lp.Inf, float64(caps[w]), byType[w], val)
-	}
-	return &pricing{m: m, keys: keys, sfs: sfs, caps: caps}
-}
-
-// improving returns a round with a negative reduced cost in the master
-// (duals: one per target, then the Σ weight row's), preferring full rounds
-// (coverBonus), or nil when there is none. A greedy round usually improves
-// at a fraction of a MILP's cost; the MILPs settle whether any round does.
-func (p *pricing) improving(ctx context.Context, duals, target []float64) (config, error) {
-	val := slices.Clone(duals[:len(target)])
-	for e := range val {
-		val[e] += coverBonus * target[e]
-	}
-	tries := []func() (config, error){
-		func() (config, error) { return p.greedy(val), nil },
-		func() (config, error) { return p.best(ctx, val) },
-		func() (config, error) { return p.best(ctx, duals[:len(target)]) },
-	}
-	for _, try := range tries {
-		q, err := try()
-		if err != nil {
-			return nil, err
-		}
-		gain := duals[len(target)]
-		for _, e := range q {
-			gain += duals[e]
-		}
-		if gain > 1e-9 {
-			return q, nil
-		}
-	}
-	return nil, nil
-}
-
-// greedy builds a round from the entries of positive value, highest first
-// (lowest index on ties), each taken when its jobs are free and its type
-// has the GPUs.
-func (p *pricing) greedy(value []float64) config {
-	order := make([]int, 0, len(value))
-	for k, v := range value {
-		if v > 0 {
-			order = append(order, k)
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(value[b], value[a]) })
-	left := maps.Clone(p.caps)
-	taken := map[string]bool{}
-	var q config
-	for _, k := range order {
-		key := p.keys[k]
-		if left[key.w] < p.sfs[k] || taken[key.c.A] || (key.c.IsPair() && taken[key.c.B]) {
-			continue
-		}
-		left[key.w] -= p.sfs[k]
-		for _, j := range members(key.c) {
-			taken[j] = true
-		}
-		q = append(q, k)
-	}
-	slices.Sort(q)
-	return q
-}
-
-func (p *pricing) best(ctx context.Context, value []float64) (config, error) {
-	for k, v := range value {
-		p.m.SetObj(k, v)
-	}
-	res, err := lp.Default().Solve(ctx, p.m, lp.Options{Plain: true})
-	if err != nil {
-		return nil, err
-	}
-	var q config
-	for k := range value {
-		if res.X[k] > 0.5 {
-			q = append(q, k)
-		}
-	}
-	return q, nil
 }
 
 // next returns the configuration to run this round: the one whose runs
@@ -426,12 +228,4 @@ func sortedTargets(es []*entry) []*entry {
 		return cmp.Or(cmp.Compare(a.c.A, b.c.A), cmp.Compare(a.c.B, b.c.B), cmp.Compare(a.w, b.w))
 	})
 	return out
-}
-
-func ones(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = 1
-	}
-	return v
 }

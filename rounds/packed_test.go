@@ -119,7 +119,7 @@ func TestDecomposeCoversTargets(t *testing.T) {
 // On a sample of realizable packed allocations, following the
 // decomposition keeps every job near its targets: after 100 rounds the
 // mean of the largest shortfall is 0.0034 and the worst 0.023 (measured;
-// the walk serves the cases with more than decomposeMaxTargets targets; the
+// the walk serves the cases with more than policy.DecomposeMaxTargets targets; the
 // per-entry walk alone: 0.012 and 0.11). RunRounds keeps whichever of the
 // two plans falls less short: the walk's on some cases (counted), the
 // decomposition's on the others.
@@ -133,7 +133,7 @@ func TestFidelityPackedSample(t *testing.T) {
 		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
 		walk, _, _ := runRounds(cfg, false)
 		dec, used, _ := runRounds(cfg, true)
-		if !used { // over decomposeMaxTargets targets
+		if !used { // over policy.DecomposeMaxTargets targets
 			dec = walk
 			skipped++
 		}
@@ -343,8 +343,8 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
 	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
 	targets, _, caps := servedTargets(cfg)
-	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps); !errors.Is(err, errNotRealizable) {
-		t.Fatalf("decompose: err %v, want errNotRealizable", err)
+	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps); !errors.Is(err, policy.ErrUnrealizable) {
+		t.Fatalf("decompose: err %v, want policy.ErrUnrealizable", err)
 	}
 	if _, used, _ := runRounds(cfg, true); used {
 		t.Error("the decomposition was followed for an allocation no rounds realize")

@@ -173,7 +173,7 @@ func Realizable(ctx context.Context, cfg RoundsConfig) *bool {
 	if !gangs && !hasPairs(cfg.Allocation) {
 		return ptr(withinRows(cfg))
 	}
-	if len(targets) > decomposeMaxTargets {
+	if len(targets) > policy.DecomposeMaxTargets {
 		return nil
 	}
 	_, err := decompose(ctx, targets, scheduleSignature(targets, caps), caps)
@@ -242,7 +242,7 @@ func verdict(decomposed bool, err error) *bool {
 	switch {
 	case decomposed:
 		return ptr(true)
-	case errors.Is(err, errNotRealizable):
+	case errors.Is(err, policy.ErrUnrealizable):
 		return ptr(false)
 	}
 	return nil
