@@ -60,3 +60,31 @@ func BenchmarkFIFOPacked2000(b *testing.B) {
 		}
 	}
 }
+
+// Small instances with gangs, whose LPs are cut until their solutions
+// decompose into rounds (roundcuts.go): the first 20 wide-rate problems of
+// at most 16 jobs (waterfill_test.go), one allocation of each per
+// iteration.
+func benchSmallGangs(b *testing.B, name string) {
+	var ps []*Problem
+	for seed := uint64(1); len(ps) < 20; seed++ {
+		if p := wideRateProblem(seed); len(p.Jobs) > 0 && len(p.Jobs) <= separateMaxJobs {
+			ps = append(ps, p)
+		}
+	}
+	pol, err := New(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, p := range ps {
+			if _, err := pol.Allocate(context.Background(), p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkSmallGangsLAS(b *testing.B)          { benchSmallGangs(b, "max_min_fairness_perf") }
+func BenchmarkSmallGangsWaterFilling(b *testing.B) { benchSmallGangs(b, "max_min_fairness_water_filling_perf") }

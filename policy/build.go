@@ -70,6 +70,10 @@ func (in *instance) newBuilder(sense lp.Sense) *builder {
 		b.addRow(nil, idx, val, ub)
 	}
 	b.addCliqueRows()
+	for _, cut := range in.roundCuts {
+		idx, val, ub := b.roundCutRow(cut)
+		b.addRow(nil, idx, val, ub)
+	}
 	return b
 }
 
@@ -147,7 +151,10 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 		return res, err
 	}
 	limit := opt.oddSetRounds
-	if limit == 0 {
+	switch {
+	case limit == 0 && b.in.separable():
+		limit = separateRounds
+	case limit == 0:
 		limit = oddSetRounds
 	}
 	for round := 0; ; round++ {
@@ -162,11 +169,27 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 		if gangs {
 			covers = slices.DeleteFunc(b.in.violatedCovers(x), b.in.hasCover)
 		}
-		if len(sets)+len(covers) == 0 || round >= limit {
-			if len(sets)+len(covers) > 0 || !complete {
+		var cut *roundCut
+		decided := false
+		if len(sets)+len(covers) == 0 {
+			if cut, decided, err = b.in.separate(ctx, x); err != nil {
+				return nil, err
+			}
+			complete = complete || decided
+		}
+		if len(sets)+len(covers) == 0 && cut == nil || round >= limit {
+			if len(sets)+len(covers) > 0 || cut != nil || !complete {
 				st.Unsettled++
 			}
+			if cut != nil || !decided {
+				b.in.separationOff = true
+			}
 			return res, nil
+		}
+		if cut != nil {
+			b.in.roundCuts = append(b.in.roundCuts, *cut)
+			idx, val, ub := b.roundCutRow(*cut)
+			b.addRow(sess, idx, val, ub)
 		}
 		for _, s := range sets {
 			b.in.addOddSet(s)

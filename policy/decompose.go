@@ -136,7 +136,11 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 			rs[k].b = jobs[s.Combination.B]
 		}
 	}
-	return decompose(ctx, rs, caps, targets)
+	d, err := decompose(ctx, rs, caps, targets, nil)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // roundSlot is a Slot by index: jobs a and b (-1: none) on worker type w.
@@ -145,8 +149,11 @@ type roundSlot struct {
 	gpus    int
 }
 
-// decompose is Decompose on indexed slots; caps[w] is type w's GPUs.
-func decompose(ctx context.Context, slots []roundSlot, caps []int, target []float64) (*Decomposition, error) {
+// decompose is Decompose on indexed slots; caps[w] is type w's GPUs. The
+// master starts with the rounds of initial (each a feasible round of
+// slots), which spares pricing when they suffice. With an
+// *UnrealizableError it returns the rounds it found too.
+func decompose(ctx context.Context, slots []roundSlot, caps []int, target []float64, initial [][]int) (*Decomposition, error) {
 	pricing := newPricing(slots, caps)
 	master, err := newMaster(target)
 	if err != nil {
@@ -155,6 +162,10 @@ func decompose(ctx context.Context, slots []roundSlot, caps []int, target []floa
 	defer master.Close()
 	d := &Decomposition{}
 	n := len(target)
+	for _, q := range initial {
+		d.Rounds = append(d.Rounds, q)
+		master.AddColumn(0, lp.Inf, 0, append(slices.Clone(q), n), ones(len(q)+1))
+	}
 	for {
 		res, err := master.Solve(ctx, lp.Options{})
 		if err != nil {
@@ -167,7 +178,7 @@ func decompose(ctx context.Context, slots []roundSlot, caps []int, target []floa
 		if res.Objective <= decomposeTol {
 			return d, nil
 		}
-		if len(d.Rounds) >= decomposeLimit {
+		if len(d.Rounds) >= len(initial)+decomposeLimit {
 			return nil, ErrDecomposeLimit
 		}
 		q, err := pricing.improving(ctx, res.Duals, target)
@@ -175,7 +186,7 @@ func decompose(ctx context.Context, slots []roundSlot, caps []int, target []floa
 			return nil, err
 		}
 		if q == nil {
-			return nil, unrealizable(res, n)
+			return d, unrealizable(res, n)
 		}
 		d.Rounds = append(d.Rounds, q)
 		rows := append(slices.Clone(q), n) // its targets and the Σ weight row

@@ -33,8 +33,12 @@
 // oddsets.go); LPs with jobs of several GPUs carry cover and clique rows
 // (covers.go, cliques.go: combinations that cannot all share a type's GPUs,
 // or that pairwise cannot share a round, which Gavel's capacity row lets
-// run together); other facets of the set of rounds can still make an
-// allocation unrealizable (rounds.Realizable tells); nothing is allocated where a job's isolated rate is 0 or where a
+// run together); on instances of at most 16 jobs without pairs, each LP's
+// solution is decomposed into rounds (Decompose) and the inequality that
+// proves it unrealizable added until it is not (roundcuts.go), so those
+// allocations are the best realizable; elsewhere other facets of the set
+// of rounds can still make an allocation unrealizable (rounds.Realizable
+// tells); nothing is allocated where a job's isolated rate is 0 or where a
 // worker type has fewer GPUs than its scale factor; agnostic FIFO never
 // oversubscribes; water filling uses an exact LP-only bottleneck test and
 // returns solver errors; agnostic FTF and makespan use each job's fastest

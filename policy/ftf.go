@@ -100,6 +100,11 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 	if !in.settleCovers(x) {
 		st.Unsettled++
 	}
+	if realizable, err := in.shrinkToRounds(ctx, x); err != nil {
+		return nil, 0, err
+	} else if !realizable {
+		st.Unsettled++
+	}
 	effAt := func(x [][]float64) []float64 { return in.throughputAt(x, rate) }
 	ratio := func(e []float64) float64 {
 		r := 0.0

@@ -93,6 +93,16 @@ type instance struct {
 	// of this instance carries, once cliquesMade.
 	cliques     []clique
 	cliquesMade bool
+	// roundCuts are the inequalities (see separate) that every LP of this
+	// instance carries; found lazily by builder.solve.
+	roundCuts []roundCut
+	// separationOff stops separate once an LP of the instance ended without
+	// its solution proven realizable: a cut found later could exclude that
+	// solution, which water filling's later LPs rely on (solveAtLevels).
+	separationOff bool
+	// roundPool holds the rounds (combination, worker type) that
+	// decompositions of this instance's solutions found, to start the next.
+	roundPool [][][2]int
 }
 
 // checkID rejects job ids that would make combination keys ambiguous: a

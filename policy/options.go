@@ -80,9 +80,11 @@ func WithMaxPartners(k int) Option { return func(o *options) { o.maxPartners = k
 func WithReference(workerType string) Option { return func(o *options) { o.reference = workerType } }
 
 // WithTimeLimit bounds each LP solve. A policy may solve many (water
-// filling one or more a level, finish-time fairness a search, a packed LP
-// up to 26 with its odd-set rows; SolveStats.LPs counts them), so bound the
-// whole allocation with the context's deadline.
+// filling one or more a level, finish-time fairness a search, an LP with
+// pairs or gangs up to 26 with its odd-set and cover rows, and up to 101 on
+// the small instances decomposed into rounds, see roundcuts.go;
+// SolveStats.LPs counts them), so bound the whole allocation with the
+// context's deadline.
 func WithTimeLimit(d time.Duration) Option { return func(o *options) { o.timeLimit = d } }
 
 // WithMethod selects the LP algorithm.

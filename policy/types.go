@@ -216,9 +216,10 @@ type SolveStats struct {
 	LPs        int // number of LPs (or MILPs) solved
 	Seconds    float64
 	// Unsettled counts LPs whose final solution may break an odd-set row
-	// (oddsets.go) or a cover row (covers.go): it still did when the
-	// re-solves ran out, or the search of 5-job sets was cut short.
-	// Allocate then warns.
+	// (oddsets.go) or a cover row (covers.go), or, on the small instances
+	// whose solutions are decomposed into rounds (roundcuts.go), was proven
+	// unrealizable: it still did when the re-solves ran out, or the search
+	// of 5-job sets was cut short. Allocate then warns.
 	Unsettled int
 }
 

@@ -1,0 +1,367 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gavelkit/gavel/policy/lp"
+	"github.com/gavelkit/gavel/table"
+)
+
+// allRounds enumerates every round over slots by brute force: each subset
+// with every job at most once and every type within its GPUs.
+func allRounds(slots []Slot, gpus map[string]int) [][]int {
+	var out [][]int
+	var walk func(k int, q []int, used map[string]bool, left map[string]int)
+	walk = func(k int, q []int, used map[string]bool, left map[string]int) {
+		if k == len(slots) {
+			out = append(out, slices.Clone(q))
+			return
+		}
+		walk(k+1, q, used, left)
+		s := slots[k]
+		ids := []string{s.Combination.A}
+		if s.Combination.IsPair() {
+			ids = append(ids, s.Combination.B)
+		}
+		for _, id := range ids {
+			if used[id] {
+				return
+			}
+		}
+		if left[s.Worker] < s.GPUs {
+			return
+		}
+		for _, id := range ids {
+			used[id] = true
+		}
+		left[s.Worker] -= s.GPUs
+		walk(k+1, append(q, k), used, left)
+		left[s.Worker] += s.GPUs
+		for _, id := range ids {
+			used[id] = false
+		}
+	}
+	left := map[string]int{}
+	for w, n := range gpus {
+		left[w] = n
+	}
+	walk(0, nil, map[string]bool{}, left)
+	return out
+}
+
+// leastShort solves, over every enumerated round at once (no column
+// generation), min Σ uncovered_k subject to Σ_q λ_q·[k ∈ q] + uncovered_k
+// ≥ target_k and Σ λ ≤ 1.
+func leastShort(t *testing.T, rounds [][]int, targets []float64) float64 {
+	t.Helper()
+	m := lp.NewModel(lp.Minimize)
+	rows := make([][]int, len(targets))
+	for k := range targets {
+		rows[k] = []int{m.AddCol(0, lp.Inf, 1)}
+	}
+	var all []int
+	for _, q := range rounds {
+		j := m.AddCol(0, lp.Inf, 0)
+		all = append(all, j)
+		for _, k := range q {
+			rows[k] = append(rows[k], j)
+		}
+	}
+	for k, idx := range rows {
+		m.AddRow(targets[k], lp.Inf, idx, ones(len(idx)))
+	}
+	m.AddRow(-lp.Inf, 1, all, ones(len(all)))
+	res, err := lp.Default().Solve(context.Background(), m, lp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Objective
+}
+
+// randomSlots draws 3-5 jobs of 1, 2 or 4 GPUs on one or two types of 4-6
+// GPUs: each job alone on every type it fits, and some pairs of jobs of
+// equal GPUs.
+func randomSlots(rng *rand.Rand) ([]Slot, map[string]int) {
+	gpus := map[string]int{}
+	workers := []string{"a", "b"}[:1+rng.IntN(2)]
+	for _, w := range workers {
+		gpus[w] = 4 + rng.IntN(3)
+	}
+	n := 3 + rng.IntN(3)
+	sf := make([]int, n)
+	var slots []Slot
+	for i := range sf {
+		sf[i] = []int{1, 1, 2, 4}[rng.IntN(4)]
+		for _, w := range workers {
+			slots = append(slots, Slot{Combination: Single(fmt.Sprint("j", i)), Worker: w, GPUs: sf[i]})
+		}
+	}
+	for i := range sf {
+		for j := i + 1; j < n; j++ {
+			if sf[i] == sf[j] && rng.IntN(2) == 0 {
+				w := workers[rng.IntN(len(workers))]
+				slots = append(slots, Slot{Combination: PairOf(fmt.Sprint("j", i), fmt.Sprint("j", j)), Worker: w, GPUs: sf[i]})
+			}
+		}
+	}
+	return slots, gpus
+}
+
+// Decompose agrees with an LP over every round enumerated by brute force:
+// it decomposes exactly the targets that LP covers, with feasible rounds
+// covering them, and otherwise proves them unrealizable with the LP's
+// least shortfall and an inequality that every enumerated round meets and
+// the targets break by that shortfall.
+func TestDecomposeAgainstEnumeration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	decomposed, refused := 0, 0
+	for n := 0; n < 300; n++ {
+		slots, gpus := randomSlots(rng)
+		rounds := allRounds(slots, gpus)
+		// Targets: a few random rounds' mix, scaled by 0.7-1.4, so that some
+		// fit and some do not.
+		targets := make([]float64, len(slots))
+		scale := 0.7 + 0.7*rng.Float64()
+		for range 3 {
+			for _, k := range rounds[rng.IntN(len(rounds))] {
+				targets[k] += scale / 3
+			}
+		}
+		want := leastShort(t, rounds, targets)
+		d, err := Decompose(context.Background(), slots, targets, gpus)
+		var proof *UnrealizableError
+		switch {
+		case want <= 1e-8 && err == nil:
+			decomposed++
+			checkDecomposition(t, n, slots, gpus, targets, d)
+		case want > 1e-6 && errors.As(err, &proof):
+			refused++
+			checkProof(t, n, rounds, targets, want, proof)
+		case want > 1e-8 && want <= 1e-6:
+			// within the tolerances: either answer will do
+		default:
+			t.Fatalf("case %d: least shortfall %.3g by enumeration, Decompose: %v", n, want, err)
+		}
+	}
+	if decomposed < 50 || refused < 50 {
+		t.Fatalf("%d decomposed, %d refused: the sample should have plenty of both", decomposed, refused)
+	}
+}
+
+func checkDecomposition(t *testing.T, n int, slots []Slot, gpus map[string]int, targets []float64, d *Decomposition) {
+	t.Helper()
+	covered := make([]float64, len(slots))
+	sum := 0.0
+	for q, r := range d.Rounds {
+		sum += d.Weights[q]
+		used, left := map[string]bool{}, map[string]int{}
+		for _, k := range r {
+			s := slots[k]
+			covered[k] += d.Weights[q]
+			left[s.Worker] += s.GPUs
+			for _, id := range []string{s.Combination.A, s.Combination.B} {
+				if id != "" && used[id] {
+					t.Fatalf("case %d: round %d runs %s twice", n, q, id)
+				}
+				used[id] = true
+			}
+		}
+		for w, g := range left {
+			if g > gpus[w] {
+				t.Fatalf("case %d: round %d takes %d GPUs of %s, which has %d", n, q, g, w, gpus[w])
+			}
+		}
+	}
+	if sum > 1+1e-9 {
+		t.Fatalf("case %d: weights sum to %v", n, sum)
+	}
+	for k := range slots {
+		if covered[k] < targets[k]-1e-7 {
+			t.Fatalf("case %d: slot %v covered %v of %v", n, slots[k], covered[k], targets[k])
+		}
+	}
+}
+
+func checkProof(t *testing.T, n int, rounds [][]int, targets []float64, want float64, proof *UnrealizableError) {
+	t.Helper()
+	if math.Abs(proof.Short-want) > 1e-6 {
+		t.Fatalf("case %d: shortfall %v, enumeration %v", n, proof.Short, want)
+	}
+	for _, q := range rounds {
+		lhs := 0.0
+		for _, k := range q {
+			lhs += proof.Coef[k]
+		}
+		if lhs > proof.Bound+1e-9 {
+			t.Fatalf("case %d: round %v breaks the inequality (%v > %v)", n, q, lhs, proof.Bound)
+		}
+	}
+	lhs := 0.0
+	for k, c := range proof.Coef {
+		lhs += c * targets[k]
+	}
+	if lhs-proof.Bound < want-1e-6 {
+		t.Fatalf("case %d: the targets break the inequality by %v, want the shortfall %v", n, lhs-proof.Bound, want)
+	}
+}
+
+func TestDecomposeInput(t *testing.T) {
+	one := []Slot{{Combination: Single("a"), Worker: "w", GPUs: 1}}
+	many := make([]Slot, DecomposeMaxTargets+1)
+	for k := range many {
+		many[k] = Slot{Combination: Single(fmt.Sprint("j", k)), Worker: "w", GPUs: 1}
+	}
+	full := make([]float64, len(many))
+	for k := range full {
+		full[k] = 0.001
+	}
+	for _, c := range []struct {
+		name    string
+		slots   []Slot
+		targets []float64
+		want    string
+	}{
+		{"lengths", one, []float64{0.5, 0.5}, "2 targets for 1 slots"},
+		{"no GPUs", []Slot{{Combination: Single("a"), Worker: "w"}}, []float64{0.5}, "takes 0 GPUs"},
+		{"negative", one, []float64{-0.5}, "target -0.5"},
+		{"too many", many, full, "151 positive targets, at most 150"},
+	} {
+		_, err := Decompose(context.Background(), c.slots, c.targets, map[string]int{"w": 1})
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrInput saying %q", c.name, err, c.want)
+		}
+	}
+	// A slot on a type the cluster lacks can never run.
+	_, err := Decompose(context.Background(), one, []float64{0.5}, map[string]int{"other": 4})
+	if !errors.Is(err, ErrUnrealizable) {
+		t.Errorf("slot on a missing type: %v, want ErrUnrealizable", err)
+	}
+}
+
+// randomGangProblem is a small cluster (one or two types of 4-6 GPUs) with
+// 3-6 jobs of 1, 2 and 4 GPUs and random rates: where Gavel's rows let
+// gangs take more time together than rounds give.
+func randomGangProblem(rng *rand.Rand) *Problem {
+	workers := []string{"a", "b"}[:1+rng.IntN(2)]
+	cl := Cluster{}
+	for _, w := range workers {
+		cl[w] = 4 + rng.IntN(3)
+	}
+	tb := table.New()
+	var jobs []Job
+	for i := 0; i < 3+rng.IntN(4); i++ {
+		ty := table.JobType{Model: fmt.Sprint("m", i), ScaleFactor: []int{1, 1, 2, 4}[rng.IntN(4)]}
+		for _, w := range workers {
+			tb.SetIsolated(w, ty, 1+4*rng.Float64())
+		}
+		jobs = append(jobs, Job{ID: fmt.Sprint("j", i), Type: ty, TotalSteps: 1000, Weight: 1})
+	}
+	return &Problem{Table: tb, Cluster: cl, Jobs: jobs}
+}
+
+// bestRealizableMaxMin solves max-min fairness over every round of p's
+// single jobs enumerated by brute force: maximize t subject to each job's
+// term sf·Σ rate·x/prop ≥ t (agnostic: rate 1 and prop 1), x = Σ_q λ_q·q,
+// Σ λ ≤ 1. prop is Σ_w rate_w·GPUs_w / all GPUs, from the table.
+func bestRealizableMaxMin(t *testing.T, p *Problem, agnostic bool) float64 {
+	t.Helper()
+	var slots []Slot
+	var rate []float64
+	total := 0
+	for _, n := range p.Cluster {
+		total += n
+	}
+	prop := map[string]float64{}
+	for _, j := range p.Jobs {
+		for w, n := range p.Cluster {
+			r, _ := p.Table.Isolated(w, j.Type)
+			prop[j.ID] += r * float64(n) / float64(total)
+			if j.Type.ScaleFactor <= n && r > 0 {
+				slots = append(slots, Slot{Combination: Single(j.ID), Worker: w, GPUs: j.Type.ScaleFactor})
+				rate = append(rate, r)
+			}
+		}
+	}
+	rounds := allRounds(slots, p.Cluster)
+	m := lp.NewModel(lp.Maximize)
+	tc := m.AddCol(0, lp.Inf, 1)
+	lam := make([]int, len(rounds))
+	for q := range rounds {
+		lam[q] = m.AddCol(0, lp.Inf, 0)
+	}
+	m.AddRow(-lp.Inf, 1, lam, ones(len(lam)))
+	for _, j := range p.Jobs {
+		idx, val := []int{tc}, []float64{-1}
+		for q, r := range rounds {
+			v := 0.0
+			for _, k := range r {
+				if slots[k].Combination.A != j.ID {
+					continue
+				}
+				if agnostic {
+					v += float64(j.Type.ScaleFactor)
+				} else {
+					v += float64(j.Type.ScaleFactor) * rate[k] / prop[j.ID]
+				}
+			}
+			if v != 0 {
+				idx, val = append(idx, lam[q]), append(val, v)
+			}
+		}
+		m.AddRow(0, lp.Inf, idx, val)
+	}
+	res, err := lp.Default().Solve(context.Background(), m, lp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Objective
+}
+
+// Max-min fairness (aware and agnostic) on small clusters with gangs is the
+// best that rounds can realize: its objective equals the optimum of the LP
+// over every enumerated round, and its allocation decomposes into rounds.
+func TestMaxMinRealizableOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	for n := 0; n < 60; n++ {
+		p := randomGangProblem(rng)
+		for _, c := range []struct {
+			name     string
+			agnostic bool
+		}{{"max_min_fairness_perf", false}, {"max_min_fairness", true}} {
+			a := mustAllocate(t, c.name, p)
+			if want := bestRealizableMaxMin(t, p, c.agnostic); !approx(a.Objective, want, 1e-6) {
+				t.Fatalf("case %d %s: objective %v, best realizable %v", n, c.name, a.Objective, want)
+			}
+			checkRealizable(t, fmt.Sprintf("case %d %s", n, c.name), p, a)
+		}
+	}
+}
+
+// checkRealizable decomposes a's fractions of p into rounds.
+func checkRealizable(t *testing.T, name string, p *Problem, a *Allocation) {
+	t.Helper()
+	sf := map[string]int{}
+	for _, j := range p.Jobs {
+		sf[j.ID] = j.Type.ScaleFactor
+	}
+	var slots []Slot
+	var targets []float64
+	for c, x := range a.Fractions {
+		for w, v := range x {
+			if v > 1e-9 {
+				slots = append(slots, Slot{Combination: c, Worker: w, GPUs: sf[c.A]})
+				targets = append(targets, v)
+			}
+		}
+	}
+	if _, err := Decompose(context.Background(), slots, targets, p.Cluster); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
