@@ -249,7 +249,9 @@ func (in *instance) iterationWeights(groups []entityGroup, frozen []bool) []floa
 // solveAtLevels solves a water-filling LP whose rows b.levelRows keep
 // every job at its level. Such an LP is never truly infeasible: the
 // previous level LP's x, with the new columns at 0, meets every row, since
-// x was pulled inside capacity and each level lowered to what x achieves.
+// x was pulled inside capacity and each level lowered to what x achieves
+// (and every round cut, roundcuts.go: cuts are added only while each
+// earlier LP's x was proven realizable, and a realizable x meets them all).
 // When the solver still reports "infeasible" (rates spread over orders of
 // magnitude, rows met only to its tolerance after scaling), it retries with
 // the other method (barrier with presolve, or dual simplex), then with the
