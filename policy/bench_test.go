@@ -86,5 +86,7 @@ func benchSmallGangs(b *testing.B, name string) {
 	}
 }
 
-func BenchmarkSmallGangsLAS(b *testing.B)          { benchSmallGangs(b, "max_min_fairness_perf") }
-func BenchmarkSmallGangsWaterFilling(b *testing.B) { benchSmallGangs(b, "max_min_fairness_water_filling_perf") }
+func BenchmarkSmallGangsLAS(b *testing.B) { benchSmallGangs(b, "max_min_fairness_perf") }
+func BenchmarkSmallGangsWaterFilling(b *testing.B) {
+	benchSmallGangs(b, "max_min_fairness_water_filling_perf")
+}
