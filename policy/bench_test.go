@@ -63,12 +63,12 @@ func BenchmarkFIFOPacked2000(b *testing.B) {
 
 // Small instances with gangs, whose LPs are cut until their solutions
 // decompose into rounds (roundcuts.go): the first 20 wide-rate problems of
-// at most 16 jobs (waterfill_test.go), one allocation of each per
+// at most most jobs (waterfill_test.go), one allocation of each per
 // iteration.
-func benchSmallGangs(b *testing.B, name string) {
+func benchSmallGangs(b *testing.B, name string, most int) {
 	var ps []*Problem
 	for seed := uint64(1); len(ps) < 20; seed++ {
-		if p := wideRateProblem(seed); len(p.Jobs) > 0 && len(p.Jobs) <= separateMaxJobs {
+		if p := wideRateProblem(seed); len(p.Jobs) > 0 && len(p.Jobs) <= most {
 			ps = append(ps, p)
 		}
 	}
@@ -86,7 +86,15 @@ func benchSmallGangs(b *testing.B, name string) {
 	}
 }
 
-func BenchmarkSmallGangsLAS(b *testing.B) { benchSmallGangs(b, "max_min_fairness_perf") }
+func BenchmarkSmallGangsLAS(b *testing.B) {
+	benchSmallGangs(b, "max_min_fairness_perf", separateMaxJobs)
+}
 func BenchmarkSmallGangsWaterFilling(b *testing.B) {
-	benchSmallGangs(b, "max_min_fairness_water_filling_perf")
+	benchSmallGangs(b, "max_min_fairness_water_filling_perf", separateMaxJobs)
+}
+func BenchmarkSmallGangsPackedLAS(b *testing.B) {
+	benchSmallGangs(b, "max_min_fairness_packed", separatePackedMaxJobs)
+}
+func BenchmarkSmallGangsPackedWaterFilling(b *testing.B) {
+	benchSmallGangs(b, "max_min_fairness_water_filling_packed", separatePackedMaxJobs)
 }

@@ -247,8 +247,9 @@ func TestDecomposeInput(t *testing.T) {
 
 // randomGangProblem is a small cluster (one or two types of 4-6 GPUs) with
 // 3-6 jobs of 1, 2 and 4 GPUs and random rates: where Gavel's rows let
-// gangs take more time together than rounds give.
-func randomGangProblem(rng *rand.Rand) *Problem {
+// gangs take more time together than rounds give. With pairs, jobs of
+// equal GPUs share them at 0.4-0.9 of their rates.
+func randomGangProblem(rng *rand.Rand, pairs bool) *Problem {
 	workers := []string{"a", "b"}[:1+rng.IntN(2)]
 	cl := Cluster{}
 	for _, w := range workers {
@@ -263,29 +264,76 @@ func randomGangProblem(rng *rand.Rand) *Problem {
 		}
 		jobs = append(jobs, Job{ID: fmt.Sprint("j", i), Type: ty, TotalSteps: 1000, Weight: 1})
 	}
+	for i, a := range jobs {
+		for _, b := range jobs[i+1:] {
+			if !pairs || a.Type.ScaleFactor != b.Type.ScaleFactor {
+				continue
+			}
+			for _, w := range workers {
+				ra, _ := tb.Isolated(w, a.Type)
+				rb, _ := tb.Isolated(w, b.Type)
+				tb.SetPair(w, a.Type, b.Type, (0.4+0.5*rng.Float64())*ra, (0.4+0.5*rng.Float64())*rb)
+			}
+		}
+	}
+	return &Problem{Table: tb, Cluster: cl, Jobs: jobs}
+}
+
+// randomPairProblem is 5-6 jobs of one GPU on two types of 1-3 and 1-2
+// GPUs, every two jobs able to share a GPU at 0.4-1 of their rates: where
+// the odd-set rows do not suffice, a job's time over both types.
+func randomPairProblem(rng *rand.Rand) *Problem {
+	cl := Cluster{"a": 1 + rng.IntN(3), "b": 1 + rng.IntN(2)}
+	tb := table.New()
+	var jobs []Job
+	n := 5 + rng.IntN(2)
+	for i := 0; i < n; i++ {
+		ty := table.JobType{Model: fmt.Sprint("m", i), ScaleFactor: 1}
+		tb.SetIsolated("a", ty, 1+4*rng.Float64())
+		tb.SetIsolated("b", ty, 1+4*rng.Float64())
+		jobs = append(jobs, Job{ID: fmt.Sprint("j", i), Type: ty, TotalSteps: 1000, Weight: 1})
+	}
+	for i, a := range jobs {
+		for _, b := range jobs[i+1:] {
+			for _, w := range []string{"a", "b"} {
+				ra, _ := tb.Isolated(w, a.Type)
+				rb, _ := tb.Isolated(w, b.Type)
+				tb.SetPair(w, a.Type, b.Type, (0.4+0.6*rng.Float64())*ra, (0.4+0.6*rng.Float64())*rb)
+			}
+		}
+	}
 	return &Problem{Table: tb, Cluster: cl, Jobs: jobs}
 }
 
 // bestRealizableMaxMin solves max-min fairness over every round of p's
-// single jobs enumerated by brute force: maximize t subject to each job's
-// term sf·Σ rate·x/prop ≥ t (agnostic: rate 1 and prop 1), x = Σ_q λ_q·q,
-// Σ λ ≤ 1. prop is Σ_w rate_w·GPUs_w / all GPUs, from the table.
-func bestRealizableMaxMin(t *testing.T, p *Problem, agnostic bool) float64 {
+// combinations (single jobs; packed: pairs too) enumerated by brute force:
+// maximize t subject to each job's term sf·Σ rate·x/prop ≥ t (agnostic:
+// rate 1 and prop 1), x = Σ_q λ_q·q, Σ λ ≤ 1. prop is Σ_w rate_w·GPUs_w /
+// all GPUs, from the table.
+func bestRealizableMaxMin(t *testing.T, p *Problem, md mode) float64 {
 	t.Helper()
 	var slots []Slot
-	var rate []float64
+	var rate []map[string]float64 // each slot's members' rates
 	total := 0
 	for _, n := range p.Cluster {
 		total += n
 	}
 	prop := map[string]float64{}
-	for _, j := range p.Jobs {
+	for i, j := range p.Jobs {
 		for w, n := range p.Cluster {
 			r, _ := p.Table.Isolated(w, j.Type)
 			prop[j.ID] += r * float64(n) / float64(total)
-			if j.Type.ScaleFactor <= n && r > 0 {
-				slots = append(slots, Slot{Combination: Single(j.ID), Worker: w, GPUs: j.Type.ScaleFactor})
-				rate = append(rate, r)
+			if j.Type.ScaleFactor > n || r <= 0 {
+				continue
+			}
+			slots = append(slots, Slot{Combination: Single(j.ID), Worker: w, GPUs: j.Type.ScaleFactor})
+			rate = append(rate, map[string]float64{j.ID: r})
+			for _, k := range p.Jobs[i+1:] {
+				ra, rb, st := p.Table.Pair(w, j.Type, k.Type)
+				if md == packed && st == table.Measured && ra > 0 && rb > 0 {
+					slots = append(slots, Slot{Combination: PairOf(j.ID, k.ID), Worker: w, GPUs: j.Type.ScaleFactor})
+					rate = append(rate, map[string]float64{j.ID: ra, k.ID: rb})
+				}
 			}
 		}
 	}
@@ -302,13 +350,12 @@ func bestRealizableMaxMin(t *testing.T, p *Problem, agnostic bool) float64 {
 		for q, r := range rounds {
 			v := 0.0
 			for _, k := range r {
-				if slots[k].Combination.A != j.ID {
-					continue
-				}
-				if agnostic {
+				switch r, ok := rate[k][j.ID]; {
+				case !ok:
+				case md == agnostic:
 					v += float64(j.Type.ScaleFactor)
-				} else {
-					v += float64(j.Type.ScaleFactor) * rate[k] / prop[j.ID]
+				default:
+					v += float64(j.Type.ScaleFactor) * r / prop[j.ID]
 				}
 			}
 			if v != 0 {
@@ -324,23 +371,32 @@ func bestRealizableMaxMin(t *testing.T, p *Problem, agnostic bool) float64 {
 	return res.Objective
 }
 
-// Max-min fairness (aware and agnostic) on small clusters with gangs is the
-// best that rounds can realize: its objective equals the optimum of the LP
-// over every enumerated round, and its allocation decomposes into rounds.
+// Max-min fairness (aware, agnostic and packed) on small clusters with
+// gangs is the best that rounds can realize: its objective equals the
+// optimum of the LP over every enumerated round, and its allocation
+// decomposes into rounds.
 func TestMaxMinRealizableOptimum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 3))
 	for n := 0; n < 60; n++ {
-		p := randomGangProblem(rng)
+		p := randomGangProblem(rng, n%2 == 1)
 		for _, c := range []struct {
-			name     string
-			agnostic bool
-		}{{"max_min_fairness_perf", false}, {"max_min_fairness", true}} {
+			name string
+			md   mode
+		}{{"max_min_fairness_perf", perf}, {"max_min_fairness", agnostic}, {"max_min_fairness_packed", packed}} {
 			a := mustAllocate(t, c.name, p)
-			if want := bestRealizableMaxMin(t, p, c.agnostic); !approx(a.Objective, want, 1e-6) {
+			if want := bestRealizableMaxMin(t, p, c.md); !approx(a.Objective, want, 1e-6) {
 				t.Fatalf("case %d %s: objective %v, best realizable %v", n, c.name, a.Objective, want)
 			}
 			checkRealizable(t, fmt.Sprintf("case %d %s", n, c.name), p, a)
 		}
+	}
+	for n := 0; n < 40; n++ {
+		p := randomPairProblem(rng)
+		a := mustAllocate(t, "max_min_fairness_packed", p)
+		if want := bestRealizableMaxMin(t, p, packed); !approx(a.Objective, want, 1e-6) {
+			t.Fatalf("pairs case %d: objective %v, best realizable %v", n, a.Objective, want)
+		}
+		checkRealizable(t, fmt.Sprintf("pairs case %d", n), p, a)
 	}
 }
 

@@ -20,23 +20,32 @@ import (
 // so the LP's optimum becomes the best realizable allocation (tested
 // against an LP over every round enumerated).
 //
-// It runs on instances of at most separateMaxJobs jobs without pairs, after
-// the cheaper rows are satisfied, and only on solutions that give a gang
-// time (single-GPU jobs alone are realizable by the rows). Measured on
-// the 30-job problem of the policy tests (8, 16 and 24 GPUs): with pairs,
-// or with 40-50 positive fractions, each decomposition took 0.05-4.6 s and
-// the cuts tailed off (a packed max-min LP still 0.005 short after 25
-// cuts; water filling, whose every LP is cut, 20 s and more against
-// 0.05 s), and an LP left unproven while a later one is cut breaks what
-// water filling relies on (an earlier level stays reachable) and that its
-// lowest term is max-min fairness's optimum. Within the limits every LP
-// converged on the 1,500 wide-rate instances of separateRounds but one.
+// It runs on instances of at most separateMaxJobs jobs
+// (separatePackedMaxJobs with pairs), after the cheaper rows are
+// satisfied, and only on solutions that give a gang time or have pairs
+// (single-GPU jobs alone are realizable by the rows). Measured on the
+// 30-job problem of the policy tests (8, 16 and 24 GPUs): with 40-50
+// positive fractions each decomposition took 0.05-4.6 s and the cuts
+// tailed off (a packed max-min LP still 0.005 short after 25 cuts; water
+// filling, whose every LP is cut, 20 s and more against 0.05 s); and an
+// LP left unproven while a later one is cut breaks what water filling
+// relies on (an earlier level stays reachable) and that its lowest term is
+// max-min fairness's optimum. On wide-rate instances (waterfill_test.go)
+// packed max-min LPs of 9-16 jobs needed more than 25 re-solves a quarter
+// of the time and often more than 100 (0.07-2.7 s an allocation; measured
+// deciding solutions without gangs by the rows, so if anything more now);
+// of the 449 instances of up to 8 jobs, packed max-min fairness converged
+// on all but one (it stopped at 100 re-solves, with a warning) and packed
+// water filling refined max-min fairness on all (2 with a warning).
 // The rounds the decompositions find are kept (roundPool) to start the
 // next decomposition, which then often needs no pricing.
 
 // separateMaxJobs is the most jobs an instance may have for separate to
 // decompose its LPs' solutions.
 const separateMaxJobs = 16
+
+// separatePackedMaxJobs is separateMaxJobs for instances with pairs.
+const separatePackedMaxJobs = 8
 
 // separateRounds caps the solve-separate rounds of one LP of an instance
 // that separate decomposes. On 1,500 random instances with rates over five
@@ -69,7 +78,7 @@ func (in *instance) separate(ctx context.Context, x [][]float64) (cut *roundCut,
 	var slots []roundSlot
 	var target []float64
 	var cs, ws []int
-	gang := false
+	gangOrPair := false
 	for c := range x {
 		for w, v := range x[c] {
 			if v <= separateTol || !in.combos[c].runnable(w) {
@@ -79,11 +88,11 @@ func (in *instance) separate(ctx context.Context, x [][]float64) (cut *roundCut,
 			slots = append(slots, roundSlot{a: cb.a, b: cb.b, w: w, gpus: cb.sf})
 			target = append(target, v)
 			cs, ws = append(cs, c), append(ws, w)
-			gang = gang || cb.sf > 1
+			gangOrPair = gangOrPair || cb.sf > 1 || cb.pair()
 		}
 	}
-	if !gang {
-		// Jobs of one GPU each, alone: the job and GPU rows, which x
+	if !gangOrPair {
+		// Jobs of one GPU each, each alone: the job and GPU rows, which x
 		// meets, make it realizable (their system is bipartite).
 		return nil, true, nil
 	}
@@ -119,7 +128,11 @@ func (in *instance) separate(ctx context.Context, x [][]float64) (cut *roundCut,
 // at most separateMaxJobs jobs, no pairs, and no LP of the instance left
 // unproven (separationOff).
 func (in *instance) separable() bool {
-	return in.m() <= separateMaxJobs && len(in.combos) == in.m() && !in.separationOff
+	most := separateMaxJobs
+	if len(in.combos) > in.m() {
+		most = separatePackedMaxJobs
+	}
+	return in.m() <= most && !in.separationOff
 }
 
 // roundCutRow returns cut's row.
