@@ -93,8 +93,8 @@ func BenchmarkSmallGangsWaterFilling(b *testing.B) {
 	benchSmallGangs(b, "max_min_fairness_water_filling_perf", separateMaxJobs)
 }
 func BenchmarkSmallGangsPackedLAS(b *testing.B) {
-	benchSmallGangs(b, "max_min_fairness_packed", separatePackedMaxJobs)
+	benchSmallGangs(b, "max_min_fairness_packed", separateMaxJobs)
 }
 func BenchmarkSmallGangsPackedWaterFilling(b *testing.B) {
-	benchSmallGangs(b, "max_min_fairness_water_filling_packed", separatePackedMaxJobs)
+	benchSmallGangs(b, "max_min_fairness_water_filling_packed", separateMaxJobs)
 }

@@ -172,7 +172,7 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 		var cut *roundCut
 		decided := false
 		if len(sets)+len(covers) == 0 {
-			if cut, decided, err = b.in.separate(ctx, x); err != nil {
+			if cut, decided, err = b.in.separate(ctx, x, opt, st); err != nil {
 				return nil, err
 			}
 			complete = complete || decided

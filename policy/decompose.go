@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/gavelkit/gavel/policy/lp"
 )
@@ -136,7 +137,7 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 			rs[k].b = jobs[s.Combination.B]
 		}
 	}
-	d, err := decompose(ctx, rs, caps, targets, nil)
+	d, err := decompose(ctx, lpEnv{}, rs, caps, targets, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -149,12 +150,41 @@ type roundSlot struct {
 	gpus    int
 }
 
+// lpEnv is how decompose solves its LPs and MILPs: each within timeLimit
+// (0: none), counted in st (nil: not counted).
+type lpEnv struct {
+	timeLimit time.Duration
+	st        *SolveStats
+}
+
+// solve solves m (through sess when it is not nil) and counts it.
+func (env lpEnv) solve(ctx context.Context, m *lp.Model, sess *lp.Session, o lp.Options) (*lp.Result, error) {
+	o.TimeLimit = env.timeLimit
+	t0 := time.Now()
+	var res *lp.Result
+	var err error
+	if sess != nil {
+		res, err = sess.Solve(ctx, o)
+	} else {
+		res, err = lp.Default().Solve(ctx, m, o)
+	}
+	if env.st != nil {
+		env.st.LPs++
+		env.st.Seconds += time.Since(t0).Seconds()
+		if res != nil {
+			env.st.Iterations += res.Iterations
+		}
+	}
+	return res, err
+}
+
 // decompose is Decompose on indexed slots; caps[w] is type w's GPUs. The
 // master starts with the rounds of initial (each a feasible round of
 // slots), which spares pricing when they suffice. With an
-// *UnrealizableError it returns the rounds it found too.
-func decompose(ctx context.Context, slots []roundSlot, caps []int, target []float64, initial [][]int) (*Decomposition, error) {
-	pricing := newPricing(slots, caps)
+// *UnrealizableError or ErrDecomposeLimit it returns the rounds it found
+// too.
+func decompose(ctx context.Context, env lpEnv, slots []roundSlot, caps []int, target []float64, initial [][]int) (*Decomposition, error) {
+	pricing := newPricing(slots, caps, env)
 	master, err := newMaster(target)
 	if err != nil {
 		return nil, err
@@ -167,7 +197,7 @@ func decompose(ctx context.Context, slots []roundSlot, caps []int, target []floa
 		master.AddColumn(0, lp.Inf, 0, append(slices.Clone(q), n), ones(len(q)+1))
 	}
 	for {
-		res, err := master.Solve(ctx, lp.Options{})
+		res, err := env.solve(ctx, nil, master, lp.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -179,7 +209,7 @@ func decompose(ctx context.Context, slots []roundSlot, caps []int, target []floa
 			return d, nil
 		}
 		if len(d.Rounds) >= len(initial)+decomposeLimit {
-			return nil, ErrDecomposeLimit
+			return d, ErrDecomposeLimit
 		}
 		q, err := pricing.improving(ctx, res.Duals, target)
 		if err != nil {
@@ -228,9 +258,10 @@ type pricing struct {
 	m     *lp.Model
 	slots []roundSlot
 	caps  []int
+	env   lpEnv
 }
 
-func newPricing(slots []roundSlot, caps []int) *pricing {
+func newPricing(slots []roundSlot, caps []int, env lpEnv) *pricing {
 	m := lp.NewModel(lp.Maximize)
 	var byJob, byType [][]int
 	grow := func(s [][]int, i int) [][]int {
@@ -262,7 +293,7 @@ func newPricing(slots []roundSlot, caps []int) *pricing {
 			m.AddRow(-lp.Inf, float64(caps[w]), ks, val)
 		}
 	}
-	return &pricing{m: m, slots: slots, caps: caps}
+	return &pricing{m: m, slots: slots, caps: caps, env: env}
 }
 
 func (s roundSlot) jobs() []int {
@@ -335,7 +366,7 @@ func (p *pricing) best(ctx context.Context, value []float64) ([]int, error) {
 	for k, v := range value {
 		p.m.SetObj(k, v)
 	}
-	res, err := lp.Default().Solve(ctx, p.m, lp.Options{Plain: true})
+	res, err := p.env.solve(ctx, p.m, nil, lp.Options{Plain: true})
 	if err != nil {
 		return nil, err
 	}

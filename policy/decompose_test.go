@@ -421,3 +421,33 @@ func checkRealizable(t *testing.T, name string, p *Problem, a *Allocation) {
 		t.Fatalf("%s: %v", name, err)
 	}
 }
+
+// otherSolver is a solver that is not lp.COIN (it solves with COIN), as a
+// HiGHS binding would be.
+type otherSolver struct{}
+
+func (otherSolver) Solve(ctx context.Context, m *lp.Model, o lp.Options) (*lp.Result, error) {
+	return lp.Default().Solve(ctx, m, o)
+}
+
+// The decomposition needs COIN's sessions: with another solver the LPs are
+// not cut, and TestLASAgnosticHand's instance keeps Gavel's LP value, 1,
+// where COIN's cut LPs give 0.8; the cut LPs count their decompositions'
+// LPs and MILPs in SolveStats.
+func TestRoundCutsNeedCOIN(t *testing.T) {
+	ws := []string{"alpha", "beta"}
+	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
+	tb := rateTable(ws, map[table.JobType][]float64{x: {10, 1}, y: {7, 3}})
+	p := &Problem{Table: tb, Cluster: Cluster{"alpha": 2, "beta": 1},
+		Jobs: []Job{job("J1", x, 1), job("J2", x, 1), job("J3", y, 1)}}
+	other := mustAllocate(t, "max_min_fairness", p, WithSolver(otherSolver{}))
+	coin := mustAllocate(t, "max_min_fairness", p)
+	if !approx(other.Objective, 1, 1e-8) || !approx(coin.Objective, 0.8, 1e-8) {
+		t.Fatalf("objective %v with another solver (want 1), %v with COIN (want 0.8)", other.Objective, coin.Objective)
+	}
+	// One LP without cuts; with them at least two LPs, a master LP and
+	// pricing MILPs for each decomposition.
+	if other.Stats.LPs != 1 || coin.Stats.LPs < 5 {
+		t.Errorf("LPs: %d with another solver (want 1), %d with COIN (want 5 or more)", other.Stats.LPs, coin.Stats.LPs)
+	}
+}

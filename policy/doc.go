@@ -33,7 +33,7 @@
 // oddsets.go); LPs with jobs of several GPUs carry cover and clique rows
 // (covers.go, cliques.go: combinations that cannot all share a type's GPUs,
 // or that pairwise cannot share a round, which Gavel's capacity row lets
-// run together); on instances of at most 16 jobs (8 with pairs), each LP's
+// run together); on instances of at most 8 jobs, each LP's
 // solution is decomposed into rounds (Decompose) and the inequality that
 // proves it unrealizable added until it is not (roundcuts.go), so those
 // allocations are the best realizable; elsewhere other facets of the set

@@ -100,7 +100,7 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 	if !in.settleCovers(x) {
 		st.Unsettled++
 	}
-	if realizable, err := in.shrinkToRounds(ctx, x); err != nil {
+	if realizable, err := in.shrinkToRounds(ctx, x, opt, st); err != nil {
 		return nil, 0, err
 	} else if !realizable {
 		st.Unsettled++

@@ -81,10 +81,11 @@ func WithReference(workerType string) Option { return func(o *options) { o.refer
 
 // WithTimeLimit bounds each LP solve. A policy may solve many (water
 // filling one or more a level, finish-time fairness a search, an LP with
-// pairs or gangs up to 26 with its odd-set and cover rows, and up to 101 on
-// the small instances decomposed into rounds, see roundcuts.go;
-// SolveStats.LPs counts them), so bound the whole allocation with the
-// context's deadline.
+// pairs or gangs up to 26 with its odd-set and cover rows, and on
+// instances of up to 8 jobs up to 101, each solution decomposed into
+// rounds by LPs and MILPs of its own, see roundcuts.go; SolveStats.LPs
+// counts them all), so bound the whole allocation with the context's
+// deadline.
 func WithTimeLimit(d time.Duration) Option { return func(o *options) { o.timeLimit = d } }
 
 // WithMethod selects the LP algorithm.

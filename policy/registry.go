@@ -116,9 +116,9 @@ func (n *named) Allocate(ctx context.Context, p *Problem) (*Allocation, error) {
 	}
 	a.Policy = n.cli
 	if k := a.Stats.Unsettled; k > 0 {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("%d LP(s) stopped before every odd set of 3 and 5 jobs, every gang cover and every "+
-			"inequality of the rounds found was settled (re-solves or the search capped): some jobs may get more time together "+
-			"than rounds can give them; gavel-plan rounds reports any shortfall", k))
+		a.Warnings = append(a.Warnings, fmt.Sprintf("%d LP(s) stopped unsettled (re-solves or the search capped): an odd set of 3 or 5 jobs "+
+			"or a gang cover was still broken, or, on a small instance, the solution was still beyond what rounds give; "+
+			"some jobs may get more time together than rounds can give them; gavel-plan rounds reports any shortfall", k))
 	}
 	return a, nil
 }

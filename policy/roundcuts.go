@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/gavelkit/gavel/policy/lp"
 )
 
 // Odd-set, cover and clique rows cut away the allocations that rounds
@@ -20,39 +22,35 @@ import (
 // so the LP's optimum becomes the best realizable allocation (tested
 // against an LP over every round enumerated).
 //
-// It runs on instances of at most separateMaxJobs jobs
-// (separatePackedMaxJobs with pairs), after the cheaper rows are
-// satisfied, and only on solutions that give a gang time or have pairs
-// (single-GPU jobs alone are realizable by the rows). Measured on the
-// 30-job problem of the policy tests (8, 16 and 24 GPUs): with 40-50
-// positive fractions each decomposition took 0.05-4.6 s and the cuts
-// tailed off (a packed max-min LP still 0.005 short after 25 cuts; water
-// filling, whose every LP is cut, 20 s and more against 0.05 s); and an
-// LP left unproven while a later one is cut breaks what water filling
-// relies on (an earlier level stays reachable) and that its lowest term is
-// max-min fairness's optimum. On wide-rate instances (waterfill_test.go)
-// packed max-min LPs of 9-16 jobs needed more than 25 re-solves a quarter
-// of the time and often more than 100 (0.07-2.7 s an allocation; measured
-// deciding solutions without gangs by the rows, so if anything more now);
-// of the 449 instances of up to 8 jobs, packed max-min fairness converged
-// on all but one (it stopped at 100 re-solves, with a warning) and packed
-// water filling refined max-min fairness on all (2 with a warning).
+// It runs on instances of at most separateMaxJobs jobs, after the cheaper
+// rows are satisfied, and only on solutions that give a gang or a pair
+// time (single-GPU jobs alone are realizable by the rows). Larger
+// instances were measured and left out: on the 30-job problem of the
+// policy tests (8, 16 and 24 GPUs), with 40-50 positive fractions, each
+// decomposition took 0.05-4.6 s and the cuts tailed off (a packed max-min
+// LP still 0.005 short after 25 cuts; water filling 20 s and more against
+// 0.05 s); on wide-rate instances (waterfill_test.go) of 9-16 jobs a
+// quarter of the packed max-min LPs needed more than 25 re-solves, and a
+// review found agnostic water filling stopping at 100 on 78 of 1,077
+// instances (up to 83 s an allocation). An LP left unproven while a later
+// one is cut also breaks what water filling relies on (an earlier level
+// stays reachable) and that its lowest term is max-min fairness's
+// optimum, hence separationOff. On the 449 wide-rate instances of up to 8
+// jobs, 11 LP policies took 0.7-31 ms a call on average (the worst 1.5 s,
+// packed finish-time fairness), 6 of the 4,939 calls stopped at
+// separateRounds with a warning, and water filling refined max-min
+// fairness on all (README).
 // The rounds the decompositions find are kept (roundPool) to start the
 // next decomposition, which then often needs no pricing.
 
 // separateMaxJobs is the most jobs an instance may have for separate to
 // decompose its LPs' solutions.
-const separateMaxJobs = 16
-
-// separatePackedMaxJobs is separateMaxJobs for instances with pairs.
-const separatePackedMaxJobs = 8
+const separateMaxJobs = 8
 
 // separateRounds caps the solve-separate rounds of one LP of an instance
-// that separate decomposes. On 1,500 random instances with rates over five
-// orders of magnitude and jobs of 1, 2 and 4 GPUs (the wide-rate problems
-// of waterfill_test.go), max-min fairness with at most 11 jobs needed at
-// most 17 LPs, with 12-16 jobs at most 74 (19 of 388 more than
-// oddSetRounds).
+// that separate decomposes. On the wide-rate instances of
+// waterfill_test.go, max-min fairness without pairs needed at most 17 LPs
+// with up to 11 jobs (oddSetRounds, 25, would stop some with 12-16).
 const separateRounds = 100
 
 // separateTol is how small a fraction may be and still count as none.
@@ -70,9 +68,11 @@ type roundCut struct {
 // or nil when x is realizable or was not decomposed. decided reports that
 // the question was settled either way; it is not for instances separate
 // leaves alone (separable), when the decomposition ran out of columns, or
-// without COIN.
-func (in *instance) separate(ctx context.Context, x [][]float64) (cut *roundCut, decided bool, err error) {
-	if !in.separable() {
+// when the policy's solver is not COIN (the decomposition needs an
+// lp.Session). Its LPs take opt's time limit each and count in st; their
+// errors are returned.
+func (in *instance) separate(ctx context.Context, x [][]float64, opt *options, st *SolveStats) (cut *roundCut, decided bool, err error) {
+	if _, coin := opt.solver().(lp.COIN); !coin || !in.separable() {
 		return nil, false, nil
 	}
 	var slots []roundSlot
@@ -101,7 +101,7 @@ func (in *instance) separate(ctx context.Context, x [][]float64) (cut *roundCut,
 		caps[w] = int(math.Floor(in.cap[w] + 1e-9))
 	}
 	initial := in.poolRounds(cs, ws)
-	d, err := decompose(ctx, slots, caps, target, initial)
+	d, err := decompose(ctx, lpEnv{timeLimit: opt.timeLimit, st: st}, slots, caps, target, initial)
 	if d != nil {
 		in.keepRounds(d.Rounds[len(initial):], cs, ws)
 	}
@@ -110,10 +110,10 @@ func (in *instance) separate(ctx context.Context, x [][]float64) (cut *roundCut,
 	case err == nil:
 		return nil, true, nil
 	case errors.As(err, &proof):
-	case ctx.Err() != nil:
-		return nil, false, ctx.Err()
-	default:
+	case errors.Is(err, ErrDecomposeLimit):
 		return nil, false, nil
+	default:
+		return nil, false, fmt.Errorf("decomposing a solution into rounds: %w", err)
 	}
 	cut = &roundCut{bound: proof.Bound + 1e-9}
 	for k, a := range proof.Coef {
@@ -128,11 +128,7 @@ func (in *instance) separate(ctx context.Context, x [][]float64) (cut *roundCut,
 // at most separateMaxJobs jobs, no pairs, and no LP of the instance left
 // unproven (separationOff).
 func (in *instance) separable() bool {
-	most := separateMaxJobs
-	if len(in.combos) > in.m() {
-		most = separatePackedMaxJobs
-	}
-	return in.m() <= most && !in.separationOff
+	return in.m() <= separateMaxJobs && !in.separationOff
 }
 
 // roundCutRow returns cut's row.
@@ -157,9 +153,9 @@ const shrinkTries = 20
 // Scaling keeps every job's share of its time on each worker type, which
 // finish-time fairness needs of its starting point: any other job would
 // get nothing, and an infinite ratio.
-func (in *instance) shrinkToRounds(ctx context.Context, x [][]float64) (bool, error) {
+func (in *instance) shrinkToRounds(ctx context.Context, x [][]float64, opt *options, st *SolveStats) (bool, error) {
 	for range shrinkTries {
-		cut, _, err := in.separate(ctx, x)
+		cut, _, err := in.separate(ctx, x, opt, st)
 		if err != nil || cut == nil {
 			return true, err
 		}

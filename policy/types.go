@@ -213,13 +213,15 @@ func (c Combination) Less(d Combination) bool {
 type SolveStats struct {
 	Rows, Cols int // of the largest LP solved
 	Iterations int // total simplex/barrier iterations, when the solver reports them
-	LPs        int // number of LPs (or MILPs) solved
+	LPs        int // number of LPs (or MILPs) solved, those of decompositions into rounds included
 	Seconds    float64
-	// Unsettled counts LPs whose final solution may break an odd-set row
-	// (oddsets.go) or a cover row (covers.go), or, on the small instances
-	// whose solutions are decomposed into rounds (roundcuts.go), was proven
-	// unrealizable: it still did when the re-solves ran out, or the search
-	// of 5-job sets was cut short. Allocate then warns.
+	// Unsettled counts LPs that stopped when the re-solves ran out, or the
+	// search of 5-job sets was cut short, with a solution that may break
+	// an odd-set row (oddsets.go) or a cover row (covers.go) or, on the
+	// small instances whose solutions are decomposed into rounds
+	// (roundcuts.go), that no rounds realize; finish-time fairness also
+	// counts a starting point it could not make realizable. Allocate then
+	// warns.
 	Unsettled int
 }
 
