@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -94,8 +95,9 @@ const coverBonus = 1e-2
 // largest value at the master's duals. It fails with an
 // *UnrealizableError when no round would cover more, with ErrDecomposeLimit
 // after 800 rounds, and with ErrInput for more than DecomposeMaxTargets
-// positive targets, a negative one or a slot of no GPUs. The master is an
-// lp.Session: without COIN (lp.ErrUnavailable) there is no decomposition.
+// positive targets, a negative or non-finite one or a slot of no GPUs. The
+// master is an lp.Session: built without cgo there is no decomposition
+// (lp.NewSession's error).
 // gpus gives each worker type's GPUs; a slot on a type it lacks can never run.
 func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[string]int) (*Decomposition, error) {
 	if len(targets) != len(slots) {
@@ -107,7 +109,7 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 		switch {
 		case s.GPUs < 1:
 			return nil, inputErr("slot %v on %s takes %d GPUs", s.Combination, s.Worker, s.GPUs)
-		case targets[k] < 0:
+		case !(targets[k] >= 0) || math.IsInf(targets[k], 1):
 			return nil, inputErr("slot %v on %s has target %v", s.Combination, s.Worker, targets[k])
 		case targets[k] > 0:
 			positive++

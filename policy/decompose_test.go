@@ -231,6 +231,7 @@ func TestDecomposeInput(t *testing.T) {
 		{"lengths", one, []float64{0.5, 0.5}, "2 targets for 1 slots"},
 		{"no GPUs", []Slot{{Combination: Single("a"), Worker: "w"}}, []float64{0.5}, "takes 0 GPUs"},
 		{"negative", one, []float64{-0.5}, "target -0.5"},
+		{"not a number", one, []float64{math.NaN()}, "target NaN"},
 		{"too many", many, full, "151 positive targets, at most 150"},
 	} {
 		_, err := Decompose(context.Background(), c.slots, c.targets, map[string]int{"w": 1})
