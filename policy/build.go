@@ -222,19 +222,22 @@ func (b *builder) addRow(sess *lp.Session, idx []int, val []float64, ub float64)
 func (b *builder) solveOnce(ctx context.Context, opt *options, st *SolveStats, sess *lp.Session) (*lp.Result, error) {
 	o := lp.Options{TimeLimit: opt.timeLimit, Tolerance: 1e-9, Method: b.method(opt)}
 	t0 := time.Now()
-	var res *lp.Result
-	var err error
-	if sess != nil {
-		res, err = sess.Solve(ctx, o)
-	} else {
-		res, err = opt.solver().Solve(ctx, b.m, o)
-	}
+	res, err := solveModel(ctx, opt.solver(), b.m, sess, o)
 	iters := 0
 	if res != nil {
 		iters = res.Iterations
 	}
 	st.add(b.m.NumRows(), b.m.NumCols(), iters, time.Since(t0))
 	return res, err
+}
+
+// solveModel solves m through sess when it is not nil (m loaded there),
+// else with s.
+func solveModel(ctx context.Context, s lp.Solver, m *lp.Model, sess *lp.Session, o lp.Options) (*lp.Result, error) {
+	if sess != nil {
+		return sess.Solve(ctx, o)
+	}
+	return s.Solve(ctx, m, o)
 }
 
 // method is the LP method solve uses (see solve).

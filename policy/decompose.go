@@ -163,13 +163,7 @@ type lpEnv struct {
 func (env lpEnv) solve(ctx context.Context, m *lp.Model, sess *lp.Session, o lp.Options) (*lp.Result, error) {
 	o.TimeLimit = env.timeLimit
 	t0 := time.Now()
-	var res *lp.Result
-	var err error
-	if sess != nil {
-		res, err = sess.Solve(ctx, o)
-	} else {
-		res, err = lp.Default().Solve(ctx, m, o)
-	}
+	res, err := solveModel(ctx, lp.Default(), m, sess, o)
 	if env.st != nil {
 		env.st.LPs++
 		env.st.Seconds += time.Since(t0).Seconds()

@@ -436,11 +436,7 @@ func (otherSolver) Solve(ctx context.Context, m *lp.Model, o lp.Options) (*lp.Re
 // where COIN's cut LPs give 0.8; the cut LPs count their decompositions'
 // LPs and MILPs in SolveStats.
 func TestRoundCutsNeedCOIN(t *testing.T) {
-	ws := []string{"alpha", "beta"}
-	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
-	tb := rateTable(ws, map[table.JobType][]float64{x: {10, 1}, y: {7, 3}})
-	p := &Problem{Table: tb, Cluster: Cluster{"alpha": 2, "beta": 1},
-		Jobs: []Job{job("J1", x, 1), job("J2", x, 1), job("J3", y, 1)}}
+	p := agnosticHandProblem()
 	other := mustAllocate(t, "max_min_fairness", p, WithSolver(otherSolver{}))
 	coin := mustAllocate(t, "max_min_fairness", p)
 	if !approx(other.Objective, 1, 1e-8) || !approx(coin.Objective, 0.8, 1e-8) {

@@ -15,6 +15,15 @@ import (
 // Hand-solved instances for what §9.2 does not cover. Each comment solves
 // the LP by hand.
 
+// agnosticHandProblem is TestLASAgnosticHand's instance.
+func agnosticHandProblem() *Problem {
+	ws := []string{"alpha", "beta"}
+	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
+	tb := rateTable(ws, map[table.JobType][]float64{x: {10, 1}, y: {7, 3}})
+	return &Problem{Table: tb, Cluster: Cluster{"alpha": 2, "beta": 1},
+		Jobs: []Job{job("J1", x, 1), job("J2", x, 1), job("J3", y, 1)}}
+}
+
 // Agnostic LAS on worker types with made-up names (nothing hard-coded):
 // cluster alpha=2, beta=1; J1, J2 sf 1, J3 sf 2 (fits only on alpha).
 // Agnostic: maximize t with s1 ≥ t, s2 ≥ t, 2·s3 ≥ t (s = time share).
@@ -27,11 +36,7 @@ import (
 // matter. With J1 weight 2: s1/2 ≥ t and s1 ≤ 1 → t* = 1/2 (s1 = 1,
 // s2 = 1/2, s3 = 1/4 fit: J3 beside J1 a quarter of the time).
 func TestLASAgnosticHand(t *testing.T) {
-	ws := []string{"alpha", "beta"}
-	x, y := jt("X"), table.JobType{Model: "Y", ScaleFactor: 2}
-	tb := rateTable(ws, map[table.JobType][]float64{x: {10, 1}, y: {7, 3}})
-	p := &Problem{Table: tb, Cluster: Cluster{"alpha": 2, "beta": 1},
-		Jobs: []Job{job("J1", x, 1), job("J2", x, 1), job("J3", y, 1)}}
+	p := agnosticHandProblem()
 	a := mustAllocate(t, "max_min_fairness", p)
 	if !approx(a.Objective, 0.8, 1e-8) {
 		t.Fatalf("t* = %v, want 0.8", a.Objective)
