@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,11 +77,7 @@ func mustNewPolicy(t *testing.T, name string) Policy {
 // iteration on 1e-8 taken from frozen ones) and 3745 (perf) the relaxed
 // retry of an LP both methods call infeasible.
 func TestWaterFillingWideRates(t *testing.T) {
-	seeds := []uint64{2119, 3745}
-	for seed := uint64(1); seed <= 60; seed++ {
-		seeds = append(seeds, seed)
-	}
-	for _, seed := range seeds {
+	for _, seed := range wideRateSeeds(2119, 3745) {
 		p := wideRateProblem(seed)
 		if len(p.Jobs) == 0 {
 			continue
@@ -116,11 +113,7 @@ func TestWaterFillingReproInfeasible(t *testing.T) {
 // them (a review found the two inconsistent when cuts stopped short: seed
 // 1105, 15 jobs, when instances of up to 16 were cut).
 func TestAgnosticWaterFillingRefinesLAS(t *testing.T) {
-	seeds := []uint64{1105}
-	for seed := uint64(1); seed <= 60; seed++ {
-		seeds = append(seeds, seed)
-	}
-	for _, seed := range seeds {
+	for _, seed := range wideRateSeeds(1105) {
 		p := wideRateProblem(seed)
 		if len(p.Jobs) == 0 {
 			continue
@@ -135,4 +128,14 @@ func TestAgnosticWaterFillingRefinesLAS(t *testing.T) {
 			t.Errorf("seed %d: lowest term %v below max-min fairness's optimum %v", seed, lowest, las.Objective)
 		}
 	}
+}
+
+// wideRateSeeds returns the seeds of wideRateProblem the water-filling
+// tests run: extra, then 1-60.
+func wideRateSeeds(extra ...uint64) []uint64 {
+	seeds := slices.Clone(extra)
+	for seed := uint64(1); seed <= 60; seed++ {
+		seeds = append(seeds, seed)
+	}
+	return seeds
 }
