@@ -497,3 +497,17 @@ func TestCheckJob(t *testing.T) {
 		}
 	}
 }
+
+// A written jobs file names types as given, not with json.Marshal's \u003e and \u0026.
+func TestWriteJobsLeavesNamesReadable(t *testing.T) {
+	jf := &JobsFile{Jobs: []Job{{ID: "a&b", Type: table.JobType{Model: "MemGrow (10 -> 75 GiB)", ScaleFactor: 1}, Weight: 1, TotalSteps: 5}}}
+	var b strings.Builder
+	if err := WriteJobs(&b, jf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"id": "a&b"`, `"type": "MemGrow (10 -> 75 GiB)"`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("jobs file lacks %s:\n%s", want, b.String())
+		}
+	}
+}

@@ -253,5 +253,6 @@ func WriteJobs(w io.Writer, jf *JobsFile) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
 }

@@ -612,3 +612,28 @@ func TestPlanPartnerListHint(t *testing.T) {
 		t.Errorf("partners a and y,z as values of their own: %v", err)
 	}
 }
+
+// A sidecar names jobs as written (json.Marshal's default would write "->" as "-\u003e").
+func TestSidecarLeavesNamesReadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.measurements.json")
+	s := &Sidecar{Version: 1, Sharing: TimeSlicing, Measurements: []Record{
+		{WorkerType: "h200", Job: "MemGrow (10 -> 75 GiB)", ScaleFactor: 1, Kind: KindIsolated, Status: StatusOK, Rate: 1},
+		{WorkerType: "h200", Job: "R&D <x>", ScaleFactor: 1, Kind: KindIsolated, Status: StatusOK, Rate: 2},
+	}}
+	if err := s.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"MemGrow (10 -> 75 GiB)"`, `"R&D <x>"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("sidecar lacks %s:\n%s", want, b)
+		}
+	}
+	back, err := LoadSidecar(path)
+	if err != nil || !reflect.DeepEqual(back.Measurements, s.Measurements) {
+		t.Errorf("read back %+v (err %v), want %+v", back, err, s)
+	}
+}

@@ -165,6 +165,7 @@ func (s *Sidecar) Save(path string) error {
 	return table.WriteFileAtomic(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		return enc.Encode(s)
 	})
 }

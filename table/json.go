@@ -797,9 +797,14 @@ func writeOrdered[S any](w io.Writer, n, workers int, format func(buf []byte, pa
 	return err
 }
 
+// quote writes s as a JSON string, leaving <, > and & as they are (json.Marshal would write
+// "A (10 -\u003e 75 GiB)", which reads back the same but not by eye, and Gavel's Python does not).
 func quote(s string) string {
-	b, _ := json.Marshal(s) // a string always marshals
-	return string(b)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 }
 
 // formatRate writes the shortest decimal that reads back as the same float64.

@@ -835,3 +835,30 @@ func checkAs(csv bool, in, base string) Problems {
 	_, ps := Check(strings.NewReader(in), base+".json")
 	return ps
 }
+
+// Names are written as given: <, > and & are not escaped (\u003e reads back the same, but a
+// user reading the file, or diffing it against one Gavel's Python wrote, sees the escape).
+func TestWriteLeavesNamesReadable(t *testing.T) {
+	a := JobType{Model: "MemGrow (10 -> 75 GiB)", ScaleFactor: 1}
+	b := JobType{Model: `R&D <"net">`, ScaleFactor: 2}
+	tab := New()
+	tab.SetIsolated("h200", a, 12.5)
+	tab.SetIsolated("h200", b, 3)
+	tab.SetPair("h200", a, a, 6, 6)
+	var buf bytes.Buffer
+	if err := tab.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"('MemGrow (10 -> 75 GiB)', 1)"`, `"('R&D <\"net\">', 2)"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("written table lacks %s:\n%s", want, buf.String())
+		}
+	}
+	back, err := Read(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tab.Equal(back) {
+		t.Errorf("read back a different table:\n%s", buf.String())
+	}
+}

@@ -192,17 +192,20 @@ func writeReportJSON(w io.Writer, rep *estimate.Report) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	bw.Write(before)
 	bw.WriteString(strings.Replace(entriesKey, "null", "[", 1))
+	var eb bytes.Buffer
+	enc := json.NewEncoder(&eb)
+	enc.SetIndent("    ", "  ") // an entry is two levels deep: in the entries array, in the report
+	enc.SetEscapeHTML(false)    // as cli.WriteJSON
 	for x, e := range rep.Entries {
 		if x > 0 {
 			bw.WriteByte(',')
 		}
-		// An entry is two levels deep: in the entries array, in the report.
-		b, err := json.MarshalIndent(e, "    ", "  ")
-		if err != nil {
+		eb.Reset()
+		if err := enc.Encode(e); err != nil {
 			return err
 		}
 		bw.WriteString("\n    ")
-		bw.Write(b)
+		bw.Write(bytes.TrimSuffix(eb.Bytes(), []byte("\n")))
 	}
 	if len(rep.Entries) > 0 {
 		bw.WriteString("\n  ")

@@ -87,6 +87,7 @@ func unknownCommand(err error) bool {
 func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // names such as "A (10 -> 75 GiB)" read as written
 	return enc.Encode(v)
 }
 

@@ -394,3 +394,14 @@ func TestListed(t *testing.T) {
 		}
 	}
 }
+
+// --json output names jobs as written: "->" and "&" stay, not "-\u003e" and "\u0026".
+func TestWriteJSONLeavesNamesReadable(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, map[string]string{"job": "MemGrow (10 -> 75 GiB) & <x>"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"job\": \"MemGrow (10 -> 75 GiB) & <x>\"\n}\n"; buf.String() != want {
+		t.Errorf("got %q, want %q", buf.String(), want)
+	}
+}
