@@ -125,8 +125,8 @@ func (in *instance) separate(ctx context.Context, x [][]float64, opt *options, s
 }
 
 // separable reports whether separate decomposes the instance's solutions:
-// at most separateMaxJobs jobs, no pairs, and no LP of the instance left
-// unproven (separationOff).
+// at most separateMaxJobs jobs (pairs or not) and no LP of the instance
+// left unproven (separationOff).
 func (in *instance) separable() bool {
 	return in.m() <= separateMaxJobs && !in.separationOff
 }
