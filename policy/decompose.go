@@ -28,10 +28,14 @@ type Slot struct {
 	GPUs        int // the GPUs it takes there (its jobs' scale factor)
 }
 
-// Decomposition writes time fractions as a convex combination of rounds.
+// Decomposition writes time fractions as a convex combination of rounds,
+// or from DecomposeNearest the nearest such combination.
 type Decomposition struct {
 	Rounds  [][]int   // each a feasible round: its slots' indices, ascending
 	Weights []float64 // each round's share of the time; they sum to at most 1
+	// Short is, from DecomposeNearest for unrealizable targets, the largest
+	// shortfall of a job on a worker type the rounds leave; otherwise 0.
+	Short float64
 }
 
 var (
@@ -103,7 +107,6 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 	if len(targets) != len(slots) {
 		return nil, inputErr("%d targets for %d slots", len(targets), len(slots))
 	}
-	jobs, workers := map[string]int{}, map[string]int{}
 	positive := 0
 	for k, s := range slots {
 		switch {
@@ -114,6 +117,24 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 		case targets[k] > 0:
 			positive++
 		}
+	}
+	if positive > DecomposeMaxTargets {
+		return nil, inputErr("%d positive targets, at most %d", positive, DecomposeMaxTargets)
+	}
+	rs, caps := indexSlots(slots, gpus)
+	d, err := decompose(ctx, lpEnv{}, rs, caps, targets, nil)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// indexSlots numbers the jobs and worker types of slots in name order, so
+// that the LPs do not depend on map order, and returns the slots by index
+// with each type's GPUs.
+func indexSlots(slots []Slot, gpus map[string]int) ([]roundSlot, []int) {
+	jobs, workers := map[string]int{}, map[string]int{}
+	for _, s := range slots {
 		for _, id := range []string{s.Combination.A, s.Combination.B} {
 			if id != "" {
 				jobs[id] = 0
@@ -121,10 +142,6 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 		}
 		workers[s.Worker] = 0
 	}
-	if positive > DecomposeMaxTargets {
-		return nil, inputErr("%d positive targets, at most %d", positive, DecomposeMaxTargets)
-	}
-	// Indices in name order, so that the LPs do not depend on map order.
 	for i, id := range slices.Sorted(maps.Keys(jobs)) {
 		jobs[id] = i
 	}
@@ -139,11 +156,7 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 			rs[k].b = jobs[s.Combination.B]
 		}
 	}
-	d, err := decompose(ctx, lpEnv{}, rs, caps, targets, nil)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
+	return rs, caps
 }
 
 // roundSlot is a Slot by index: jobs a and b (-1: none) on worker type w.
@@ -180,43 +193,62 @@ func (env lpEnv) solve(ctx context.Context, m *lp.Model, sess *lp.Session, o lp.
 // *UnrealizableError or ErrDecomposeLimit it returns the rounds it found
 // too.
 func decompose(ctx context.Context, env lpEnv, slots []roundSlot, caps []int, target []float64, initial [][]int) (*Decomposition, error) {
-	pricing := newPricing(slots, caps, env)
 	master, err := newMaster(target)
 	if err != nil {
 		return nil, err
 	}
 	defer master.Close()
+	d, res, err := generate(ctx, env, master, len(target), newPricing(slots, caps, env), target, initial)
+	switch {
+	case err != nil:
+		return d, err
+	case res.Objective > decomposeTol:
+		return d, unrealizable(res, len(target))
+	}
+	return d, nil
+}
+
+// generate runs column generation on master, whose first rows are one a
+// target and then Σ weight ≤ 1, and whose first lead columns are not
+// rounds: from the rounds of initial it adds the improving round pricing
+// finds, one at a time, until the master's objective is at most
+// decomposeTol or no round improves. It returns the rounds with their
+// weights and the master's last result; ErrDecomposeLimit (with both)
+// after decomposeLimit rounds beyond initial; a solver's error alone.
+func generate(ctx context.Context, env lpEnv, master *lp.Session, lead int, pricing *pricing, target []float64, initial [][]int) (*Decomposition, *lp.Result, error) {
 	d := &Decomposition{}
 	n := len(target)
-	for _, q := range initial {
+	add := func(q []int) {
 		d.Rounds = append(d.Rounds, q)
-		master.AddColumn(0, lp.Inf, 0, append(slices.Clone(q), n), ones(len(q)+1))
+		rows := append(slices.Clone(q), n) // its targets and the Σ weight row
+		master.AddColumn(0, lp.Inf, 0, rows, ones(len(rows)))
+	}
+	for _, q := range initial {
+		add(q)
 	}
 	for {
 		res, err := env.solve(ctx, nil, master, lp.Options{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		d.Weights = make([]float64, len(d.Rounds))
 		for q := range d.Rounds {
-			d.Weights[q] = max(0, res.X[n+q])
+			d.Weights[q] = max(0, res.X[lead+q])
 		}
 		if res.Objective <= decomposeTol {
-			return d, nil
+			return d, res, nil
 		}
 		if len(d.Rounds) >= len(initial)+decomposeLimit {
-			return d, ErrDecomposeLimit
+			return d, res, ErrDecomposeLimit
 		}
 		q, err := pricing.improving(ctx, res.Duals, target)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if q == nil {
-			return d, unrealizable(res, n)
+			return d, res, nil
 		}
-		d.Rounds = append(d.Rounds, q)
-		rows := append(slices.Clone(q), n) // its targets and the Σ weight row
-		master.AddColumn(0, lp.Inf, 0, rows, ones(len(rows)))
+		add(q)
 	}
 }
 

@@ -3,6 +3,7 @@ package rounds
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -30,12 +31,13 @@ import (
 // TestPackedPolicyRegimes), which is why RunRounds plans both and keeps the
 // better.
 
-// followSchedule takes this round's configuration of a packed allocation
-// into w and reports whether it did: not without Options.Decompose, not
-// without pair targets (the walk alone is PD² there), not with more than
-// policy.DecomposeMaxTargets targets, not when the decomposition failed (the walk
-// then serves the targets alone). selectEntries never calls it in compat
-// mode.
+// followSchedule takes this round's configuration of an allocation with
+// pairs or gangs into w and reports whether it did: not without
+// Options.Decompose, not with single-GPU jobs alone (the walk serves
+// them), not with more than policy.DecomposeMaxTargets targets, not when
+// the decomposition failed (the walk then serves the targets alone). For
+// unrealizable targets it follows the nearest combination of rounds.
+// selectEntries never calls it in compat mode.
 //
 // The schedule counts the round as planned; planning the round that starts
 // at the same time again (a plan discarded, or asked for twice) takes the
@@ -72,13 +74,13 @@ func (s *State) followSchedule(w *walk, es []*entry, now float64) bool {
 // they stay the same), or nil where the walk serves them alone.
 func (s *State) scheduleFor(es []*entry) *configSchedule {
 	targets := sortedTargets(es)
-	if !s.Decompose || len(targets) > policy.DecomposeMaxTargets || !slices.ContainsFunc(targets, func(e *entry) bool { return e.c.IsPair() }) {
+	if !s.Decompose || len(targets) > policy.DecomposeMaxTargets || !slices.ContainsFunc(targets, pairOrGang) {
 		return nil
 	}
 	caps := gpuCounts(s.Topology)
 	sig := scheduleSignature(targets, caps)
 	if s.schedule == nil || s.schedule.sig != sig {
-		cs, err := decompose(context.Background(), targets, sig, caps)
+		cs, err := decompose(context.Background(), targets, sig, caps, true)
 		if err != nil {
 			cs = &configSchedule{sig: sig, err: err}
 		}
@@ -110,6 +112,9 @@ type configSchedule struct {
 	ran    []float64 // rounds each configuration ran
 	rounds float64   // rounds planned with this schedule
 	err    error     // why the decomposition failed (the walk serves the targets), or nil
+	// nearest says the targets are unrealizable and the configurations are
+	// the nearest combination (policy.DecomposeNearest).
+	nearest bool
 	// The last round planned: its start and configuration.
 	planned   bool
 	lastStart float64
@@ -117,14 +122,17 @@ type configSchedule struct {
 }
 
 // decompose writes the targets (sortedTargets, identified by sig) as a
-// convex combination of configurations (policy.Decompose). Where it fails
-// the walk serves the targets alone: a partial decomposition is worse than
-// none (its uncovered targets, served by the walk after it, came out 0.06
-// behind at 126 targets against the walk's 0.047 alone), and for
-// unrealizable targets the master LP, minimizing the total uncovered, would
-// put the whole shortfall on one job where the walk spreads it (0.51 short
-// against the walk's 0.25 on two 4-GPU gangs sharing 6 GPUs).
-func decompose(ctx context.Context, targets []*entry, sig string, caps map[string]int) (*configSchedule, error) {
+// convex combination of configurations (policy.Decompose), or, with
+// nearest, unrealizable targets as the nearest such combination
+// (policy.DecomposeNearest: least largest shortfall of a job on a type,
+// then least total). Where it fails the walk serves the targets alone: a
+// partial decomposition is worse than none (its uncovered targets, served
+// by the walk after it, came out 0.06 behind at 126 targets against the
+// walk's 0.047 alone). Decompose's own answer for unrealizable targets,
+// least total shortfall, is not followed: it can put the whole shortfall
+// on one job (0.51 short against the walk's 0.25 on two 4-GPU gangs
+// sharing 6 GPUs), which the nearest combination spreads (0.25 each).
+func decompose(ctx context.Context, targets []*entry, sig string, caps map[string]int, nearest bool) (*configSchedule, error) {
 	cs := &configSchedule{sig: sig}
 	slots := make([]policy.Slot, len(targets))
 	target := make([]float64, len(targets))
@@ -133,8 +141,13 @@ func decompose(ctx context.Context, targets []*entry, sig string, caps map[strin
 		slots[k] = policy.Slot{Combination: e.c, Worker: e.w, GPUs: e.sf}
 		target[k] = e.target
 	}
-	d, err := policy.Decompose(ctx, slots, target, caps)
-	if err != nil {
+	decompose := policy.Decompose
+	if nearest {
+		decompose = policy.DecomposeNearest
+	}
+	d, err := decompose(ctx, slots, target, caps)
+	cs.nearest = nearest && d != nil && errors.Is(err, policy.ErrUnrealizable)
+	if err != nil && !cs.nearest {
 		return nil, err
 	}
 	for _, q := range d.Rounds {
@@ -190,6 +203,11 @@ func (cs *configSchedule) unrun(q int) {
 	}
 	cs.rounds--
 }
+
+// pairOrGang reports whether e's combination is a pair or takes several
+// GPUs: the walk alone serves allocations of neither (single-GPU jobs,
+// which its augmenting paths keep on track).
+func pairOrGang(e *entry) bool { return e.c.IsPair() || e.sf > 1 }
 
 // scheduleSignature identifies targets (from sortedTargets) and the GPUs
 // of each type they were decomposed for: the cluster may change under an

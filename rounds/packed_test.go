@@ -3,6 +3,7 @@ package rounds
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -79,7 +80,7 @@ func TestDecomposeCoversTargets(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		tbl, topo, jobs, alloc := packedCase(rng)
 		targets, _, caps := servedTargets(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc})
-		cs, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps)
+		cs, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +132,9 @@ func TestFidelityPackedSample(t *testing.T) {
 	for i := 0; i < n; i++ {
 		tbl, topo, jobs, alloc := packedCase(rng)
 		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
-		walk, _, _ := runRounds(cfg, false)
-		dec, used, _ := runRounds(cfg, true)
+		walk, _ := runRounds(cfg, false)
+		dec, _ := runRounds(cfg, true)
+		used := dec != nil
 		if !used { // over policy.DecomposeMaxTargets targets
 			dec = walk
 			skipped++
@@ -233,9 +235,9 @@ func TestPackedPolicyRegimes(t *testing.T) {
 			}
 			topo, _ := NewTopology(cluster, nil)
 			cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
-			walk, _, _ := runRounds(cfg, false)
-			dec, used, _ := runRounds(cfg, true)
-			if !used {
+			walk, _ := runRounds(cfg, false)
+			dec, _ := runRounds(cfg, true)
+			if dec == nil {
 				t.Fatalf("%d jobs on %d GPUs a type, seed %d: not decomposed", c.jobs, c.gpus, seed)
 			}
 			t.Logf("%d jobs on %d GPUs a type, seed %d: walk %.4f, decomposition %.4f", c.jobs, c.gpus, seed,
@@ -329,10 +331,12 @@ func gangAndSingle() (tbl *table.Table, gang, one table.JobType) {
 }
 
 // Two 4-GPU gangs on 6 GPUs can never run together, so targets of 0.75
-// each cannot both be met; the decomposition refuses (its LP would put the
-// whole shortfall on one gang, about 0.5) and the plan is the walk's, which
-// shares it.
-func TestDecomposeRefusesUnrealizable(t *testing.T) {
+// each cannot both be met. The decomposition refuses (its LP would put the
+// whole shortfall on one gang, about 0.5); the plan that follows rounds
+// follows the nearest ones instead, which share it (0.25 each, the pair
+// beside them served in full), and RunRounds says the allocation is not
+// realizable.
+func TestDecomposeNearestUnrealizable(t *testing.T) {
 	tbl, gang, one := gangAndSingle()
 	tbl.SetPair("w", one, one, 0.7, 0.7)
 	jobs := []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}, {ID: "a", Type: one}, {ID: "b", Type: one}}
@@ -343,18 +347,29 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
 	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
 	targets, _, caps := servedTargets(cfg)
-	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps); !errors.Is(err, policy.ErrUnrealizable) {
+	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps, false); !errors.Is(err, policy.ErrUnrealizable) {
 		t.Fatalf("decompose: err %v, want policy.ErrUnrealizable", err)
 	}
-	if _, used, _ := runRounds(cfg, true); used {
-		t.Error("the decomposition was followed for an allocation no rounds realize")
+	dec, sched := runRounds(cfg, true)
+	if dec == nil || sched == nil || !sched.nearest {
+		t.Fatalf("plan %v, schedule %+v: want the nearest rounds followed", dec, sched)
+	}
+	for _, id := range []string{"g1", "g2"} {
+		if f := dec.Fidelity[id]["w"]; math.Abs(f.Received-0.5) > 1e-9 {
+			t.Errorf("%s received %.4f, want 0.5", id, f.Received)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		if f := dec.Fidelity[id]["w"]; f.AllocatedDeviation() < -1e-9 {
+			t.Errorf("%s short by %.4f, want served in full", id, -f.AllocatedDeviation())
+		}
 	}
 	got, err := RunRounds(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Decomposed || got.MaxDeviationAllocated > 0.3 {
-		t.Errorf("decomposed %v, largest shortfall %.3f: want the walk's plan (about 0.25: the gangs share it)", got.Decomposed, got.MaxDeviationAllocated)
+	if got.MaxDeviationAllocated > 0.25+1e-9 {
+		t.Errorf("largest shortfall %.3f, want 0.25 (the gangs share it)", got.MaxDeviationAllocated)
 	}
 	if got.Realizable == nil || *got.Realizable {
 		t.Errorf("realizable %v, want false", got.Realizable)
@@ -364,7 +379,7 @@ func TestDecomposeRefusesUnrealizable(t *testing.T) {
 // RunRounds says whether an allocation is realizable: for single-GPU jobs
 // without pairs, when it keeps within the jobs' time and the GPUs (three
 // jobs at full time on 2 GPUs: no); by the decomposition with gangs or pairs
-// (the gangs of TestDecomposeRefusesUnrealizable without the pair: still
+// (the gangs of TestDecomposeNearestUnrealizable without the pair: still
 // not; one gang at 0.75 beside a single at 0.25: yes; two gangs at half the
 // time on 4 GPUs and a rounding error more: yes; a realizable packed draw:
 // yes); never with a target no round can serve.

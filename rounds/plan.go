@@ -135,19 +135,19 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	if cfg.RoundSeconds == 0 {
 		cfg.RoundSeconds = DefaultRoundSeconds
 	}
-	res, _, _ := runRounds(cfg, false)
-	if !hasPairs(cfg.Allocation) {
+	res, _ := runRounds(cfg, false)
+	if !hasPairs(cfg.Allocation) && !hasGangs(cfg.Jobs) {
 		res.Realizable = Realizable(context.Background(), cfg)
 		return res, nil
 	}
-	dec, used, err := runRounds(cfg, true)
-	res.Realizable = verdict(used, err)
+	dec, sched := runRounds(cfg, true)
+	res.Realizable = scheduleVerdict(sched)
 	if _, dropped, _ := servedTargets(cfg); dropped {
 		res.Realizable = ptr(false)
 	}
 	// A plan must fall short by clearly less (beyond rounding) to replace
 	// the walk's, so that the choice does not turn on the last bit.
-	if used && dec.MaxDeviationAllocated < res.MaxDeviationAllocated-1e-9 {
+	if dec != nil && dec.MaxDeviationAllocated < res.MaxDeviationAllocated-1e-9 {
 		dec.Decomposed, dec.Realizable = true, res.Realizable
 		return dec, nil
 	}
@@ -169,14 +169,13 @@ func Realizable(ctx context.Context, cfg RoundsConfig) *bool {
 	if dropped {
 		return ptr(false)
 	}
-	gangs := slices.ContainsFunc(cfg.Jobs, func(j policy.Job) bool { return j.Type.ScaleFactor > 1 })
-	if !gangs && !hasPairs(cfg.Allocation) {
+	if !hasGangs(cfg.Jobs) && !hasPairs(cfg.Allocation) {
 		return ptr(withinRows(cfg))
 	}
 	if len(targets) > policy.DecomposeMaxTargets {
 		return nil
 	}
-	_, err := decompose(ctx, targets, scheduleSignature(targets, caps), caps)
+	_, err := decompose(ctx, targets, scheduleSignature(targets, caps), caps, false)
 	return verdict(err == nil, err)
 }
 
@@ -248,7 +247,23 @@ func verdict(decomposed bool, err error) *bool {
 	return nil
 }
 
+// scheduleVerdict is verdict for the schedule a plan followed (nil: none).
+func scheduleVerdict(cs *configSchedule) *bool {
+	switch {
+	case cs == nil:
+		return nil
+	case cs.nearest:
+		return ptr(false)
+	}
+	return verdict(cs.err == nil, cs.err)
+}
+
 func ptr[T any](v T) *T { return &v }
+
+// hasGangs reports whether a job takes several GPUs.
+func hasGangs(jobs []policy.Job) bool {
+	return slices.ContainsFunc(jobs, func(j policy.Job) bool { return j.Type.ScaleFactor > 1 })
+}
 
 func sortedCombinations[V any](m map[policy.Combination]V) []policy.Combination {
 	cs := slices.Collect(maps.Keys(m))
@@ -271,7 +286,7 @@ func hasPairs(a *policy.Allocation) bool {
 // runRounds is RunRounds with or without the decomposition; used reports
 // whether the decomposition was followed, and err why not (nil when it was
 // not asked for, or the allocation is beyond its size limit).
-func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool, err error) {
+func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, sched *configSchedule) {
 	types := cfg.Topology.WorkerTypes()
 	ledger := NewLedger(cfg.RoundSeconds)
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
@@ -282,10 +297,7 @@ func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool, 
 		commitRound(state, ledger, cfg.Allocation, p, cfg.RoundSeconds)
 		res.Plans = append(res.Plans, p)
 		if i == 0 && decompose && (state.schedule == nil || state.schedule.err != nil) {
-			if state.schedule != nil {
-				err = state.schedule.err
-			}
-			return nil, false, err
+			return nil, state.schedule
 		}
 	}
 	res.Fidelity = fidelity(cfg, types, ledger)
@@ -295,7 +307,7 @@ func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, used bool, 
 			res.MaxDeviationAllocated = math.Max(res.MaxDeviationAllocated, math.Abs(e.AllocatedDeviation()))
 		}
 	}
-	return res, true, nil
+	return res, state.schedule
 }
 
 // fidelity sums targets (from the allocation) and received time (from the
