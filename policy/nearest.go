@@ -28,13 +28,17 @@ import (
 // be found (its column limit, the solver) the error wraps both and no
 // rounds come with it. Realizable targets, and Decompose's other errors,
 // it returns as Decompose does.
-func DecomposeNearest(ctx context.Context, slots []Slot, targets []float64, gpus map[string]int) (*Decomposition, error) {
+func DecomposeNearest(ctx context.Context, slots []Slot, targets []float64, gpus map[string]int, rate func(job string, slot int) float64) (*Decomposition, error) {
 	d, err := Decompose(ctx, slots, targets, gpus)
 	if !errors.Is(err, ErrUnrealizable) {
 		return d, err
 	}
 	rs, caps := indexSlots(slots, gpus)
-	near, nerr := nearest(ctx, lpEnv{}, rs, caps, targets)
+	if rate == nil {
+		rate = func(string, int) float64 { return 1 }
+	}
+	groups := jobLoss(slots, targets, rate)
+	near, nerr := nearest(ctx, lpEnv{}, rs, caps, targets, groups)
 	if nerr != nil {
 		return nil, fmt.Errorf("%w; the nearest rounds: %w", err, nerr)
 	}
@@ -47,8 +51,7 @@ const nearestTol = 1e-7
 
 // nearest runs the two LPs of DecomposeNearest on targets known to be
 // unrealizable, each by column generation.
-func nearest(ctx context.Context, env lpEnv, slots []roundSlot, caps []int, target []float64) (*Decomposition, error) {
-	groups := jobTypeGroups(slots)
+func nearest(ctx context.Context, env lpEnv, slots []roundSlot, caps []int, target []float64, groups []lossRow) (*Decomposition, error) {
 	pricing := newPricing(slots, caps, env)
 	first, err := newNearMaster(target, groups, math.Inf(1))
 	if err != nil {
@@ -74,24 +77,51 @@ func nearest(ctx context.Context, env lpEnv, slots []roundSlot, caps []int, targ
 	return d, nil
 }
 
-// jobTypeGroups returns, for each job on each worker type that some slot
-// serves, the slots that serve it there.
-func jobTypeGroups(slots []roundSlot) [][]int {
-	at := map[[2]int]int{}
-	var groups [][]int
+// lossRow is a job's relative loss: Σ coef[i]·short[slot[i]].
+type lossRow struct {
+	slot []int
+	coef []float64
+}
+
+// jobLoss returns each job's loss row: the throughput its slots' shortfalls
+// cost it (rate × shortfall) over the throughput its targets promise it
+// (rate × target).
+func jobLoss(slots []Slot, targets []float64, rate func(string, int) float64) []lossRow {
+	at := map[string]int{}
+	var rows []lossRow
+	var promised []float64
 	for k, s := range slots {
-		for _, j := range s.jobs() {
-			key := [2]int{j, s.w}
-			g, ok := at[key]
-			if !ok {
-				g = len(groups)
-				at[key] = g
-				groups = append(groups, nil)
+		for _, id := range []string{s.Combination.A, s.Combination.B} {
+			if id == "" {
+				continue
 			}
-			groups[g] = append(groups[g], k)
+			r := rate(id, k)
+			if !(r > 0) {
+				continue
+			}
+			g, ok := at[id]
+			if !ok {
+				g = len(rows)
+				at[id] = g
+				rows = append(rows, lossRow{})
+				promised = append(promised, 0)
+			}
+			rows[g].slot = append(rows[g].slot, k)
+			rows[g].coef = append(rows[g].coef, r)
+			promised[g] += r * targets[k]
 		}
 	}
-	return groups
+	var out []lossRow
+	for g, row := range rows {
+		if promised[g] <= 0 {
+			continue
+		}
+		for i := range row.coef {
+			row.coef[i] /= promised[g]
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 // newNearMaster returns a master LP for nearest, before any round. Its
@@ -100,23 +130,30 @@ func jobTypeGroups(slots []roundSlot) [][]int {
 // a group: Σ_{k∈g} short_k − largest ≤ 0. Its lead columns are the short_k
 // and largest. With limit infinite it minimizes largest; otherwise it
 // keeps largest within limit and minimizes Σ short_k.
-func newNearMaster(target []float64, groups [][]int, limit float64) (*lp.Session, error) {
+func newNearMaster(target []float64, groups []lossRow, limit float64) (*lp.Session, error) {
 	m := lp.NewModel(lp.Minimize)
 	first := math.IsInf(limit, 1)
-	cost := 1.0
-	if first {
-		cost = 0
+	cost := make([]float64, len(target))
+	if !first {
+		for _, g := range groups {
+			for i, k := range g.slot {
+				cost[k] += g.coef[i]
+			}
+		}
 	}
 	for k := range target {
-		short := m.AddCol(0, lp.Inf, cost)
+		short := m.AddCol(0, lp.Inf, cost[k])
 		m.AddRow(target[k], lp.Inf, []int{short}, []float64{1})
 	}
 	m.AddRow(-lp.Inf, 1, nil, nil)
-	largest := m.AddCol(0, limit, 1-cost)
+	obj := 0.0
+	if first {
+		obj = 1
+	}
+	largest := m.AddCol(0, limit, obj)
 	for _, g := range groups {
-		idx := append(slices.Clone(g), largest)
-		val := ones(len(idx))
-		val[len(g)] = -1
+		idx := append(slices.Clone(g.slot), largest)
+		val := append(slices.Clone(g.coef), -1)
 		m.AddRow(-lp.Inf, 0, idx, val)
 	}
 	return lp.NewSession(m)

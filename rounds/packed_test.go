@@ -80,7 +80,7 @@ func TestDecomposeCoversTargets(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		tbl, topo, jobs, alloc := packedCase(rng)
 		targets, _, caps := servedTargets(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc})
-		cs, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps, false)
+		cs, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestDecomposeNearestUnrealizable(t *testing.T) {
 	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
 	cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 40, RoundSeconds: DefaultRoundSeconds}
 	targets, _, caps := servedTargets(cfg)
-	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps, false); !errors.Is(err, policy.ErrUnrealizable) {
+	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps, nil); !errors.Is(err, policy.ErrUnrealizable) {
 		t.Fatalf("decompose: err %v, want policy.ErrUnrealizable", err)
 	}
 	dec, sched := runRounds(cfg, true)

@@ -175,7 +175,7 @@ func Realizable(ctx context.Context, cfg RoundsConfig) *bool {
 	if len(targets) > policy.DecomposeMaxTargets {
 		return nil
 	}
-	_, err := decompose(ctx, targets, scheduleSignature(targets, caps), caps, false)
+	_, err := decompose(ctx, targets, scheduleSignature(targets, caps), caps, nil)
 	return verdict(err == nil, err)
 }
 

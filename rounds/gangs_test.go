@@ -1,0 +1,157 @@
+package rounds
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
+)
+
+// gangInstance draws n jobs of 1, 2 and 4 GPUs with Gavel's generator from
+// the embedded table, on 4-16 GPUs of each of k80, p100 and v100; n is
+// drawn from [lo, hi].
+func gangInstance(tb *table.Table, lo, hi int, seed uint64) *policy.Problem {
+	rng := rand.New(rand.NewPCG(seed, 0x6d656173))
+	cl := policy.Cluster{"k80": 4 + rng.IntN(13), "p100": 4 + rng.IntN(13), "v100": 4 + rng.IntN(13)}
+	n := lo + rng.IntN(hi-lo+1)
+	g, err := NewGenerator(GeneratorConfig{Table: tb, Cluster: cl, Reference: "v100", MultiGPU: true, Seed: seed})
+	if err != nil {
+		panic(err)
+	}
+	var jobs []policy.Job
+	for len(jobs) < n {
+		if j, _ := g.Next(); j.Type.ScaleFactor <= 4 {
+			jobs = append(jobs, j)
+		}
+	}
+	return &policy.Problem{Table: tb, Cluster: cl, Jobs: jobs}
+}
+
+// worstLoss returns the largest fraction of a job's promised throughput
+// (the allocation's Effective) that res's rounds did not give it, back-fill
+// included, over jobs with at least 0.05 of the time in all.
+func worstLoss(p *policy.Problem, a *policy.Allocation, res *RoundsResult) float64 {
+	topo, _ := NewTopology(p.Cluster, nil)
+	jobs := JobsFromTable(p.Table, topo.WorkerTypes(), p.Jobs)
+	pairRate := TablePairRates(p.Table)
+	got := map[string]float64{}
+	n := float64(len(res.Plans))
+	for _, pl := range res.Plans {
+		for _, as := range pl.Assignments {
+			if c := as.Combination; c.IsPair() {
+				ra, rb := pairRate(as.WorkerType, jobs[c.A], jobs[c.B])
+				got[c.A] += ra / n
+				got[c.B] += rb / n
+			} else {
+				got[c.A] += jobs[c.A].Rates[as.WorkerType] / n
+			}
+		}
+	}
+	worst := 0.0
+	for id, eff := range a.Effective {
+		time := 0.0
+		for _, f := range res.Fidelity[id] {
+			time += f.Target
+		}
+		if eff > 1e-9 && time >= 0.05 {
+			worst = max(worst, 1-got[id]/eff)
+		}
+	}
+	return worst
+}
+
+// Allocations with jobs of several GPUs follow their decomposition where
+// it falls less short than the walk. On this realizable finish-time
+// fairness allocation of 11 jobs (seed 9027) the walk alone left a 4-GPU
+// job 0.34 of its v100 time short after 200 rounds (0.376 after 800).
+func TestGangAllocationFollowsRounds(t *testing.T) {
+	p := gangInstance(table.Default(), 9, 12, 9027)
+	pol, _ := policy.New("finish_time_fairness_perf")
+	a, err := pol.Allocate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, _ := NewTopology(p.Cluster, nil)
+	cfg := RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
+	walk, _ := runRounds(cfg, false)
+	res, err := RunRounds(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Realizable == nil || !*res.Realizable {
+		t.Fatalf("realizable %v, want true", res.Realizable)
+	}
+	if walk.MaxDeviationAllocated < 0.3 || !res.Decomposed || res.MaxDeviationAllocated > 0.02 {
+		t.Errorf("largest shortfall: walk %.3f, kept plan %.3f (decomposed %v); want the walk's above 0.3, the decomposition's kept within 0.02",
+			walk.MaxDeviationAllocated, res.MaxDeviationAllocated, res.Decomposed)
+	}
+}
+
+// Where no rounds realize an allocation (LP policies on more than 8 jobs),
+// RunRounds follows the nearest rounds when they fall less short than the
+// walk; on 12 instances of 13-20 jobs (seeds 13000 and up) under max-min
+// fairness, the worst job's lost share of its promised throughput falls
+// from 0.083 to 0.025 on average (measured; over 100 such instances and
+// four policies the README gives the figures).
+func TestUnrealizableFollowsNearestRounds(t *testing.T) {
+	tb := table.Default()
+	pol, _ := policy.New("max_min_fairness_perf")
+	var walkLoss, keptLoss float64
+	n := 0
+	for seed := uint64(13000); n < 12; seed++ {
+		p := gangInstance(tb, 13, 20, seed)
+		a, err := pol.Allocate(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo, _ := NewTopology(p.Cluster, nil)
+		cfg := RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
+		if r := Realizable(context.Background(), cfg); r == nil || *r {
+			continue
+		}
+		n++
+		walk, _ := runRounds(cfg, false)
+		res, err := RunRounds(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Realizable == nil || *res.Realizable {
+			t.Errorf("seed %d: realizable %v, want false", seed, res.Realizable)
+		}
+		walkLoss += worstLoss(p, a, walk) / 12
+		keptLoss += worstLoss(p, a, res) / 12
+	}
+	t.Logf("worst job's lost share of its throughput, mean: walk %.3f, kept plan %.3f", walkLoss, keptLoss)
+	if keptLoss > 0.6*walkLoss {
+		t.Errorf("mean worst loss: walk %.3f, kept plan %.3f; want at most 0.6 of the walk's", walkLoss, keptLoss)
+	}
+	if math.IsNaN(keptLoss) {
+		t.Error("NaN loss")
+	}
+}
+
+// The nearest rounds weigh each job's time by its rate there: alone, its
+// isolated rate; in a pair, its rate beside the partner.
+func TestScheduleRates(t *testing.T) {
+	tbl, _, one := gangAndSingle()
+	two := table.JobType{Model: "n", ScaleFactor: 1}
+	tbl.SetIsolated("w", two, 3)
+	tbl.SetPair("w", one, two, 0.25, 2)
+	jobs := []policy.Job{{ID: "a", Type: one}, {ID: "b", Type: two}}
+	topo, _ := NewTopology(policy.Cluster{"w": 1}, nil)
+	s := &State{Topology: topo, Jobs: JobsFromTable(tbl, []string{"w"}, jobs), PairRates: TablePairRates(tbl)}
+	targets := []*entry{{c: policy.Single("b"), w: "w", sf: 1}, {c: policy.PairOf("a", "b"), w: "w", sf: 1}}
+	rate := s.rate(targets)
+	for _, c := range []struct {
+		id   string
+		k    int
+		want float64
+	}{{"b", 0, 3}, {"a", 1, 0.25}, {"b", 1, 2}} {
+		if got := rate(c.id, c.k); got != c.want {
+			t.Errorf("rate(%s, %d) = %v, want %v", c.id, c.k, got, c.want)
+		}
+	}
+}
