@@ -19,7 +19,9 @@ import (
 // weight, Σ weight ≤ 1). Decompose finds such a combination or proves there
 // is none, with an inequality every round satisfies and the allocation
 // breaks; the LP policies add those inequalities as rows (see separate), so
-// that they allocate only what rounds can deliver.
+// that they allocate only what rounds can deliver. Where they do not (more
+// than 8 jobs), DecomposeNearest gives the combination nearest the
+// allocation (nearest.go), which the rounds package follows.
 
 // Slot is something a round can run: a combination on a worker type.
 type Slot struct {

@@ -38,7 +38,8 @@
 // proves it unrealizable added until it is not (roundcuts.go), so those
 // allocations are the best realizable; elsewhere other facets of the set
 // of rounds can still make an allocation unrealizable (rounds.Realizable
-// tells); nothing is allocated where a job's isolated rate is 0 or where a
+// tells, and DecomposeNearest gives the rounds that lose each job the
+// least share of its promised throughput); nothing is allocated where a job's isolated rate is 0 or where a
 // worker type has fewer GPUs than its scale factor; agnostic FIFO never
 // oversubscribes; water filling uses an exact LP-only bottleneck test and
 // returns solver errors; agnostic FTF and makespan use each job's fastest

@@ -55,17 +55,21 @@
 // fit, largest first) and keeps a combination on the GPUs it had last round
 // when they are still free.
 //
-// An allocation with pairs is different: a round is then a matching of the
-// jobs, and the walk above, which keeps each entry near its target on its
-// own, can fall further behind the longer it runs. With Options.Decompose
-// the allocation is first written as a convex combination of feasible
-// rounds by column generation (an LP and a MILP through policy/lp), and
-// each round runs the one furthest behind its weight; the walk fills what
-// is left. Neither is better on every allocation, so RunRounds plans both
-// and keeps the plan with the smaller largest shortfall; the simulator,
-// whose allocation changes every few rounds, uses the walk. The same
-// decomposition tells whether any rounds give an allocation exactly
-// (Realizable): when not, part of any shortfall is the allocation's.
+// An allocation with pairs or with jobs of several GPUs is different: a
+// round is then a matching of the jobs, or a packing of gangs, and the walk
+// above, which keeps each entry near its target on its own, can fall
+// further behind the longer it runs. With Options.Decompose the allocation
+// is first written as a convex combination of feasible rounds by column
+// generation (an LP and a MILP through policy/lp), and each round runs the
+// one furthest behind its weight; the walk fills what is left. Where no
+// such combination exists it follows the nearest one
+// (policy.DecomposeNearest: the largest share of a job's promised
+// throughput lost is least). Neither that nor the walk is better on every
+// allocation, so RunRounds plans both and keeps the plan with the smaller
+// largest shortfall; the simulator, whose allocation changes every few
+// rounds, uses the walk. The same decomposition tells whether any rounds
+// give an allocation exactly (Realizable): when not, part of any shortfall
+// is the allocation's.
 //
 // The simulator (Simulate) replays a trace on a virtual clock: arrivals join
 // at the next round boundary, jobs finish mid-round, and the allocation is

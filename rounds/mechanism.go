@@ -82,12 +82,13 @@ type Options struct {
 	// NoBackFill keeps entries with priority 0 off the GPUs (Gavel does this
 	// for FIFO policies only; otherwise idle GPUs are back-filled).
 	NoBackFill bool
-	// Decompose realizes an allocation with pairs by following its
-	// decomposition into feasible rounds (see configs.go) instead of the
-	// per-entry walk, which can drift with pairs. It is for an allocation
-	// that stays fixed: the decomposition (LPs and MILPs, 0.06 s for 43
-	// targets, up to about 3 s for 150) starts again, with no rounds
-	// counted, whenever a target changes. It applies only to realizable
+	// Decompose realizes an allocation with pairs or gangs by following its
+	// decomposition into feasible rounds (see configs.go), or the nearest
+	// rounds where none realizes it, instead of the per-entry walk, which
+	// can drift there. It is for an allocation that stays fixed: the
+	// decomposition (LPs and MILPs, 0.06 s for 43 targets, up to about 3 s
+	// for 150, about twice that for unrealizable ones) starts again, with no
+	// rounds counted, whenever a target changes. It applies only to
 	// allocations of at most 150 targets and never in compat mode; RunRounds
 	// sets it for one of the two plans it compares.
 	Decompose bool

@@ -35,13 +35,15 @@ consecutive rounds with Gavel's round-based mechanism: each round, jobs (or
 co-located pairs) are picked by priority (target time fraction vs fraction
 received), never one job in two places, multi-GPU jobs on as few servers as
 possible, and jobs kept on the same GPUs when they can be. An allocation
-with co-located pairs is also written as a mix of feasible rounds (each job
-at most once a round) and planned by following that mix; of the two plans
-the one with the smaller max allocated deviation is printed (a line says
-so, and --json's "decomposed" is true, when it is the mix's). When no mix
-of feasible rounds gives the allocation exactly (jobs of several GPUs or
-pairs can ask for more than any rounds give; checked for at most 150
-targets), a note says so: that shortfall is the allocation's.
+with co-located pairs or jobs of several GPUs is also written as a mix of
+feasible rounds (each job at most once a round) and planned by following
+that mix; of the two plans the one with the smaller max allocated
+deviation is printed (a line says so, and --json's "decomposed" is true,
+when it is the mix's). When no mix of feasible rounds gives the allocation
+exactly (jobs of several GPUs or pairs can ask for more than any rounds
+give; checked for at most 150 targets), a note says so: that shortfall is
+the allocation's, and the mix planned is the nearest one, where the
+largest share of a job's promised throughput lost is least.
 
 The policy takes allocate's flags (--prices for cost policies, --seed,
 --max-partners, --reference, --time-limit) and gives the same allocation;
@@ -347,7 +349,11 @@ func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) erro
 		return err
 	}
 	if res.Decomposed {
-		if _, err := fmt.Fprintln(io.Out, "planned by following the allocation's mix of feasible rounds (its plan fell less short than the per-entry walk's)"); err != nil {
+		mix := "the allocation's mix of feasible rounds"
+		if res.Realizable != nil && !*res.Realizable {
+			mix = "the nearest mix of feasible rounds"
+		}
+		if _, err := fmt.Fprintf(io.Out, "planned by following %s (its plan fell less short than the per-entry walk's)\n", mix); err != nil {
 			return err
 		}
 	}
