@@ -36,7 +36,8 @@ type Decomposition struct {
 	Rounds  [][]int   // each a feasible round: its slots' indices, ascending
 	Weights []float64 // each round's share of the time; they sum to at most 1
 	// Short is, from DecomposeNearest for unrealizable targets, the largest
-	// shortfall of a job on a worker type the rounds leave; otherwise 0.
+	// share of a job's promised throughput the rounds do not give it;
+	// otherwise 0.
 	Short float64
 }
 

@@ -38,9 +38,9 @@
 // proves it unrealizable added until it is not (roundcuts.go), so those
 // allocations are the best realizable; elsewhere other facets of the set
 // of rounds can still make an allocation unrealizable (rounds.Realizable
-// tells, and DecomposeNearest gives the rounds that lose each job the
-// least share of its promised throughput); nothing is allocated where a job's isolated rate is 0 or where a
-// worker type has fewer GPUs than its scale factor; agnostic FIFO never
+// tells, and DecomposeNearest gives the rounds whose largest share of a
+// job's promised throughput lost is least); nothing is allocated where a
+// job's isolated rate is 0 or where a worker type has fewer GPUs than its scale factor; agnostic FIFO never
 // oversubscribes; water filling uses an exact LP-only bottleneck test and
 // returns solver errors; agnostic FTF and makespan use each job's fastest
 // rate (or WithReference) instead of "v100"; proportional is scaled so the

@@ -12,22 +12,27 @@ import (
 
 // An allocation no rounds realize still has to be run: the rounds package
 // runs the rounds of a decomposition, and needs one for such targets too.
-// Decompose's master minimizes the total shortfall, which puts it where it
-// is cheapest, often all on one job (two 4-GPU gangs wanting 0.75 of 6
-// GPUs each: one of them 0.5 short). DecomposeNearest spreads it instead:
-// first the largest shortfall of a job on a worker type is made least,
-// then, keeping that, the total.
+// Decompose's master minimizes the total time short, which puts it where
+// it is cheapest, often all on one job (two 4-GPU gangs wanting 0.75 of 6
+// GPUs each: one of them 0.5 short). DecomposeNearest spreads it instead,
+// in what the allocation promised each job: first the largest share of a
+// job's promised throughput lost is made least, then, keeping that, the
+// sum of those shares.
 
 // DecomposeNearest is Decompose that, for targets no convex combination of
-// rounds covers, also returns the nearest one: the combination whose
-// largest shortfall of a job on a worker type (its slots' shortfalls
-// there, summed) is least, and of those one whose total shortfall is
-// least, with that largest shortfall in Decomposition.Short. It comes with
-// Decompose's *UnrealizableError (errors.Is(err, ErrUnrealizable)), so
-// that callers can tell it from a decomposition; when the nearest cannot
-// be found (its column limit, the solver) the error wraps both and no
-// rounds come with it. Realizable targets, and Decompose's other errors,
-// it returns as Decompose does.
+// rounds covers, also returns the nearest one. A job's loss is the share of
+// its promised throughput the combination does not give it: Σ rate ×
+// shortfall over Σ rate × target, over its slots, where rate(job, k) is
+// what a unit of slot k's time is worth to the job (nil: 1 everywhere, so
+// time alone; jobs promised less than decomposeTol of time are left out).
+// The nearest combination has the least largest loss, and of those the
+// least sum of losses; Decomposition.Short is that largest loss. It comes
+// with Decompose's *UnrealizableError (errors.Is(err, ErrUnrealizable)),
+// so that callers can tell it from a decomposition; when the nearest
+// cannot be found (its column limit, the solver) the error wraps both and
+// no rounds come with it. Realizable targets, and Decompose's other
+// errors, it returns as Decompose does; a rate that is negative, NaN or
+// infinite is an ErrInput.
 func DecomposeNearest(ctx context.Context, slots []Slot, targets []float64, gpus map[string]int, rate func(job string, slot int) float64) (*Decomposition, error) {
 	d, err := Decompose(ctx, slots, targets, gpus)
 	if !errors.Is(err, ErrUnrealizable) {
@@ -37,7 +42,10 @@ func DecomposeNearest(ctx context.Context, slots []Slot, targets []float64, gpus
 	if rate == nil {
 		rate = func(string, int) float64 { return 1 }
 	}
-	groups := jobLoss(slots, targets, rate)
+	groups, ierr := jobLoss(slots, targets, rate)
+	if ierr != nil {
+		return nil, ierr
+	}
 	near, nerr := nearest(ctx, lpEnv{}, rs, caps, targets, groups)
 	if nerr != nil {
 		return nil, fmt.Errorf("%w; the nearest rounds: %w", err, nerr)
@@ -45,8 +53,8 @@ func DecomposeNearest(ctx context.Context, slots []Slot, targets []float64, gpus
 	return near, err
 }
 
-// nearestTol is how much the second LP may let the largest shortfall grow
-// over the first's optimum: the first's rounding.
+// nearestTol is how much the second LP may let the largest loss grow over
+// the first's optimum: the first's rounding.
 const nearestTol = 1e-7
 
 // nearest runs the two LPs of DecomposeNearest on targets known to be
@@ -85,18 +93,22 @@ type lossRow struct {
 
 // jobLoss returns each job's loss row: the throughput its slots' shortfalls
 // cost it (rate × shortfall) over the throughput its targets promise it
-// (rate × target).
-func jobLoss(slots []Slot, targets []float64, rate func(string, int) float64) []lossRow {
+// (rate × target). A job promised at most decomposeTol of time, or no
+// throughput, has none: its loss would be rounding over almost nothing.
+func jobLoss(slots []Slot, targets []float64, rate func(string, int) float64) ([]lossRow, error) {
 	at := map[string]int{}
 	var rows []lossRow
-	var promised []float64
+	var promised, time []float64
 	for k, s := range slots {
 		for _, id := range []string{s.Combination.A, s.Combination.B} {
 			if id == "" {
 				continue
 			}
 			r := rate(id, k)
-			if !(r > 0) {
+			switch {
+			case !(r >= 0) || math.IsInf(r, 1):
+				return nil, inputErr("slot %v on %s: rate %v for %s", s.Combination, s.Worker, r, id)
+			case r == 0:
 				continue
 			}
 			g, ok := at[id]
@@ -104,16 +116,17 @@ func jobLoss(slots []Slot, targets []float64, rate func(string, int) float64) []
 				g = len(rows)
 				at[id] = g
 				rows = append(rows, lossRow{})
-				promised = append(promised, 0)
+				promised, time = append(promised, 0), append(time, 0)
 			}
 			rows[g].slot = append(rows[g].slot, k)
 			rows[g].coef = append(rows[g].coef, r)
 			promised[g] += r * targets[k]
+			time[g] += targets[k]
 		}
 	}
 	var out []lossRow
 	for g, row := range rows {
-		if promised[g] <= 0 {
+		if promised[g] <= 0 || time[g] <= decomposeTol {
 			continue
 		}
 		for i := range row.coef {
@@ -121,15 +134,16 @@ func jobLoss(slots []Slot, targets []float64, rate func(string, int) float64) []
 		}
 		out = append(out, row)
 	}
-	return out
+	return out, nil
 }
 
 // newNearMaster returns a master LP for nearest, before any round. Its
 // rows are Decompose's master's (Σ_q weight_q·[k ∈ q] + short_k ≥
 // target_k, Σ weight ≤ 1), so pricing reads its duals alike, then one row
-// a group: Σ_{k∈g} short_k − largest ≤ 0. Its lead columns are the short_k
-// and largest. With limit infinite it minimizes largest; otherwise it
-// keeps largest within limit and minimizes Σ short_k.
+// a job, its loss: Σ_i coef_i·short_{slot_i} − largest ≤ 0. Its lead
+// columns are the short_k and largest. With limit infinite it minimizes
+// largest; otherwise it keeps largest within limit and minimizes the sum
+// of the losses (Σ_k short_k times the coefficients of k in all rows).
 func newNearMaster(target []float64, groups []lossRow, limit float64) (*lp.Session, error) {
 	m := lp.NewModel(lp.Minimize)
 	first := math.IsInf(limit, 1)

@@ -248,3 +248,31 @@ func TestDecomposeNearestAgainstEnumeration(t *testing.T) {
 		t.Fatalf("%d realizable, %d not: the sample should have plenty of both", exact, near)
 	}
 }
+
+// A rate that is negative, NaN or infinite is bad input; a job promised
+// less than decomposeTol of time has no loss row (its loss would be
+// rounding over almost nothing), nor does one with rate 0 everywhere.
+func TestDecomposeNearestInput(t *testing.T) {
+	slots := []Slot{{Combination: Single("a"), Worker: "v100", GPUs: 4}, {Combination: Single("b"), Worker: "v100", GPUs: 4},
+		{Combination: Single("c"), Worker: "v100", GPUs: 4}, {Combination: Single("z"), Worker: "v100", GPUs: 1}}
+	gpus := map[string]int{"v100": 6}
+	targets := []float64{0.75, 0.75, 1e-9, 0.5}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), -1} {
+		rate := func(id string, _ int) float64 {
+			if id == "a" {
+				return bad
+			}
+			return 1
+		}
+		if _, err := DecomposeNearest(context.Background(), slots, targets, gpus, rate); !errors.Is(err, ErrInput) {
+			t.Errorf("rate %v: err %v, want ErrInput", bad, err)
+		}
+	}
+	rows, err := jobLoss(slots, targets, func(id string, _ int) float64 { return map[string]float64{"a": 1, "b": 2, "c": 1}[id] })
+	if err != nil || len(rows) != 2 || rows[0].slot[0] != 0 || rows[1].slot[0] != 1 {
+		t.Fatalf("loss rows %+v (err %v), want a's and b's only", rows, err)
+	}
+	if rows[1].coef[0] != 1/0.75 {
+		t.Errorf("b's coefficient %v, want 1/0.75 (rate 2 over 2 × 0.75 promised)", rows[1].coef[0])
+	}
+}

@@ -155,3 +155,79 @@ func TestScheduleRates(t *testing.T) {
 		}
 	}
 }
+
+// The nearest rounds weigh targets by rate, so a schedule made for some
+// rates is not kept when they change under the same targets: gang a runs
+// on v (rate 4) or k (1), gang b on v only, 4 GPUs each; a wants 0.5 on
+// each type and b all of v. At rate 4 a keeps 4/13 of v (as in policy's
+// TestDecomposeNearestWeighsRates); once a's v rate is 1, 1/4.
+func TestScheduleFollowsRates(t *testing.T) {
+	tbl := table.New()
+	ga := table.JobType{Model: "ga", ScaleFactor: 4}
+	gb := table.JobType{Model: "gb", ScaleFactor: 4}
+	tbl.SetIsolated("v", ga, 4)
+	tbl.SetIsolated("k", ga, 1)
+	tbl.SetIsolated("v", gb, 1)
+	jobs := []policy.Job{{ID: "a", Type: ga}, {ID: "b", Type: gb}}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+		policy.Single("a"): {"v": 0.5, "k": 0.5}, policy.Single("b"): {"v": 1}}}
+	topo, _ := NewTopology(policy.Cluster{"v": 4, "k": 4}, nil)
+	s := &State{Topology: topo, Jobs: JobsFromTable(tbl, topo.WorkerTypes(), jobs), History: NewLedger(DefaultRoundSeconds),
+		Options: Options{Decompose: true}}
+	aOnV := func() float64 {
+		ents := s.entries(alloc)
+		es := make([]*entry, len(ents))
+		for i := range ents {
+			es[i] = &ents[i]
+		}
+		cs := s.scheduleFor(es)
+		if cs == nil || !cs.nearest {
+			t.Fatalf("schedule %+v: want the nearest rounds", cs)
+		}
+		got := 0.0
+		for q, conf := range cs.confs {
+			for _, k := range conf {
+				if cs.keys[k] == (entryKey{policy.Single("a"), "v"}) {
+					got += cs.weight[q]
+				}
+			}
+		}
+		return got
+	}
+	if got := aOnV(); math.Abs(got-4.0/13) > 1e-6 {
+		t.Errorf("at rate 4, a gets %.4f of v, want 4/13", got)
+	}
+	s.Jobs["a"].Rates["v"] = 1
+	if got := aOnV(); math.Abs(got-0.25) > 1e-6 {
+		t.Errorf("at rate 1, a gets %.4f of v, want 1/4", got)
+	}
+}
+
+// RunRounds says what Realizable says when no gang or pair has time (here
+// the 4-GPU job is listed but allocated nothing): true for two single-GPU
+// jobs on 4 GPUs, false for three at full time on 2.
+func TestRunRoundsVerdictIdleGang(t *testing.T) {
+	tbl, gang, one := gangAndSingle()
+	for _, c := range []struct {
+		gpus int
+		ids  []string
+		want bool
+	}{{4, []string{"a", "b"}, true}, {2, []string{"a", "b", "c"}, false}} {
+		jobs := []policy.Job{{ID: "g", Type: gang}}
+		alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{policy.Single("g"): {}}}
+		for _, id := range c.ids {
+			jobs = append(jobs, policy.Job{ID: id, Type: one})
+			alloc.Fractions[policy.Single(id)] = map[string]float64{"w": 1}
+		}
+		topo, _ := NewTopology(policy.Cluster{"w": c.gpus}, nil)
+		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 10}
+		res, err := RunRounds(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct := Realizable(context.Background(), cfg)
+		if res.Realizable == nil || *res.Realizable != c.want || direct == nil || *direct != c.want {
+			t.Errorf("%d jobs on %d GPUs: RunRounds says %v, Realizable %v; want %v", len(c.ids), c.gpus, res.Realizable, direct, c.want)
+		}
+	}
+}

@@ -144,6 +144,9 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	}
 	dec, sched := runRounds(cfg, true)
 	res.Realizable = scheduleVerdict(sched)
+	if sched == nil { // no gang or pair has time: the rows decide, as Realizable does
+		res.Realizable = Realizable(context.Background(), cfg)
+	}
 	if _, dropped, _ := servedTargets(cfg); dropped {
 		res.Realizable = ptr(false)
 	}
@@ -285,9 +288,10 @@ func hasPairs(a *policy.Allocation) bool {
 	return false
 }
 
-// runRounds is RunRounds with or without the decomposition; used reports
-// whether the decomposition was followed, and err why not (nil when it was
-// not asked for, or the allocation is beyond its size limit).
+// runRounds is RunRounds with or without the decomposition. With it, the
+// plan is nil when the first round did not follow a decomposition, and
+// sched is the schedule it followed or the one that failed (nil when none
+// was made: no pair or gang with time, or beyond the size limit).
 func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, sched *configSchedule) {
 	types := cfg.Topology.WorkerTypes()
 	ledger := NewLedger(cfg.RoundSeconds)
