@@ -56,8 +56,12 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 		eIso := make([]float64, in.m())
 		for i, j := range in.jobs {
 			c := st.cumIso[j.ID]
+			// A job with more steps left than last time is not the job that
+			// made the progress (an id used again, a rollback): it gains no
+			// isolated time, where a negative gain made E_iso small or
+			// negative and the LP infeasible.
 			if prev, ok := st.prevIso[j.ID]; ok && prev > 0 {
-				c += (st.prevRem[j.ID] - j.StepsRemaining()) / prev
+				c += max(0, st.prevRem[j.ID]-j.StepsRemaining()) / prev
 			}
 			cum[j.ID] = c
 			eIso[i] = c + j.StepsRemaining()/iso[i]

@@ -216,6 +216,29 @@ func TestFTFWithAgeHand(t *testing.T) {
 	}
 }
 
+// A finish-time fairness policy keeps each job's isolated time across
+// calls. When a job id comes back with more steps left than last time (a
+// new job under an old id, or a rollback), it gains none: here "A", 100
+// steps at rate 2 alone on one v100, then 1,000 steps, gets ρ = 1 as from
+// a fresh policy. It used to lose (100 − 1,000)/2 = −450 s, so E_iso =
+// −450 + 500 = 50 and ρ = 500/50 = 10; with two jobs E_iso could turn
+// negative and the LP infeasible.
+func TestFTFIdUsedAgain(t *testing.T) {
+	x := jt("X")
+	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}})
+	pol, _ := New("finish_time_fairness_perf")
+	for _, steps := range []float64{100, 1000} {
+		p := &Problem{Table: tb, Cluster: Cluster{"v100": 1}, Jobs: []Job{{ID: "A", Type: x, TotalSteps: steps}}}
+		a, err := pol.Allocate(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !approx(a.Objective, 1, 1e-9) {
+			t.Fatalf("%g steps: ρ = %v, want 1", steps, a.Objective)
+		}
+	}
+}
+
 // Agnostic makespan, cluster k80 1, v100 1: A (k80 1, v100 4, 400 steps),
 // B (k80 1, v100 2, 200 steps). Reference = each job's fastest rate (A 4,
 // B 2 everywhere): both full-time give T = 100 s in the planner's view.
