@@ -114,6 +114,22 @@ func randomSlots(rng *rand.Rand) ([]Slot, map[string]int) {
 	return slots, gpus
 }
 
+// randomTargets draws slots (randomSlots), enumerates their rounds, and
+// sets targets to a mix of three random rounds scaled by 0.7-1.4, so that
+// some fit and some do not.
+func randomTargets(rng *rand.Rand) ([]Slot, map[string]int, [][]int, []float64) {
+	slots, gpus := randomSlots(rng)
+	rounds := allRounds(slots, gpus)
+	targets := make([]float64, len(slots))
+	scale := 0.7 + 0.7*rng.Float64()
+	for range 3 {
+		for _, k := range rounds[rng.IntN(len(rounds))] {
+			targets[k] += scale / 3
+		}
+	}
+	return slots, gpus, rounds, targets
+}
+
 // Decompose agrees with an LP over every round enumerated by brute force:
 // it decomposes exactly the targets that LP covers, with feasible rounds
 // covering them, and otherwise proves them unrealizable with the LP's
@@ -123,17 +139,7 @@ func TestDecomposeAgainstEnumeration(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	decomposed, refused := 0, 0
 	for n := 0; n < 300; n++ {
-		slots, gpus := randomSlots(rng)
-		rounds := allRounds(slots, gpus)
-		// Targets: a few random rounds' mix, scaled by 0.7-1.4, so that some
-		// fit and some do not.
-		targets := make([]float64, len(slots))
-		scale := 0.7 + 0.7*rng.Float64()
-		for range 3 {
-			for _, k := range rounds[rng.IntN(len(rounds))] {
-				targets[k] += scale / 3
-			}
-		}
+		slots, gpus, rounds, targets := randomTargets(rng)
 		want := leastShort(t, rounds, targets)
 		d, err := Decompose(context.Background(), slots, targets, gpus)
 		var proof *UnrealizableError
@@ -157,31 +163,7 @@ func TestDecomposeAgainstEnumeration(t *testing.T) {
 
 func checkDecomposition(t *testing.T, n int, slots []Slot, gpus map[string]int, targets []float64, d *Decomposition) {
 	t.Helper()
-	covered := make([]float64, len(slots))
-	sum := 0.0
-	for q, r := range d.Rounds {
-		sum += d.Weights[q]
-		used, left := map[string]bool{}, map[string]int{}
-		for _, k := range r {
-			s := slots[k]
-			covered[k] += d.Weights[q]
-			left[s.Worker] += s.GPUs
-			for _, id := range []string{s.Combination.A, s.Combination.B} {
-				if id != "" && used[id] {
-					t.Fatalf("case %d: round %d runs %s twice", n, q, id)
-				}
-				used[id] = true
-			}
-		}
-		for w, g := range left {
-			if g > gpus[w] {
-				t.Fatalf("case %d: round %d takes %d GPUs of %s, which has %d", n, q, g, w, gpus[w])
-			}
-		}
-	}
-	if sum > 1+1e-9 {
-		t.Fatalf("case %d: weights sum to %v", n, sum)
-	}
+	covered := served(t, fmt.Sprintf("case %d: ", n), slots, gpus, d)
 	for k := range slots {
 		if covered[k] < targets[k]-1e-7 {
 			t.Fatalf("case %d: slot %v covered %v of %v", n, slots[k], covered[k], targets[k])

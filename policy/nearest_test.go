@@ -12,8 +12,8 @@ import (
 )
 
 // served returns each slot's time under d, and checks that d's rounds are
-// feasible and its weights sum to at most 1.
-func served(t *testing.T, slots []Slot, gpus map[string]int, d *Decomposition) []float64 {
+// feasible and its weights sum to at most 1 (failures start with label).
+func served(t *testing.T, label string, slots []Slot, gpus map[string]int, d *Decomposition) []float64 {
 	t.Helper()
 	got := make([]float64, len(slots))
 	sum := 0.0
@@ -26,19 +26,19 @@ func served(t *testing.T, slots []Slot, gpus map[string]int, d *Decomposition) [
 			took[s.Worker] += s.GPUs
 			for _, id := range []string{s.Combination.A, s.Combination.B} {
 				if id != "" && used[id] {
-					t.Fatalf("round %d runs %s twice", q, id)
+					t.Fatalf("%sround %d runs %s twice", label, q, id)
 				}
 				used[id] = true
 			}
 		}
 		for w, g := range took {
 			if g > gpus[w] {
-				t.Fatalf("round %d takes %d GPUs of %s, which has %d", q, g, w, gpus[w])
+				t.Fatalf("%sround %d takes %d GPUs of %s, which has %d", label, q, g, w, gpus[w])
 			}
 		}
 	}
 	if sum > 1+1e-9 {
-		t.Fatalf("weights sum to %v", sum)
+		t.Fatalf("%sweights sum to %v", label, sum)
 	}
 	return got
 }
@@ -155,7 +155,7 @@ func TestDecomposeNearestHand(t *testing.T) {
 		if !errors.Is(err, ErrUnrealizable) || d == nil {
 			t.Fatalf("got %v, %v; want the nearest rounds and ErrUnrealizable", d, err)
 		}
-		got := served(t, slots, gpus, d)
+		got := served(t, "", slots, gpus, d)
 		if math.Abs(got[0]-0.5) > 1e-6 || math.Abs(got[1]-0.5) > 1e-6 || math.Abs(d.Short-1.0/3) > 1e-6 {
 			t.Fatalf("served %v, short %v; want 0.5 each, a third short", got, d.Short)
 		}
@@ -178,13 +178,13 @@ func TestDecomposeNearestWeighsRates(t *testing.T) {
 	if !errors.Is(err, ErrUnrealizable) || d == nil {
 		t.Fatalf("got %v, %v; want the nearest rounds and ErrUnrealizable", d, err)
 	}
-	got := served(t, slots, gpus, d)
+	got := served(t, "", slots, gpus, d)
 	x := 4.0 / 13
 	if math.Abs(got[0]-x) > 1e-6 || math.Abs(got[1]-(1-x)) > 1e-6 || math.Abs(got[2]-(1-x)) > 1e-6 || math.Abs(d.Short-x) > 1e-6 {
 		t.Fatalf("served %v, short %v; want [%.4f %.4f %.4f], %.4f", got, d.Short, x, 1-x, 1-x, x)
 	}
 	d, _ = DecomposeNearest(context.Background(), slots, []float64{0.5, 0.5, 1}, gpus, nil)
-	if got := served(t, slots, gpus, d); math.Abs(got[0]-0.25) > 1e-6 || math.Abs(d.Short-0.25) > 1e-6 {
+	if got := served(t, "", slots, gpus, d); math.Abs(got[0]-0.25) > 1e-6 || math.Abs(d.Short-0.25) > 1e-6 {
 		t.Fatalf("by time: served %v, short %v; want a on v100 0.25, 0.25 short", got, d.Short)
 	}
 }
@@ -198,15 +198,7 @@ func TestDecomposeNearestAgainstEnumeration(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 3))
 	exact, near := 0, 0
 	for n := range 200 {
-		slots, gpus := randomSlots(rng)
-		rounds := allRounds(slots, gpus)
-		targets := make([]float64, len(slots))
-		scale := 0.7 + 0.7*rng.Float64()
-		for range 3 {
-			for _, k := range rounds[rng.IntN(len(rounds))] {
-				targets[k] += scale / 3
-			}
-		}
+		slots, gpus, rounds, targets := randomTargets(rng)
 		rates := map[string]float64{}
 		for k, s := range slots {
 			for _, id := range []string{s.Combination.A, s.Combination.B} {
@@ -219,7 +211,7 @@ func TestDecomposeNearestAgainstEnumeration(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrUnrealizable) {
 				t.Fatal(err)
 			}
-			got := served(t, slots, gpus, d)
+			got := served(t, "", slots, gpus, d)
 			largest, total := losses(slots, targets, got, rate)
 			wantLargest, wantTotal := nearestByEnumeration(t, slots, rounds, targets, rate)
 			if wantLargest <= 1e-8 {
