@@ -130,8 +130,10 @@ type configSchedule struct {
 	rounds float64   // rounds planned with this schedule
 	err    error     // why the decomposition failed (the walk serves the targets), or nil
 	// nearest says the targets are unrealizable and the configurations are
-	// the nearest combination (policy.DecomposeNearest).
+	// the nearest combination (policy.DecomposeNearest), which loses a job
+	// at most short of its promised throughput.
 	nearest bool
+	short   float64
 	// The last round planned: its start and configuration.
 	planned   bool
 	lastStart float64
@@ -172,7 +174,7 @@ func decompose(ctx context.Context, targets []*entry, sig string, caps map[strin
 	for _, q := range d.Rounds {
 		cs.confs = append(cs.confs, q)
 	}
-	cs.weight = d.Weights
+	cs.weight, cs.short = d.Weights, d.Short
 	cs.ran = make([]float64, len(cs.confs))
 	return cs, nil
 }

@@ -231,3 +231,31 @@ func TestRunRoundsVerdictIdleGang(t *testing.T) {
 		}
 	}
 }
+
+// NearestLoss is the nearest rounds' largest loss where no rounds give the
+// allocation: two 4-GPU gangs at 0.75 of 6 GPUs (each gets 0.5, a third
+// short); none for a realizable one (one gang at 0.75 beside a single-GPU
+// job), nor where a target cannot be served at all (a type the cluster
+// lacks).
+func TestNearestLoss(t *testing.T) {
+	tbl, gang, one := gangAndSingle()
+	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
+	cfg := func(jobs []policy.Job, fr map[policy.Combination]map[string]float64) RoundsConfig {
+		return RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: &policy.Allocation{Fractions: fr}}
+	}
+	gangs := []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}}
+	loss, ok := NearestLoss(context.Background(), cfg(gangs, map[policy.Combination]map[string]float64{
+		policy.Single("g1"): {"w": 0.75}, policy.Single("g2"): {"w": 0.75}}))
+	if !ok || math.Abs(loss-1.0/3) > 1e-6 {
+		t.Errorf("two gangs: loss %v (ok %v), want 1/3", loss, ok)
+	}
+	mixed := []policy.Job{{ID: "g1", Type: gang}, {ID: "a", Type: one}}
+	if loss, ok := NearestLoss(context.Background(), cfg(mixed, map[policy.Combination]map[string]float64{
+		policy.Single("g1"): {"w": 0.75}, policy.Single("a"): {"w": 1}})); ok {
+		t.Errorf("realizable: loss %v, want none", loss)
+	}
+	if loss, ok := NearestLoss(context.Background(), cfg(gangs, map[policy.Combination]map[string]float64{
+		policy.Single("g1"): {"w": 0.75, "x": 0.25}, policy.Single("g2"): {"w": 0.75}})); ok {
+		t.Errorf("a target on a missing type: loss %v, want none", loss)
+	}
+}

@@ -184,6 +184,26 @@ func Realizable(ctx context.Context, cfg RoundsConfig) *bool {
 	return verdict(err == nil, err)
 }
 
+// NearestLoss returns, for an allocation no rounds give exactly, the least
+// largest share of a job's allocated throughput (rate × time on its
+// allocated worker types and pairs, back-fill aside) that a mix of rounds
+// leaves short: what the nearest rounds (policy.DecomposeNearest) lose the
+// worst-served job. ok is false when it is not known: the allocation is
+// realizable or not known to be not (see Realizable), a target no round can
+// serve, or the decomposition's limits.
+func NearestLoss(ctx context.Context, cfg RoundsConfig) (loss float64, ok bool) {
+	targets, dropped, caps := servedTargets(cfg)
+	if dropped || len(targets) > policy.DecomposeMaxTargets {
+		return 0, false
+	}
+	s := &State{Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs), PairRates: TablePairRates(cfg.Table)}
+	cs, err := decompose(ctx, targets, "", caps, s.rate(targets))
+	if err != nil || !cs.nearest {
+		return 0, false
+	}
+	return cs.short, true
+}
+
 // rowTol is how far a job's time or a type's GPUs may be exceeded by
 // rounding (policies solve to 1e-9) and still count as within.
 const rowTol = 1e-7

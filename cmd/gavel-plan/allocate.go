@@ -55,7 +55,9 @@ cover and clique rows against the commonest cases, but not against all
 (other knapsack facets; a triangle of pairs beside a gang; a job's time over
 several types). allocate checks the allocation with the round mechanism's
 decomposition (up to 150 targets and 800 columns) and warns when no rounds give it
-(--json "realizable": false; null when not checked).
+(--json "realizable": false; null when not checked), saying how much of a
+job's allocated throughput the nearest mix of rounds still leaves short
+(--json "nearest_loss", a fraction).
 
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
@@ -117,13 +119,19 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 		fmt.Fprintln(streams.Err, "warning:", w)
 	}
 	realizable := ps.realizable(ctx, a)
+	var nearest *float64
 	if realizable != nil && !*realizable {
+		best := ""
+		if loss, ok := ps.nearestLoss(ctx, a); ok {
+			nearest = &loss
+			best = fmt.Sprintf("; the nearest mix leaves a job %.1f%% of its allocated throughput short (before back-fill)", 100*loss)
+		}
 		fmt.Fprintln(streams.Err, "warning: no sequence of rounds gives this allocation exactly (it is no mix of rounds that fit "+
-			"the GPUs, each job once a round); gavel-plan rounds shows how far short each job falls")
+			"the GPUs, each job once a round)"+best+"; gavel-plan rounds shows how far short each job falls")
 	}
 	if o.json {
 		out := allocationJSON(a)
-		out.Realizable = realizable
+		out.Realizable, out.NearestLoss = realizable, nearest
 		return cli.WriteJSON(streams.Out, out)
 	}
 	return printAllocation(streams, ps.problem.Cluster, a)
@@ -139,6 +147,15 @@ func (ps *problemSetup) realizable(ctx context.Context, a *policy.Allocation) *b
 		return nil
 	}
 	return rounds.Realizable(ctx, rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
+}
+
+// nearestLoss is rounds.NearestLoss for a.
+func (ps *problemSetup) nearestLoss(ctx context.Context, a *policy.Allocation) (float64, bool) {
+	topo, err := rounds.NewTopology(ps.problem.Cluster, nil)
+	if err != nil {
+		return 0, false
+	}
+	return rounds.NearestLoss(ctx, rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
 }
 
 // problemFlags are the flags allocate and rounds share: the policy and its
@@ -249,6 +266,9 @@ type allocationOut struct {
 	// Realizable: some sequence of rounds gives the allocation exactly
 	// (null: not known; see rounds.Realizable).
 	Realizable *bool `json:"realizable"`
+	// NearestLoss: when it is not, the largest share of a job's allocated
+	// throughput the nearest mix of rounds leaves short (rounds.NearestLoss).
+	NearestLoss *float64 `json:"nearest_loss,omitempty"`
 }
 
 func allocationJSON(a *policy.Allocation) allocationOut {

@@ -328,7 +328,8 @@ func TestAllocateJobsFileJSONErrors(t *testing.T) {
 
 // allocate says whether rounds can give the allocation: the isolated
 // policy's equal shares for two 4-GPU jobs on 6 v100s (0.75 each; they can
-// never run together) cannot be, with a warning; the 14-job max-min packed
+// never run together) cannot be, with a warning saying the nearest rounds
+// leave each a third short (0.5 of 0.75); the 14-job max-min packed
 // allocation can.
 func TestAllocateRealizable(t *testing.T) {
 	for _, c := range realizableCases(t) {
@@ -341,6 +342,20 @@ func TestAllocateRealizable(t *testing.T) {
 		}
 		if warned := strings.Contains(errOut, "no sequence of rounds gives this allocation"); warned == c.want {
 			t.Errorf("%s: warned %v, want %v (stderr %q)", c.policy, warned, !c.want, errOut)
+		}
+		var got struct {
+			NearestLoss *float64 `json:"nearest_loss"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.want && got.NearestLoss != nil:
+			t.Errorf("%s: nearest_loss %v for a realizable allocation", c.policy, *got.NearestLoss)
+		case !c.want && (got.NearestLoss == nil || math.Abs(*got.NearestLoss-1.0/3) > 1e-6):
+			t.Errorf("%s: nearest_loss %v, want 1/3", c.policy, got.NearestLoss)
+		case !c.want && !strings.Contains(errOut, "leaves a job 33.3% of its allocated throughput short"):
+			t.Errorf("%s: the warning does not give the nearest rounds' loss: %q", c.policy, errOut)
 		}
 	}
 }
