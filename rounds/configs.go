@@ -141,13 +141,13 @@ type configSchedule struct {
 }
 
 // decompose writes the targets (sortedTargets, identified by sig) as a
-// convex combination of configurations (policy.Decompose), or, with
-// nearest, unrealizable targets as the nearest such combination
+// convex combination of configurations (policy.Decompose), or, given the
+// jobs' rates, unrealizable targets as the nearest such combination
 // (policy.DecomposeNearest: the least largest share of a job's promised
-// throughput lost, then the least sum). Where it fails the walk serves the targets alone: a
-// partial decomposition is worse than none (its uncovered targets, served
-// by the walk after it, came out 0.06 behind at 126 targets against the
-// walk's 0.047 alone). Decompose's own answer for unrealizable targets,
+// throughput lost, then the least sum). Where it fails the walk serves the
+// targets alone: a partial decomposition is worse than none (its uncovered
+// targets, served by the walk after it, came out 0.06 behind at 126
+// targets against the walk's 0.047 alone). Decompose's own answer for unrealizable targets,
 // least total shortfall, is not followed: it can put the whole shortfall
 // on one job (0.51 short against the walk's 0.25 on two 4-GPU gangs
 // sharing 6 GPUs), which the nearest combination spreads (0.25 each).
