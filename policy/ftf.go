@@ -17,6 +17,13 @@ type ftfState struct {
 	cumIso  map[string]float64
 	prevIso map[string]float64
 	prevRem map[string]float64
+	prevJob map[string]Job // as last seen, to tell a new job under the same id
+}
+
+// sameJob reports whether j can be the job was (seen at the last call): the
+// same type and total steps, no less time run, no more steps left.
+func sameJob(was, j Job) bool {
+	return was.Type == j.Type && was.TotalSteps == j.TotalSteps && j.TimeRun >= was.TimeRun && j.StepsRemaining() <= was.StepsRemaining()
 }
 
 // finishTimeFairness minimizes max_i ρ_i with
@@ -43,7 +50,7 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if in.m() == 0 {
-			st.cumIso, st.prevIso, st.prevRem = nil, nil, nil
+			st.cumIso, st.prevIso, st.prevRem, st.prevJob = nil, nil, nil, nil
 			return emptyAllocation(), nil
 		}
 		view, err := in.familyView(md, opt)
@@ -55,13 +62,17 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 		cum := map[string]float64{}
 		eIso := make([]float64, in.m())
 		for i, j := range in.jobs {
-			c := st.cumIso[j.ID]
-			// A job with more steps left than last time is not the job that
-			// made the progress (an id used again, a rollback): it gains no
-			// isolated time, where a negative gain made E_iso small or
-			// negative and the LP infeasible.
-			if prev, ok := st.prevIso[j.ID]; ok && prev > 0 {
-				c += max(0, st.prevRem[j.ID]-j.StepsRemaining()) / prev
+			// A job that cannot be the one last seen under its id (another
+			// type or total, less time run, more steps left: an id used
+			// again, a rollback) starts afresh: a negative gain made E_iso
+			// small or negative and the LP infeasible, and a new job would
+			// otherwise inherit the old one's isolated time.
+			c := 0.0
+			if was, ok := st.prevJob[j.ID]; ok && sameJob(was, j) {
+				c = st.cumIso[j.ID]
+				if prev := st.prevIso[j.ID]; prev > 0 {
+					c += (st.prevRem[j.ID] - j.StepsRemaining()) / prev
+				}
 			}
 			cum[j.ID] = c
 			eIso[i] = c + j.StepsRemaining()/iso[i]
@@ -72,10 +83,11 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 		if err != nil {
 			return nil, err
 		}
-		st.cumIso, st.prevIso, st.prevRem = cum, map[string]float64{}, map[string]float64{}
+		st.cumIso, st.prevIso, st.prevRem, st.prevJob = cum, map[string]float64{}, map[string]float64{}, map[string]Job{}
 		for i, j := range in.jobs {
 			st.prevIso[j.ID] = iso[i]
 			st.prevRem[j.ID] = j.StepsRemaining()
+			st.prevJob[j.ID] = j
 		}
 		a.Objective, a.Stats = rho, stats
 		a.ObjectiveMeaning = "max over jobs with steps left of the finish-time ratio ρ = (time run + steps left/effective) / " +

@@ -217,24 +217,33 @@ func TestFTFWithAgeHand(t *testing.T) {
 }
 
 // A finish-time fairness policy keeps each job's isolated time across
-// calls. When a job id comes back with more steps left than last time (a
-// new job under an old id, or a rollback), it gains none: here "A", 100
-// steps at rate 2 alone on one v100, then 1,000 steps, gets ρ = 1 as from
-// a fresh policy. It used to lose (100 − 1,000)/2 = −450 s, so E_iso =
-// −450 + 500 = 50 and ρ = 500/50 = 10; with two jobs E_iso could turn
-// negative and the LP infeasible.
-func TestFTFIdUsedAgain(t *testing.T) {
+// calls, for the job it saw last under that id. "A" alone on one v100 at
+// rate 2 (isolated rate 2): 100 steps, ρ = 1. Then 1,000 steps, a new job
+// under the old id: ρ = 1 again (it used to lose (100 − 1,000)/2 = −450 s
+// of isolated time, E_iso = 50, ρ = 10; with two jobs E_iso could turn
+// negative and the LP infeasible). Then the same job 400 steps and 200 s
+// on: it has 200 s of isolated time, E_iso = 200 + 600/2 = 500, and
+// E_alloc = 200 + 600/2, so ρ = 1; 200 steps and 100 s further on, 300 s
+// (forgetting the first 200 would give 500/300). Then 100 steps of another
+// total, new again: ρ = 1 (inheriting the old job's time would give
+// 50/500 = 0.1).
+func TestFTFJobsAcrossCalls(t *testing.T) {
 	x := jt("X")
 	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {2}})
 	pol, _ := New("finish_time_fairness_perf")
-	for _, steps := range []float64{100, 1000} {
-		p := &Problem{Table: tb, Cluster: Cluster{"v100": 1}, Jobs: []Job{{ID: "A", Type: x, TotalSteps: steps}}}
-		a, err := pol.Allocate(context.Background(), p)
+	for _, j := range []Job{
+		{ID: "A", Type: x, TotalSteps: 100},
+		{ID: "A", Type: x, TotalSteps: 1000},
+		{ID: "A", Type: x, TotalSteps: 1000, StepsDone: 400, TimeRun: 200},
+		{ID: "A", Type: x, TotalSteps: 1000, StepsDone: 600, TimeRun: 300},
+		{ID: "A", Type: x, TotalSteps: 100},
+	} {
+		a, err := pol.Allocate(context.Background(), &Problem{Table: tb, Cluster: Cluster{"v100": 1}, Jobs: []Job{j}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !approx(a.Objective, 1, 1e-9) {
-			t.Fatalf("%g steps: ρ = %v, want 1", steps, a.Objective)
+			t.Fatalf("%+v: ρ = %v, want 1", j, a.Objective)
 		}
 	}
 }

@@ -232,30 +232,44 @@ func TestRunRoundsVerdictIdleGang(t *testing.T) {
 	}
 }
 
-// NearestLoss is the nearest rounds' largest loss where no rounds give the
-// allocation: two 4-GPU gangs at 0.75 of 6 GPUs (each gets 0.5, a third
-// short); none for a realizable one (one gang at 0.75 beside a single-GPU
-// job), nor where a target cannot be served at all (a type the cluster
-// lacks).
-func TestNearestLoss(t *testing.T) {
+// Check is Realizable with the nearest rounds' largest loss where no
+// rounds give the allocation: two 4-GPU gangs at 0.75 of 6 GPUs (each gets
+// 0.5, a third short); three single-GPU jobs at full time on 2 GPUs (the
+// rows say no; the nearest rounds give each 2/3, a third short); none for
+// a realizable one (one gang at 0.75 beside a single-GPU job), nor where a
+// target cannot be served at all (a type the cluster lacks).
+func TestCheck(t *testing.T) {
 	tbl, gang, one := gangAndSingle()
-	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
-	cfg := func(jobs []policy.Job, fr map[policy.Combination]map[string]float64) RoundsConfig {
-		return RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: &policy.Allocation{Fractions: fr}}
+	check := func(gpus int, jobs []policy.Job, fr map[policy.Combination]map[string]float64) Realizability {
+		topo, _ := NewTopology(policy.Cluster{"w": gpus}, nil)
+		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: &policy.Allocation{Fractions: fr}}
+		got := Check(context.Background(), cfg)
+		if want := Realizable(context.Background(), cfg); (got.Realizable == nil) != (want == nil) || want != nil && *got.Realizable != *want {
+			t.Errorf("Check says %v, Realizable %v", got.Realizable, want)
+		}
+		return got
 	}
 	gangs := []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}}
-	loss, ok := NearestLoss(context.Background(), cfg(gangs, map[policy.Combination]map[string]float64{
-		policy.Single("g1"): {"w": 0.75}, policy.Single("g2"): {"w": 0.75}}))
-	if !ok || math.Abs(loss-1.0/3) > 1e-6 {
-		t.Errorf("two gangs: loss %v (ok %v), want 1/3", loss, ok)
-	}
-	mixed := []policy.Job{{ID: "g1", Type: gang}, {ID: "a", Type: one}}
-	if loss, ok := NearestLoss(context.Background(), cfg(mixed, map[policy.Combination]map[string]float64{
-		policy.Single("g1"): {"w": 0.75}, policy.Single("a"): {"w": 1}})); ok {
-		t.Errorf("realizable: loss %v, want none", loss)
-	}
-	if loss, ok := NearestLoss(context.Background(), cfg(gangs, map[policy.Combination]map[string]float64{
-		policy.Single("g1"): {"w": 0.75, "x": 0.25}, policy.Single("g2"): {"w": 0.75}})); ok {
-		t.Errorf("a target on a missing type: loss %v, want none", loss)
+	for _, c := range []struct {
+		name string
+		got  Realizability
+		want *float64
+	}{
+		{"two gangs", check(6, gangs, map[policy.Combination]map[string]float64{
+			policy.Single("g1"): {"w": 0.75}, policy.Single("g2"): {"w": 0.75}}), ptr(1.0 / 3)},
+		{"three singles on 2 GPUs", check(2, []policy.Job{{ID: "a", Type: one}, {ID: "b", Type: one}, {ID: "c", Type: one}},
+			map[policy.Combination]map[string]float64{policy.Single("a"): {"w": 1}, policy.Single("b"): {"w": 1}, policy.Single("c"): {"w": 1}}),
+			ptr(1.0 / 3)},
+		{"realizable", check(6, []policy.Job{{ID: "g1", Type: gang}, {ID: "a", Type: one}}, map[policy.Combination]map[string]float64{
+			policy.Single("g1"): {"w": 0.75}, policy.Single("a"): {"w": 1}}), nil},
+		{"a target on a missing type", check(6, gangs, map[policy.Combination]map[string]float64{
+			policy.Single("g1"): {"w": 0.75, "x": 0.25}, policy.Single("g2"): {"w": 0.75}}), nil},
+	} {
+		switch got := c.got.NearestLoss; {
+		case c.want == nil && got != nil:
+			t.Errorf("%s: loss %v, want none", c.name, *got)
+		case c.want != nil && (got == nil || math.Abs(*got-*c.want) > 1e-6):
+			t.Errorf("%s: loss %v, want %v", c.name, got, *c.want)
+		}
 	}
 }

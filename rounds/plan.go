@@ -184,24 +184,46 @@ func Realizable(ctx context.Context, cfg RoundsConfig) *bool {
 	return verdict(err == nil, err)
 }
 
-// NearestLoss returns, for an allocation no rounds give exactly, the least
-// largest share of a job's allocated throughput (rate × time on its
-// allocated worker types and pairs, back-fill aside) that a mix of rounds
-// leaves short: what the nearest rounds (policy.DecomposeNearest) lose the
-// worst-served job. ok is false when it is not known: the allocation is
-// realizable or not known to be not (see Realizable), a target no round can
-// serve, or the decomposition's limits.
-func NearestLoss(ctx context.Context, cfg RoundsConfig) (loss float64, ok bool) {
+// Realizability is what Check finds of an allocation.
+type Realizability struct {
+	// Realizable is Realizable's answer.
+	Realizable *bool
+	// NearestLoss is, when Realizable is false, the least largest share of
+	// a job's allocated throughput (rate × time on its allocated worker
+	// types and pairs, back-fill aside) that a mix of rounds leaves short:
+	// whatever the rounds, some job loses at least that much, and the
+	// nearest rounds (policy.DecomposeNearest) lose no job more. Nil when
+	// not known: a target no round can serve, or the decomposition's
+	// limits.
+	NearestLoss *float64
+}
+
+// Check is Realizable that, for an allocation no rounds give, also finds
+// how far the nearest rounds fall short, with one decomposition.
+func Check(ctx context.Context, cfg RoundsConfig) Realizability {
 	targets, dropped, caps := servedTargets(cfg)
-	if dropped || len(targets) > policy.DecomposeMaxTargets {
-		return 0, false
+	if dropped {
+		return Realizability{Realizable: ptr(false)}
+	}
+	var out Realizability
+	if !hasGangs(cfg.Jobs) && !hasPairs(cfg.Allocation) {
+		if withinRows(cfg) {
+			return Realizability{Realizable: ptr(true)}
+		}
+		out.Realizable = ptr(false)
+	}
+	if len(targets) > policy.DecomposeMaxTargets {
+		return out
 	}
 	s := &State{Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs), PairRates: TablePairRates(cfg.Table)}
 	cs, err := decompose(ctx, targets, "", caps, s.rate(targets))
-	if err != nil || !cs.nearest {
-		return 0, false
+	switch {
+	case err == nil && cs.nearest:
+		out.Realizable, out.NearestLoss = ptr(false), &cs.short
+	case out.Realizable == nil:
+		out.Realizable = verdict(err == nil, err)
 	}
-	return cs.short, true
+	return out
 }
 
 // rowTol is how far a job's time or a type's GPUs may be exceeded by

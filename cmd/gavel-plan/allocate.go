@@ -55,9 +55,9 @@ cover and clique rows against the commonest cases, but not against all
 (other knapsack facets; a triangle of pairs beside a gang; a job's time over
 several types). allocate checks the allocation with the round mechanism's
 decomposition (up to 150 targets and 800 columns) and warns when no rounds give it
-(--json "realizable": false; null when not checked), saying how much of a
-job's allocated throughput the nearest mix of rounds still leaves short
-(--json "nearest_loss", a fraction).
+(--json "realizable": false; null when not checked), saying, where it can,
+how much of its allocated throughput any rounds leave some job short, at
+least (--json "nearest_loss", a fraction; absent when not known).
 
 Policies (Gavel's names): ` + strings.Join(policy.Names(), ", ") + `, allox_alpha=<a>.
 Cost policies need --prices for every worker type of the cluster.
@@ -118,44 +118,34 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 	for _, w := range a.Warnings {
 		fmt.Fprintln(streams.Err, "warning:", w)
 	}
-	realizable := ps.realizable(ctx, a)
-	var nearest *float64
-	if realizable != nil && !*realizable {
-		best := ""
-		if loss, ok := ps.nearestLoss(ctx, a); ok {
-			nearest = &loss
-			best = fmt.Sprintf("; the nearest mix leaves a job %.1f%% of its allocated throughput short (before back-fill)", 100*loss)
+	chk := ps.check(ctx, a)
+	if r := chk.Realizable; r != nil && !*r {
+		least := ""
+		if loss := chk.NearestLoss; loss != nil {
+			least = fmt.Sprintf("; any rounds leave some job at least %.3g%% of its allocated throughput short (before back-fill)", 100**loss)
 		}
 		fmt.Fprintln(streams.Err, "warning: no sequence of rounds gives this allocation exactly (it is no mix of rounds that fit "+
-			"the GPUs, each job once a round)"+best+"; gavel-plan rounds shows how far short each job falls")
+			"the GPUs, each job once a round)"+least+"; gavel-plan rounds shows how far short each job falls")
 	}
 	if o.json {
 		out := allocationJSON(a)
-		out.Realizable, out.NearestLoss = realizable, nearest
+		out.Realizable, out.NearestLoss = chk.Realizable, chk.NearestLoss
 		return cli.WriteJSON(streams.Out, out)
 	}
 	return printAllocation(streams, ps.problem.Cluster, a)
 }
 
-// realizable checks a with the round mechanism's decomposition (see
-// rounds.Realizable; nil when not known). The decomposition's own bounds (at
-// most 150 targets and 800 columns, a few seconds) limit it, not a clock: a
-// time limit made the answer depend on how busy the machine was.
-func (ps *problemSetup) realizable(ctx context.Context, a *policy.Allocation) *bool {
+// check checks a with the round mechanism's decomposition (see
+// rounds.Check; nothing known when the topology cannot be built). The
+// decomposition's own bounds (at most 150 targets and 800 columns, a few
+// seconds) limit it, not a clock: a time limit made the answer depend on
+// how busy the machine was.
+func (ps *problemSetup) check(ctx context.Context, a *policy.Allocation) rounds.Realizability {
 	topo, err := rounds.NewTopology(ps.problem.Cluster, nil)
 	if err != nil {
-		return nil
+		return rounds.Realizability{}
 	}
-	return rounds.Realizable(ctx, rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
-}
-
-// nearestLoss is rounds.NearestLoss for a.
-func (ps *problemSetup) nearestLoss(ctx context.Context, a *policy.Allocation) (float64, bool) {
-	topo, err := rounds.NewTopology(ps.problem.Cluster, nil)
-	if err != nil {
-		return 0, false
-	}
-	return rounds.NearestLoss(ctx, rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
+	return rounds.Check(ctx, rounds.RoundsConfig{Topology: topo, Table: ps.table, Jobs: ps.problem.Jobs, Allocation: a})
 }
 
 // problemFlags are the flags allocate and rounds share: the policy and its
@@ -266,8 +256,8 @@ type allocationOut struct {
 	// Realizable: some sequence of rounds gives the allocation exactly
 	// (null: not known; see rounds.Realizable).
 	Realizable *bool `json:"realizable"`
-	// NearestLoss: when it is not, the largest share of a job's allocated
-	// throughput the nearest mix of rounds leaves short (rounds.NearestLoss).
+	// NearestLoss: when it is not, the least share of its allocated
+	// throughput that any rounds leave some job short (rounds.Check).
 	NearestLoss *float64 `json:"nearest_loss,omitempty"`
 }
 

@@ -328,9 +328,9 @@ func TestAllocateJobsFileJSONErrors(t *testing.T) {
 
 // allocate says whether rounds can give the allocation: the isolated
 // policy's equal shares for two 4-GPU jobs on 6 v100s (0.75 each; they can
-// never run together) cannot be, with a warning saying the nearest rounds
-// leave each a third short (0.5 of 0.75); the 14-job max-min packed
-// allocation can.
+// never run together) cannot be, with a warning saying any rounds leave a
+// job at least a third short (the nearest give each 0.5 of its 0.75); the
+// 14-job max-min packed allocation can.
 func TestAllocateRealizable(t *testing.T) {
 	for _, c := range realizableCases(t) {
 		out, errOut, err := runAllocateCmd(t, "--policy", c.policy, "--cluster", c.cluster, "--jobs", c.jobs, "--json")
@@ -354,7 +354,7 @@ func TestAllocateRealizable(t *testing.T) {
 			t.Errorf("%s: nearest_loss %v for a realizable allocation", c.policy, *got.NearestLoss)
 		case !c.want && (got.NearestLoss == nil || math.Abs(*got.NearestLoss-1.0/3) > 1e-6):
 			t.Errorf("%s: nearest_loss %v, want 1/3", c.policy, got.NearestLoss)
-		case !c.want && !strings.Contains(errOut, "leaves a job 33.3% of its allocated throughput short"):
+		case !c.want && !strings.Contains(errOut, "any rounds leave some job at least 33.3% of its allocated throughput short"):
 			t.Errorf("%s: the warning does not give the nearest rounds' loss: %q", c.policy, errOut)
 		}
 	}
