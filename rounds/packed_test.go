@@ -368,8 +368,9 @@ func TestDecomposeNearestUnrealizable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.MaxDeviationAllocated > 0.25+1e-9 {
-		t.Errorf("largest shortfall %.3f, want 0.25 (the gangs share it)", got.MaxDeviationAllocated)
+	if got.MaxDeviationAllocated > 0.25+1e-9 || math.Abs(got.MaxThroughputLoss-1.0/3) > 1e-9 {
+		t.Errorf("largest shortfall %.3f, throughput loss %.4f; want 0.25 and 1/3 (the gangs share it)",
+			got.MaxDeviationAllocated, got.MaxThroughputLoss)
 	}
 	if got.Realizable == nil || *got.Realizable {
 		t.Errorf("realizable %v, want false", got.Realizable)

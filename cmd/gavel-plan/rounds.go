@@ -43,7 +43,7 @@ when it is the mix's). When no mix of feasible rounds gives the allocation
 exactly (jobs of several GPUs or pairs can ask for more than any rounds
 give; checked for at most 150 targets), a note says so: that shortfall is
 the allocation's, and the mix planned is the nearest one, where the
-largest share of a job's promised throughput lost is least.
+largest share of a job's allocated throughput lost is least.
 
 The policy takes allocate's flags (--prices for cost policies, --seed,
 --max-partners, --reference, --time-limit) and gives the same allocation;
@@ -71,9 +71,15 @@ mostly back-fill, which is harmless. max allocated deviation is the largest
 |allocated|, the worst shortfall, and measures how well the rounds realize
 the allocation (a job given too much where GPUs are scarce leaves another
 short).
+The last line also gives the largest share of a job's allocated throughput
+(rate × time on the types and pairs it has targets on) the rounds left
+short, back-fill aside; where no rounds give the allocation, the plan kept
+is the one with the smaller such share, which allocate's nearest_loss
+bounds from below.
 --json has the same fields: fidelity {job → {worker type → {target,
-received, backfill}}}, max_deviation, max_deviation_allocated, decomposed
-and realizable (true, false, or null when not checked).`,
+received, backfill}}}, max_deviation, max_deviation_allocated,
+max_throughput_loss, decomposed and realizable (true, false, or null when
+not checked).`,
 		Example: `  gavel-plan rounds --policy max_min_fairness_perf --cluster v100=4,p100=4,k80=4 \
       --gpus-per-server v100=4,p100=4,k80=4 --jobs examples/jobs.json --rounds 20
   gavel-plan rounds --policy max_min_fairness_packed --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json \
@@ -221,6 +227,9 @@ type roundsJSON struct {
 	MaxDeviation float64                               `json:"max_deviation"`
 	// MaxDeviationAllocated leaves back-fill out (see rounds.Fidelity).
 	MaxDeviationAllocated float64 `json:"max_deviation_allocated"`
+	// MaxThroughputLoss: the largest share of a job's allocated throughput
+	// the rounds left short (see rounds.RoundsResult).
+	MaxThroughputLoss float64 `json:"max_throughput_loss"`
 	// Decomposed: the plan follows the allocation's mix of feasible rounds.
 	Decomposed bool `json:"decomposed"`
 	// Realizable: some sequence of rounds gives the allocation exactly
@@ -289,7 +298,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 
 func newRoundsJSON(o *roundsOptions, alloc *policy.Allocation, res *rounds.RoundsResult) roundsJSON {
 	out := roundsJSON{Policy: o.policy, RoundSeconds: o.roundSeconds, Fidelity: res.Fidelity, MaxDeviation: res.MaxDeviation,
-		MaxDeviationAllocated: res.MaxDeviationAllocated, Decomposed: res.Decomposed, Realizable: res.Realizable, Allocation: map[string]map[string]float64{}}
+		MaxDeviationAllocated: res.MaxDeviationAllocated, MaxThroughputLoss: res.MaxThroughputLoss, Decomposed: res.Decomposed, Realizable: res.Realizable, Allocation: map[string]map[string]float64{}}
 	for c, x := range alloc.Fractions {
 		out.Allocation[c.Key()] = x
 	}
@@ -349,11 +358,11 @@ func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) erro
 		return err
 	}
 	if res.Decomposed {
-		mix := "the allocation's mix of feasible rounds"
+		how := "the allocation's mix of feasible rounds (its plan fell less short than the per-entry walk's)"
 		if res.Realizable != nil && !*res.Realizable {
-			mix = "the nearest mix of feasible rounds"
+			how = "the nearest mix of feasible rounds (its plan lost the worst-served job less of its allocated throughput than the per-entry walk's)"
 		}
-		if _, err := fmt.Fprintf(io.Out, "planned by following %s (its plan fell less short than the per-entry walk's)\n", mix); err != nil {
+		if _, err := fmt.Fprintf(io.Out, "planned by following %s\n", how); err != nil {
 			return err
 		}
 	}
@@ -363,8 +372,9 @@ func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) erro
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(io.Out, "max deviation: %.4f over %d rounds (back-fill included); max allocated deviation: %.4f\n",
-		res.MaxDeviation, len(res.Plans), res.MaxDeviationAllocated)
+	_, err := fmt.Fprintf(io.Out, "max deviation: %.4f over %d rounds (back-fill included); max allocated deviation: %.4f; "+
+		"largest share of a job's allocated throughput short: %.3g%%\n",
+		res.MaxDeviation, len(res.Plans), res.MaxDeviationAllocated, 100*res.MaxThroughputLoss)
 	return err
 }
 
