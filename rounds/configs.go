@@ -43,7 +43,7 @@ import (
 // fraction of a job's promised throughput lost is least). On those same
 // instances the walk alone left the worst job 4-15% (mean per policy and
 // size) below the throughput the allocation promised it; with the nearest
-// rounds kept where they fall less short, 2-8%.
+// rounds kept where they lose it less (RunRounds), 1-7%.
 
 // followSchedule takes this round's configuration of an allocation with
 // pairs or gangs into w and reports whether it did: not without

@@ -94,7 +94,7 @@ func TestGangAllocationFollowsRounds(t *testing.T) {
 // RunRounds follows the nearest rounds when they fall less short than the
 // walk; on 12 instances of 13-20 jobs (seeds 13000 and up) under max-min
 // fairness, the worst job's lost share of its promised throughput falls
-// from 0.083 to 0.024 on average (measured; over 100 such instances and
+// from 0.083 to 0.022 on average (measured; over 100 such instances and
 // four policies the README gives the figures).
 func TestUnrealizableFollowsNearestRounds(t *testing.T) {
 	tb := table.Default()
@@ -121,15 +121,10 @@ func TestUnrealizableFollowsNearestRounds(t *testing.T) {
 		if res.Realizable == nil || *res.Realizable {
 			t.Errorf("seed %d: realizable %v, want false", seed, res.Realizable)
 		}
-		// Every plan is a mix of rounds, so none loses the worst-served job
-		// less than the nearest rounds; the plan kept loses no more than
-		// the walk's.
-		least := Check(context.Background(), cfg).NearestLoss
-		if least == nil {
-			t.Fatalf("seed %d: no nearest loss", seed)
-		}
-		if walk.MaxThroughputLoss < *least-1e-6 || res.MaxThroughputLoss < *least-1e-6 || res.MaxThroughputLoss > walk.MaxThroughputLoss+1e-9 {
-			t.Errorf("seed %d: largest loss: walk %.4f, kept %.4f, nearest rounds %.4f", seed, walk.MaxThroughputLoss, res.MaxThroughputLoss, *least)
+		// The plan kept loses the worst-served job no more than either plan.
+		dec, _ := runRounds(cfg, true)
+		if dec == nil || res.MaxThroughputLoss > min(walk.MaxThroughputLoss, dec.MaxThroughputLoss)+1e-9 {
+			t.Errorf("seed %d: largest loss: kept %.4f, walk %.4f, nearest rounds' plan %v", seed, res.MaxThroughputLoss, walk.MaxThroughputLoss, dec)
 		}
 		walkLoss += worstLoss(p, a, walk) / 12
 		keptLoss += worstLoss(p, a, res) / 12
@@ -303,6 +298,7 @@ func TestUnrealizableKeepsLessThroughputLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("walk: %.4f short, loss %.4f; kept: %.4f, %.4f", walk.MaxDeviationAllocated, walk.MaxThroughputLoss, res.MaxDeviationAllocated, res.MaxThroughputLoss)
 	if !res.Decomposed || res.MaxThroughputLoss >= walk.MaxThroughputLoss || res.MaxDeviationAllocated <= walk.MaxDeviationAllocated {
 		t.Errorf("kept plan: decomposed %v, loss %.4f, time short %.4f; walk %.4f, %.4f: want the nearest rounds, less loss, more time short",
 			res.Decomposed, res.MaxThroughputLoss, res.MaxDeviationAllocated, walk.MaxThroughputLoss, walk.MaxDeviationAllocated)

@@ -103,9 +103,9 @@ type RoundsResult struct {
 	// MaxDeviationAllocated is the largest |AllocatedDeviation|.
 	MaxDeviationAllocated float64
 	// MaxThroughputLoss is the largest share of a job's allocated
-	// throughput (rate × time on each combination and worker type it has a
-	// target on) that the rounds left short, back-fill aside: comparable
-	// with Check's NearestLoss, which no rounds beat.
+	// throughput (rate × target over the combinations and worker types it
+	// has a target on) that the rounds did not give it, back-fill included
+	// (rate × time received anywhere): what the job lost in steps.
 	MaxThroughputLoss float64
 	// Decomposed says the plan follows the allocation's decomposition into
 	// feasible rounds, or the nearest rounds when Realizable is false (an
@@ -159,8 +159,8 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	// the walk's, so that the choice does not turn on the last bit. Where
 	// no rounds give the allocation, no plan meets every target, and the
 	// one that loses the worst-served job less throughput is kept (by time
-	// short, the walk was kept on allocations where it lost more: 5 of 100
-	// min total duration allocations of 21-40 jobs).
+	// short, the plan kept lost more on some: min total duration's 5
+	// unrealizable allocations of 21-40 jobs, README).
 	better := dec != nil && dec.MaxDeviationAllocated < res.MaxDeviationAllocated-1e-9
 	if dec != nil && sched.nearest {
 		better = dec.MaxThroughputLoss < res.MaxThroughputLoss-1e-9
@@ -372,42 +372,48 @@ func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, sched *conf
 	return res, state.schedule
 }
 
-// maxThroughputLoss is RoundsResult.MaxThroughputLoss: for each job, Σ
-// rate × time short over Σ rate × target, over the combinations and types
-// it has a target on (rates as the mechanism's, state.rate), the largest;
-// jobs promised under decomposeTol of time or no throughput left out, as
-// policy.DecomposeNearest does.
+// maxThroughputLoss is RoundsResult.MaxThroughputLoss: for each job, 1 −
+// Σ rate × time received over Σ rate × target (rates as the mechanism's,
+// state.rate), at least 0, the largest; jobs promised under 1e-7 of time
+// or no throughput left out.
 func maxThroughputLoss(cfg RoundsConfig, state *State, ledger *Ledger) float64 {
 	if cfg.Allocation == nil || ledger.Elapsed() <= 0 {
 		return 0
 	}
-	var targets []*entry
-	for _, c := range sortedCombinations(cfg.Allocation.Fractions) {
-		x := cfg.Allocation.Fractions[c]
-		for _, w := range typesOf(x) {
-			if x[w] > 0 {
-				targets = append(targets, &entry{c: c, w: w, target: x[w]})
-			}
-		}
-	}
-	rate := state.rate(targets)
-	lost, promised, time := map[string]float64{}, map[string]float64{}, map[string]float64{}
-	for k, e := range targets {
-		short := max(0, e.target-ledger.Received(e.c, e.w)/ledger.Elapsed())
-		for _, id := range members(e.c) {
-			r := rate(id, k)
-			lost[id] += r * short
-			promised[id] += r * e.target
-			time[id] += e.target
-		}
-	}
+	promised, time := map[string]float64{}, map[string]float64{}
+	addSteps(promised, time, state, cfg.Allocation.Fractions, 1)
+	got := map[string]float64{}
+	addSteps(got, nil, state, ledger.got, 1/ledger.Elapsed())
 	worst := 0.0
 	for id, p := range promised {
 		if p > 0 && time[id] > 1e-7 {
-			worst = max(worst, lost[id]/p)
+			worst = max(worst, 1-got[id]/p)
 		}
 	}
 	return worst
+}
+
+// addSteps adds to steps[j] each job's rate × scale × time over fr's
+// combinations and types (and to time[j], when not nil, scale × time), in
+// a fixed order so that sums come out the same on every run.
+func addSteps(steps, time map[string]float64, state *State, fr map[policy.Combination]map[string]float64, scale float64) {
+	var es []*entry
+	for _, c := range sortedCombinations(fr) {
+		for _, w := range typesOf(fr[c]) {
+			if fr[c][w] > 0 {
+				es = append(es, &entry{c: c, w: w, target: fr[c][w]})
+			}
+		}
+	}
+	rate := state.rate(es)
+	for k, e := range es {
+		for _, id := range members(e.c) {
+			steps[id] += rate(id, k) * scale * e.target
+			if time != nil {
+				time[id] += scale * e.target
+			}
+		}
+	}
 }
 
 // fidelity sums targets (from the allocation) and received time (from the

@@ -72,10 +72,10 @@ mostly back-fill, which is harmless. max allocated deviation is the largest
 the allocation (a job given too much where GPUs are scarce leaves another
 short).
 The last line also gives the largest share of a job's allocated throughput
-(rate × time on the types and pairs it has targets on) the rounds left
-short, back-fill aside; where no rounds give the allocation, the plan kept
-is the one with the smaller such share, which allocate's nearest_loss
-bounds from below.
+(rate × target time on the types and pairs it has targets on) that the
+rounds did not give it, back-fill included (steps it got anywhere); where
+no rounds give the allocation, the plan kept is the one with the smaller
+such share.
 --json has the same fields: fidelity {job → {worker type → {target,
 received, backfill}}}, max_deviation, max_deviation_allocated,
 max_throughput_loss, decomposed and realizable (true, false, or null when

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -316,44 +317,52 @@ func jsonRealizable(t *testing.T, out string) *bool {
 	return got.Realizable
 }
 
-// Twelve jobs of 1, 2 and 4 GPUs on k80=7,p100=14,v100=4 (seed 9083 of the
+// Sixteen jobs of 1 and 4 GPUs on k80=10,p100=4,v100=7 (seed 13085 of the
 // rounds package's gang instances, ids renamed): the max-min allocation is
-// unrealizable, and the nearest mix of rounds falls less short than the
-// walk, so the plan follows it and says so.
+// unrealizable, and the nearest mix of rounds loses the worst-served job
+// less of its throughput than the walk, so the plan follows it and says so.
 func TestRoundsNearestMix(t *testing.T) {
-	jobs := rtFile(t, "g12.json", `{"jobs": [
-  {"id": "g0", "type": "LM (batch size 80)", "scale_factor": 4, "total_steps": 39053326},
-  {"id": "g1", "type": "ResNet-50 (batch size 32)", "scale_factor": 1, "total_steps": 158912},
-  {"id": "g2", "type": "ResNet-50 (batch size 16)", "scale_factor": 4, "total_steps": 79866},
-  {"id": "g3", "type": "Recommendation (batch size 8192)", "scale_factor": 1, "total_steps": 15349},
-  {"id": "g4", "type": "LM (batch size 80)", "scale_factor": 1, "total_steps": 3987406},
-  {"id": "g5", "type": "Transformer (batch size 32)", "scale_factor": 4, "total_steps": 1287908},
-  {"id": "g6", "type": "LM (batch size 5)", "scale_factor": 2, "total_steps": 13151759},
-  {"id": "g7", "type": "Transformer (batch size 256)", "scale_factor": 2, "total_steps": 66020},
-  {"id": "g8", "type": "Recommendation (batch size 1024)", "scale_factor": 1, "total_steps": 215913},
-  {"id": "g9", "type": "LM (batch size 80)", "scale_factor": 1, "total_steps": 182140},
-  {"id": "g10", "type": "Transformer (batch size 64)", "scale_factor": 1, "total_steps": 47820},
-  {"id": "g11", "type": "ResNet-50 (batch size 64)", "scale_factor": 1, "total_steps": 10394}]}`)
-	args := []string{"--policy", "max_min_fairness_perf", "--cluster", "k80=7,p100=14,v100=4", "--jobs", jobs, "--rounds", "20"}
+	jobs := rtFile(t, "g16.json", `{"jobs": [
+  {"id": "g0", "type": "LM (batch size 20)", "scale_factor": 1, "total_steps": 20061948},
+  {"id": "g1", "type": "ResNet-18 (batch size 256)", "scale_factor": 1, "total_steps": 579769},
+  {"id": "g2", "type": "ResNet-50 (batch size 64)", "scale_factor": 1, "total_steps": 14708},
+  {"id": "g3", "type": "ResNet-50 (batch size 32)", "scale_factor": 1, "total_steps": 452030},
+  {"id": "g4", "type": "Recommendation (batch size 512)", "scale_factor": 1, "total_steps": 121801},
+  {"id": "g5", "type": "LM (batch size 80)", "scale_factor": 1, "total_steps": 615162},
+  {"id": "g6", "type": "ResNet-18 (batch size 32)", "scale_factor": 1, "total_steps": 625505},
+  {"id": "g7", "type": "Transformer (batch size 32)", "scale_factor": 1, "total_steps": 5888528},
+  {"id": "g8", "type": "Recommendation (batch size 1024)", "scale_factor": 1, "total_steps": 106308},
+  {"id": "g9", "type": "Recommendation (batch size 512)", "scale_factor": 1, "total_steps": 1226096},
+  {"id": "g10", "type": "ResNet-50 (batch size 32)", "scale_factor": 1, "total_steps": 57390},
+  {"id": "g11", "type": "CycleGAN", "scale_factor": 1, "total_steps": 9490},
+  {"id": "g12", "type": "Transformer (batch size 64)", "scale_factor": 4, "total_steps": 335806},
+  {"id": "g13", "type": "Recommendation (batch size 512)", "scale_factor": 1, "total_steps": 1219036},
+  {"id": "g14", "type": "ResNet-18 (batch size 256)", "scale_factor": 1, "total_steps": 329259},
+  {"id": "g15", "type": "LM (batch size 5)", "scale_factor": 4, "total_steps": 2106218}]}`)
+	args := []string{"--policy", "max_min_fairness_perf", "--cluster", "k80=10,p100=4,v100=7", "--jobs", jobs, "--rounds", "20"}
 	out, _, err := rtRun(t, newRoundsCmd, append(args, "--json")...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
-		Realizable *bool `json:"realizable"`
-		Decomposed bool  `json:"decomposed"`
+		Realizable *bool    `json:"realizable"`
+		Decomposed bool     `json:"decomposed"`
+		Loss       *float64 `json:"max_throughput_loss"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Realizable == nil || *got.Realizable || !got.Decomposed {
-		t.Errorf("realizable %v, decomposed %v; want false, true", got.Realizable, got.Decomposed)
+	if got.Realizable == nil || *got.Realizable || !got.Decomposed || got.Loss == nil || !(*got.Loss > 0 && *got.Loss < 1) {
+		t.Errorf("realizable %v, decomposed %v, max_throughput_loss %v; want false, true, a share", got.Realizable, got.Decomposed, got.Loss)
 	}
 	human, _, err := rtRun(t, newRoundsCmd, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(human, "planned by following the nearest mix of feasible rounds") {
-		t.Errorf("human output does not say it follows the nearest mix:\n%s", human)
+	for _, want := range []string{"planned by following the nearest mix of feasible rounds",
+		fmt.Sprintf("largest share of a job's allocated throughput short: %.3g%%", 100**got.Loss)} {
+		if !strings.Contains(human, want) {
+			t.Errorf("human output lacks %q:\n%s", want, human)
+		}
 	}
 }
