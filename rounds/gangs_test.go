@@ -63,24 +63,31 @@ func worstLoss(p *policy.Problem, a *policy.Allocation, res *RoundsResult) float
 	return worst
 }
 
-// Allocations with jobs of several GPUs follow their decomposition where
-// it falls less short than the walk. On this realizable finish-time
-// fairness allocation of 11 jobs (seed 9027) the walk alone left a 4-GPU
-// job 0.34 of its v100 time short after 200 rounds (0.376 after 800).
-func TestGangAllocationFollowsRounds(t *testing.T) {
-	p := gangInstance(table.Default(), 9, 12, 9027)
-	pol, _ := policy.New("finish_time_fairness_perf")
+// gangPlans allocates p with the named policy and plans 200 rounds: the
+// walk's plan, and RunRounds's.
+func gangPlans(t *testing.T, name string, p *policy.Problem) (walk, kept *RoundsResult) {
+	t.Helper()
+	pol, _ := policy.New(name)
 	a, err := pol.Allocate(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	topo, _ := NewTopology(p.Cluster, nil)
 	cfg := RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
-	walk, _ := runRounds(cfg, false)
-	res, err := RunRounds(cfg)
+	walk, _ = runRounds(cfg, false)
+	kept, err = RunRounds(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return walk, kept
+}
+
+// Allocations with jobs of several GPUs follow their decomposition where
+// it falls less short than the walk. On this realizable finish-time
+// fairness allocation of 11 jobs (seed 9027) the walk alone left a 4-GPU
+// job 0.34 of its v100 time short after 200 rounds (0.376 after 800).
+func TestGangAllocationFollowsRounds(t *testing.T) {
+	walk, res := gangPlans(t, "finish_time_fairness_perf", gangInstance(table.Default(), 9, 12, 9027))
 	if res.Realizable == nil || !*res.Realizable {
 		t.Fatalf("realizable %v, want true", res.Realizable)
 	}
@@ -285,19 +292,7 @@ func TestCheck(t *testing.T) {
 // in time and loses a job 4.5% of its throughput, the nearest rounds 0.076
 // and 1.6%.
 func TestUnrealizableKeepsLessThroughputLoss(t *testing.T) {
-	p := gangInstance(table.Default(), 13, 20, 13085)
-	pol, _ := policy.New("max_min_fairness_perf")
-	a, err := pol.Allocate(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, _ := NewTopology(p.Cluster, nil)
-	cfg := RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
-	walk, _ := runRounds(cfg, false)
-	res, err := RunRounds(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	walk, res := gangPlans(t, "max_min_fairness_perf", gangInstance(table.Default(), 13, 20, 13085))
 	t.Logf("walk: %.4f short, loss %.4f; kept: %.4f, %.4f", walk.MaxDeviationAllocated, walk.MaxThroughputLoss, res.MaxDeviationAllocated, res.MaxThroughputLoss)
 	if !res.Decomposed || res.MaxThroughputLoss >= walk.MaxThroughputLoss || res.MaxDeviationAllocated <= walk.MaxDeviationAllocated {
 		t.Errorf("kept plan: decomposed %v, loss %.4f, time short %.4f; walk %.4f, %.4f: want the nearest rounds, less loss, more time short",
