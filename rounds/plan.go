@@ -109,8 +109,8 @@ type RoundsResult struct {
 	MaxThroughputLoss float64
 	// Decomposed says the plan follows the allocation's decomposition into
 	// feasible rounds, or the nearest rounds when Realizable is false (an
-	// allocation with pairs or gangs whose plan that way had the smaller
-	// largest shortfall; see RunRounds).
+	// allocation with pairs or gangs whose plan that way fell less short;
+	// see RunRounds).
 	Decomposed bool
 	// Realizable says whether some sequence of rounds gives every job and
 	// pair its allocation exactly (see the function Realizable): when false,
@@ -126,7 +126,8 @@ type RoundsResult struct {
 // An allocation with pairs or gangs is planned twice, with the per-entry
 // walk and following its decomposition into feasible rounds
 // (Options.Decompose; the nearest rounds when none realizes it), and the
-// plan with the smaller largest shortfall is kept (the walk's on a tie):
+// plan with the smaller largest shortfall is kept (for an allocation no
+// rounds give, the smaller MaxThroughputLoss; the walk's on a tie):
 // neither is better on every allocation. The walk drifted on a 14-job
 // max-min packed allocation (0.17 behind after 100 rounds, 0.14 after 400,
 // where the decomposition gave 0.018 and 0.002), but its plan was the
