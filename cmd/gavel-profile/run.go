@@ -514,15 +514,18 @@ func (p *reporter) planned(todo, skipped int) {
 }
 
 // recorded counts a planned measurement done; isolated re-measurements taken before pairs
-// are extra and do not move the bar.
+// are extra and do not move the bar: they are logged as before the next one ("[before 2/4]"),
+// where "[1/4]" twice read as a count gone wrong.
 func (p *reporter) recorded(rec profile.Record) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if rec.Kind != profile.KindRefresh {
-		p.count++
-		if p.bar != nil {
-			_ = p.bar.Add(1)
-		}
+	if rec.Kind == profile.KindRefresh {
+		p.log("[before %d/%d] %s", p.count+1, p.todo, describe(rec))
+		return
+	}
+	p.count++
+	if p.bar != nil {
+		_ = p.bar.Add(1)
 	}
 	p.log("[%d/%d] %s", p.count, p.todo, describe(rec))
 }

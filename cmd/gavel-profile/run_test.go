@@ -363,7 +363,8 @@ func TestRunRejectsUnreadableName(t *testing.T) {
 }
 
 // TestRunRefreshIsolatedZero: --refresh-isolated 0s re-measures both isolated rates before the
-// pair; it used to mean the 30-minute default, which re-measures nothing in a fresh run.
+// pair; it used to mean the 30-minute default, which re-measures nothing in a fresh run. The
+// log counts them before the pair ("[before 3/3]"), not as the isolated rate again ("[2/3]").
 func TestRunRefreshIsolatedZero(t *testing.T) {
 	bin := buildWorkload(t)
 	dir := t.TempDir()
@@ -377,8 +378,13 @@ func TestRunRefreshIsolatedZero(t *testing.T) {
 			out := filepath.Join(dir, tc.refresh+".json")
 			args := append([]string{"--cpu", "--name", "model", "--references", refs, "--pairs", "ref", "--table", out,
 				"--refresh-isolated", tc.refresh}, fastFlags()...)
-			if _, stderr, err := runCLI(append(args, "--", bin, "-rate", "200")...); err != nil {
+			_, stderr, err := runCLI(append(args, "--", bin, "-rate", "200")...)
+			if err != nil {
 				t.Fatalf("run: %v\n%s", err, stderr)
+			}
+			// Re-measurements are logged as before the pair, the third of 3.
+			if logged := strings.Count(stderr, "[before 3/3] cpu: "); logged != tc.refreshs {
+				t.Errorf("%d re-measurements logged before 3/3, want %d:\n%s", logged, tc.refreshs, stderr)
 			}
 			side, err := profile.LoadSidecar(profile.SidecarPath(out))
 			if err != nil {
