@@ -38,7 +38,7 @@ import (
 // 0.34 after 200 rounds under finish-time fairness, 0.376 after 800 on one
 // of them; with the decomposition kept where better, at most 0.019).
 // Allocations no rounds realize (the LP policies' on more than 8 jobs,
-// often: 3-76 of 100 per policy and size there) follow the nearest rounds
+// often: 3-76 of 100 per size for four LP policies) follow the nearest rounds
 // (policy.DecomposeNearest, each job's rate as the weight: the largest
 // fraction of a job's promised throughput lost is least). On those same
 // instances the walk alone left the worst job 4-15% (mean per policy and

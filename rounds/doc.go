@@ -66,7 +66,8 @@
 // (policy.DecomposeNearest: the largest share of a job's promised
 // throughput lost is least). Neither that nor the walk is better on every
 // allocation, so RunRounds plans both and keeps the plan with the smaller
-// largest shortfall; the simulator, whose allocation changes every few
+// largest shortfall (for an allocation no rounds give, the one that loses
+// the worst-served job less throughput); the simulator, whose allocation changes every few
 // rounds, uses the walk. The same decomposition tells whether any rounds
 // give an allocation exactly (Realizable): when not, part of any shortfall
 // is the allocation's.

@@ -109,7 +109,8 @@ type RoundsResult struct {
 	MaxThroughputLoss float64
 	// Decomposed says the plan follows the allocation's decomposition into
 	// feasible rounds, or the nearest rounds when Realizable is false (an
-	// allocation with pairs or gangs whose plan that way fell less short;
+	// allocation with pairs or gangs whose plan that way fell less short or,
+	// when Realizable is false, lost the worst-served job less throughput;
 	// see RunRounds).
 	Decomposed bool
 	// Realizable says whether some sequence of rounds gives every job and

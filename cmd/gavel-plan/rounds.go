@@ -42,8 +42,10 @@ deviation is printed (a line says so, and --json's "decomposed" is true,
 when it is the mix's). When no mix of feasible rounds gives the allocation
 exactly (jobs of several GPUs or pairs can ask for more than any rounds
 give; checked for at most 150 targets), a note says so: that shortfall is
-the allocation's, and the mix planned is the nearest one, where the
-largest share of a job's allocated throughput lost is least.
+the allocation's; the mix planned is then the nearest one, where the
+largest share of a job's allocated throughput lost is least, and of the
+two plans the one that loses the worst-served job less throughput is
+printed (see below).
 
 The policy takes allocate's flags (--prices for cost policies, --seed,
 --max-partners, --reference, --time-limit) and gives the same allocation;
