@@ -185,18 +185,7 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 // makes it unrealizable. The decomposition can take seconds (about 4 s for
 // 110 targets on 8 GPUs a type); when ctx ends first the answer is nil.
 func Realizable(ctx context.Context, cfg RoundsConfig) *bool {
-	targets, dropped, caps := servedTargets(cfg)
-	if dropped {
-		return ptr(false)
-	}
-	if !hasGangs(cfg.Jobs) && !hasPairs(cfg.Allocation) {
-		return ptr(withinRows(cfg))
-	}
-	if len(targets) > policy.DecomposeMaxTargets {
-		return nil
-	}
-	_, err := decompose(ctx, targets, scheduleSignature(targets, caps), caps, nil)
-	return verdict(err == nil, err)
+	return check(ctx, cfg, false).Realizable
 }
 
 // Realizability is what Check finds of an allocation.
@@ -216,22 +205,35 @@ type Realizability struct {
 // Check is Realizable that, for an allocation no rounds give, also finds
 // how far the nearest rounds fall short, with one decomposition.
 func Check(ctx context.Context, cfg RoundsConfig) Realizability {
+	return check(ctx, cfg, true)
+}
+
+// check is Check, or Realizable where nearest is false: the decomposition
+// is then Decompose's alone, which proves the verdict at less cost.
+func check(ctx context.Context, cfg RoundsConfig, nearest bool) Realizability {
 	targets, dropped, caps := servedTargets(cfg)
 	if dropped {
 		return Realizability{Realizable: ptr(false)}
 	}
 	var out Realizability
 	if !hasGangs(cfg.Jobs) && !hasPairs(cfg.Allocation) {
-		if withinRows(cfg) {
-			return Realizability{Realizable: ptr(true)}
+		// The job and GPU rows decide (their system is bipartite); the
+		// decomposition then only measures how far short the nearest
+		// rounds fall.
+		if within := withinRows(cfg); within || !nearest {
+			return Realizability{Realizable: ptr(within)}
 		}
 		out.Realizable = ptr(false)
 	}
 	if len(targets) > policy.DecomposeMaxTargets {
 		return out
 	}
-	s := &State{Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs), PairRates: TablePairRates(cfg.Table)}
-	cs, err := decompose(ctx, targets, "", caps, s.rate(targets))
+	var rate func(string, int) float64
+	if nearest {
+		s := &State{Jobs: JobsFromTable(cfg.Table, cfg.Topology.WorkerTypes(), cfg.Jobs), PairRates: TablePairRates(cfg.Table)}
+		rate = s.rate(targets)
+	}
+	cs, err := decompose(ctx, targets, "", caps, rate)
 	switch {
 	case err == nil && cs.nearest:
 		out.Realizable, out.NearestLoss = ptr(false), &cs.short
