@@ -62,20 +62,15 @@ type gangRow struct {
 	walkShort, keptShort float64
 }
 
+// measureGang runs in the benchmark's worker goroutines: errors are
+// reported with b.Error (b.Fatal must not be called there).
 func measureGang(b *testing.B, name string, p *policy.Problem) gangRow {
-	pol, _ := policy.New(name)
-	a, err := pol.Allocate(context.Background(), p)
+	cfg, walk, kept, err := planGangs(name, p)
 	if err != nil {
-		b.Fatal(err)
+		b.Error(name, err)
+		return gangRow{}
 	}
-	topo, _ := NewTopology(p.Cluster, nil)
-	cfg := RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
 	chk := Check(context.Background(), cfg)
-	walk, _ := runRounds(cfg, false)
-	kept, err := RunRounds(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
 	r := gangRow{unrealizable: chk.Realizable != nil && !*chk.Realizable, walkLoss: walk.MaxThroughputLoss,
 		keptLoss: kept.MaxThroughputLoss, walkShort: walk.MaxDeviationAllocated, keptShort: kept.MaxDeviationAllocated}
 	if chk.NearestLoss != nil {

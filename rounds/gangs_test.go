@@ -63,19 +63,25 @@ func worstLoss(p *policy.Problem, a *policy.Allocation, res *RoundsResult) float
 	return worst
 }
 
-// gangPlans allocates p with the named policy and plans 200 rounds: the
-// walk's plan, and RunRounds's.
-func gangPlans(t *testing.T, name string, p *policy.Problem) (walk, kept *RoundsResult) {
-	t.Helper()
+// planGangs allocates p with the named policy and plans 200 rounds: the
+// configuration, the walk's plan, and RunRounds's.
+func planGangs(name string, p *policy.Problem) (cfg RoundsConfig, walk, kept *RoundsResult, err error) {
 	pol, _ := policy.New(name)
 	a, err := pol.Allocate(context.Background(), p)
 	if err != nil {
-		t.Fatal(err)
+		return cfg, nil, nil, err
 	}
 	topo, _ := NewTopology(p.Cluster, nil)
-	cfg := RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
+	cfg = RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
 	walk, _ = runRounds(cfg, false)
 	kept, err = RunRounds(cfg)
+	return cfg, walk, kept, err
+}
+
+// gangPlans is planGangs failing t on an error.
+func gangPlans(t *testing.T, name string, p *policy.Problem) (walk, kept *RoundsResult) {
+	t.Helper()
+	_, walk, kept, err := planGangs(name, p)
 	if err != nil {
 		t.Fatal(err)
 	}
