@@ -43,7 +43,8 @@ func ToTable(d *Data, r *Result) *table.Table {
 // (e.g. "max_min_fairness_packed") on the estimated table, and the allocation's max-min
 // objective (the smallest normalized throughput) evaluated with the true rates (a pair that is
 // truly infeasible gives its jobs nothing), divided by the objective of the allocation computed
-// on the true table. 1 means the estimate cost nothing.
+// on the true table. 1 means the estimate cost nothing. Only a policy that packs jobs reads the
+// pair rates an estimate fills; with any other the ratio is 1 whatever the estimate.
 func Downstream(ctx context.Context, policyName string, gpusPerWorker int) func(truth *Data, r *Result) (float64, error) {
 	return func(truth *Data, r *Result) (float64, error) {
 		cluster := policy.Cluster{}

@@ -253,6 +253,9 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		{"evaluate seed twice", newEvaluateCmd, []string{"--seeds", "0,1,0"}, `--seeds "0,1,0": 0 given twice`},
 		{"evaluate seed out of range", newEvaluateCmd, []string{"--seeds", "18446744073709551616"}, `"18446744073709551616" is above 18446744073709551615`},
 		{"evaluate policy without a max-min objective", newEvaluateCmd, []string{"--policy", "fifo"}, "--policy fifo: downstream_ratio is the max-min fairness objective"},
+		// A policy that does not pack reads no pair rate: the ratio was 1 for every method.
+		{"evaluate max-min policy that does not pack", newEvaluateCmd, []string{"--policy", "max_min_fairness_perf"},
+			"want max_min_fairness_packed, max_min_fairness_water_filling_packed or none"},
 		{"evaluate too few references measured", newEvaluateCmd, []string{"--table", in}, "scale factor 1: seed 0: --references 16: the largest set of job types measured with themselves and each other on every worker type found has 12"},
 		{"evaluate P negative", newEvaluateCmd, []string{"--fraction", "-0.2"}, "fraction"},
 		{"evaluate no GPUs", newEvaluateCmd, []string{"--gpus", "0"}, "gpus"},

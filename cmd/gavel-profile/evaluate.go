@@ -87,7 +87,7 @@ a note names the worker types of --scale-factor left out.`,
 	f.StringVar(&o.aim, "aim", "balanced", "with --active, suggest's aim: balanced or decisions (see 'gavel-profile suggest --help')")
 	f.StringVar(&o.workers, "worker-types", "", "comma-separated worker types (default: see above)")
 	f.IntVar(&o.scaleFactor, "scale-factor", 1, "scale factor of the job types evaluated")
-	f.StringVar(&o.policy, "policy", "max_min_fairness_packed", "max_min_fairness policy for downstream_ratio; \"none\" leaves it out")
+	f.StringVar(&o.policy, "policy", "max_min_fairness_packed", "packing max_min_fairness policy for downstream_ratio; \"none\" leaves it out")
 	f.IntVar(&o.gpus, "gpus", 4, "GPUs of each worker type for downstream_ratio")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
@@ -137,9 +137,11 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 			return cli.UsageError("evaluate: --policy: %v", err)
 		}
 		// downstream_ratio is a max-min objective: other policies (FIFO, sums of throughput)
-		// may rightly give a job nothing, and then there is no ratio to take.
+		// may rightly give a job nothing, and then there is no ratio to take. And only a
+		// packing policy reads the pair rates the estimators fill: with any other the two
+		// allocations are the same and the ratio is 1 for every method.
 		if maxMin := maxMinPolicies(); !slices.Contains(maxMin, o.policy) {
-			return cli.UsageError("evaluate: --policy %s: downstream_ratio is the max-min fairness objective; want a max_min_fairness policy (%s) or none",
+			return cli.UsageError("evaluate: --policy %s: downstream_ratio is the max-min fairness objective of an allocation that packs jobs; want %s or none",
 				o.policy, strings.Join(maxMin, ", "))
 		}
 	}
@@ -253,11 +255,12 @@ func printEvaluation(io *cli.IO, ev *estimate.Evaluation, downstream bool) error
 	return tw.Render()
 }
 
-// maxMinPolicies lists the policies evaluate --policy takes.
+// maxMinPolicies lists the policies evaluate --policy takes: the max-min fairness policies
+// that pack jobs.
 func maxMinPolicies() []string {
 	var out []string
 	for _, n := range policy.Names() {
-		if strings.HasPrefix(n, "max_min_fairness") {
+		if strings.HasPrefix(n, "max_min_fairness") && strings.HasSuffix(n, "_packed") {
 			out = append(out, n)
 		}
 	}
