@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,6 +121,13 @@ func TestRunPairs(t *testing.T) {
 	}
 	within(t, "raw pair rate of model", rec.RawRate, 100, 0.3)
 	within(t, "raw pair rate of ref", rec.RawPartnerRate, 50, 0.3)
+	// The two copies of the model share one entry: their mean in both slots, as Gavel's
+	// profiler stores a self-pair (one slot alone was the first copy's rate).
+	self := findRecord(recs, "pair", "model", "model")
+	ra, rb, _ := tbl.Pair("cpu", model, model)
+	if self == nil || ra != rb || math.Abs(ra-(self.Rate+self.PartnerRate)/2) > 1e-9*ra {
+		t.Errorf("self-pair stored as [%v, %v]; record %+v: want the mean of its two rates in both slots", ra, rb, self)
+	}
 	checkNoLeftovers(t)
 }
 

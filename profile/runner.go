@@ -628,7 +628,14 @@ func (r *Runner) write(tbl *table.Table, side *Sidecar, rec *Record) error {
 	case rec.Status == StatusOK:
 		rec.Rate = normalize(tbl, w, a, rec.RawRate, rec.IsolatedRate)
 		rec.PartnerRate = normalize(tbl, w, b, rec.RawPartnerRate, rec.PartnerIsolatedRate)
-		tbl.SetPair(w, a, b, rec.Rate, rec.PartnerRate)
+		ra, rb := rec.Rate, rec.PartnerRate
+		if a == b {
+			// Two copies of one job type: the table has one entry for both, and
+			// Gavel's profiler puts their mean in both slots. The sidecar keeps each.
+			ra = (ra + rb) / 2
+			rb = ra
+		}
+		tbl.SetPair(w, a, b, ra, rb)
 	case rec.Status == StatusInfeasible:
 		tbl.SetInfeasible(w, a, b)
 	}

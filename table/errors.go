@@ -20,6 +20,7 @@ var (
 	ErrInconsistent        = errors.New("pair rates disagree between the two sides")
 	ErrScaleFactorMismatch = errors.New("partner has a different scale factor")
 	ErrAboveIsolated       = errors.New("pair rate above isolated rate")
+	ErrSelfPairUneven      = errors.New("self-pair holds two different rates")
 )
 
 // A Problem is one thing wrong with a table, located as precisely as the

@@ -22,6 +22,8 @@ import (
 // Another: a pair given on one side only whose partner has no entry of its own on the worker
 // type is reported as an unknown partner (ErrUnknownPartner), as the reader now does; addPairs
 // takes the job types that have entries of their own for that.
+//
+// And a self-pair with two different rates is a warning (ErrSelfPairUneven), as in Validate.
 
 func oldCheck(r io.Reader, file string) (*Table, Problems) {
 	data, err := io.ReadAll(r)
@@ -282,6 +284,11 @@ func (t *Table) oldCheckPair(w string, j, k JobType) *Problem {
 	if iso, ok := t.Isolated(w, j); ok && r[0] > iso*(1+symmetryTolerance) {
 		p.Warning = true
 		p.Err = fmt.Errorf("%w: %v > %v", ErrAboveIsolated, r[0], iso)
+		return p
+	}
+	if j == k && !near(r[0], r[1]) {
+		p.Warning = true
+		p.Err = fmt.Errorf("%w: [%v, %v]; two copies of one job type have no order, so one rate is expected (Gavel's profiler stores their mean in both slots)", ErrSelfPairUneven, r[0], r[1])
 		return p
 	}
 	return nil

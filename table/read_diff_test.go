@@ -71,7 +71,7 @@ func sameProblem(p, q *Problem) bool {
 		return false
 	}
 	for _, e := range []error{ErrSyntax, ErrBadKey, ErrDuplicateKey, ErrBadValue, ErrNegativeRate,
-		ErrNotFinite, ErrOneSided, ErrUnknownPartner, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated} {
+		ErrNotFinite, ErrOneSided, ErrUnknownPartner, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated, ErrSelfPairUneven} {
 		if errors.Is(p, e) != errors.Is(q, e) {
 			return false
 		}
@@ -312,7 +312,7 @@ func TestGeneratedTablesVary(t *testing.T) {
 				counts["clean"]++
 			}
 			for _, e := range []error{ErrSyntax, ErrBadKey, ErrDuplicateKey, ErrBadValue, ErrNegativeRate,
-				ErrNotFinite, ErrOneSided, ErrUnknownPartner, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated} {
+				ErrNotFinite, ErrOneSided, ErrUnknownPartner, ErrInconsistent, ErrScaleFactorMismatch, ErrAboveIsolated, ErrSelfPairUneven} {
 				if errors.Is(ps, e) {
 					counts[e.Error()]++
 				}
@@ -321,7 +321,7 @@ func TestGeneratedTablesVary(t *testing.T) {
 	}
 	for _, k := range []string{"unread", "clean", ErrSyntax.Error(), ErrBadKey.Error(), ErrDuplicateKey.Error(),
 		ErrBadValue.Error(), ErrNegativeRate.Error(), ErrNotFinite.Error(), ErrOneSided.Error(), ErrUnknownPartner.Error(),
-		ErrInconsistent.Error(), ErrScaleFactorMismatch.Error(), ErrAboveIsolated.Error()} {
+		ErrInconsistent.Error(), ErrScaleFactorMismatch.Error(), ErrAboveIsolated.Error(), ErrSelfPairUneven.Error()} {
 		if counts[k] < 20 {
 			t.Errorf("%s: %d of 6000 generated inputs, want at least 20 (%v)", k, counts[k], fmt.Sprint(counts))
 		}

@@ -187,6 +187,7 @@ func TestReadProblems(t *testing.T) {
 		{"inconsistent", `{"v100": {` + r16 + `: {"null": 2, ` + lm1 + `: [1, 1.5]}, ` + lm1 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrInconsistent, false, 0, ""},
 		{"scale factor mismatch", `{"v100": {` + r16 + `: {"null": 2, ` + lm2 + `: [1, 1]}, ` + lm2 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrScaleFactorMismatch, false, 0, ""},
 		{"above isolated", `{"v100": {` + r16 + `: {"null": 2, ` + r16 + `: [3, 3]}}}`, ErrAboveIsolated, true, 0, ""},
+		{"self-pair uneven", `{"v100": {` + r16 + `: {"null": 2, ` + r16 + `: [1, 1.5]}}}`, ErrSelfPairUneven, true, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,7 +13,8 @@ func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) 
 // Validate checks the entries of t against each other and returns every
 // problem found: rates that are negative or not finite, pairs of job types
 // with different scale factors (Gavel pairs only equal-sized jobs), and, as
-// warnings, pair rates above the job's isolated rate.
+// warnings, pair rates above the job's isolated rate and self-pairs (two copies
+// of one job type) with two different rates.
 func (t *Table) Validate() Problems {
 	var ps Problems
 	for _, w := range t.WorkerTypes() {
@@ -55,6 +56,11 @@ func (t *Table) checkPair(w string, j, k JobType) (warning bool, err error) {
 	}
 	if iso, ok := t.Isolated(w, j); ok && r[0] > iso*(1+symmetryTolerance) {
 		return true, fmt.Errorf("%w: %v > %v", ErrAboveIsolated, r[0], iso)
+	}
+	if j == k && !near(r[0], r[1]) {
+		// Two copies of one job type are interchangeable: planners give one copy each
+		// rate, the estimator reads the first for both.
+		return true, fmt.Errorf("%w: [%v, %v]; two copies of one job type have no order, so one rate is expected (Gavel's profiler stores their mean in both slots)", ErrSelfPairUneven, r[0], r[1])
 	}
 	return false, nil
 }

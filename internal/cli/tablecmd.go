@@ -234,7 +234,8 @@ worker type, job type, partner and reason: malformed JSON or CSV (line and
 column), bad keys, negative or non-finite rates, pairs present on one side
 only or with values that disagree between the sides, partners that are no job
 type of the worker type (no entry of their own there), and partners with a
-different scale factor. A pair rate above the isolated rate is a warning.
+different scale factor. A pair rate above the isolated rate, and a self-pair
+(two copies of one job type) holding two different rates, are warnings.
 Exits 2 when there is any error, 0 when there are only warnings or none.`,
 		Example: fmt.Sprintf(`  %[1]s table validate examples/partial.json
   %[1]s table validate examples/partial.json --json
