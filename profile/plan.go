@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -45,11 +46,18 @@ type PlanSpec struct {
 	Suggestions []Suggestion
 	// NoPairs measures isolated rates only.
 	NoPairs bool
+	// ReferenceBlock measures the references alone and every pair of them, each reference with
+	// a copy of itself too, on every worker type: the block the estimator builds on. Model is
+	// then left zero, and no other pair selection is set.
+	ReferenceBlock bool
 }
 
 // Plan lists the tasks for spec: isolated rates of the model and of every partner used, on
 // every worker type, then the pairs. Skipped suggestions are explained in notes.
 func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
+	if spec.ReferenceBlock {
+		return planBlock(spec)
+	}
 	known := map[string]table.JobType{spec.Model.Model: spec.Model}
 	for _, r := range spec.References {
 		if r.Model == spec.Model.Model {
@@ -78,7 +86,34 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return append(isolatedTasks(spec.Model, workers, ps.pairs), ps.pairs...), ps.notes, nil
+	return append(isolatedTasks([]table.JobType{spec.Model}, workers, ps.pairs), ps.pairs...), ps.notes, nil
+}
+
+// planBlock lists the tasks of spec.ReferenceBlock: every reference alone and every pair of
+// references, a reference with itself included, on every worker type.
+func planBlock(spec PlanSpec) ([]Task, []string, error) {
+	switch {
+	case len(spec.References) == 0:
+		return nil, nil, errors.New("reference block: no reference jobs")
+	case spec.Model != (table.JobType{}):
+		return nil, nil, fmt.Errorf("reference block: measures the references only, not %s", spec.Model)
+	case spec.NoPairs || len(spec.Partners) > 0 || len(spec.Suggestions) > 0 || spec.UseFraction || spec.Fraction > 0:
+		return nil, nil, errors.New("reference block: measures every pair of references; no other pair selection applies")
+	}
+	refs := slices.Clone(spec.References)
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Less(refs[j]) })
+	workers := slices.Sorted(slices.Values(spec.WorkerTypes))
+	ps := &pairSet{seen: map[pairKey]bool{}}
+	for _, w := range workers {
+		for i, a := range refs {
+			for _, b := range refs[i:] {
+				if a.ScaleFactor == b.ScaleFactor { // Gavel pairs only equal-sized jobs
+					ps.add(w, a, b)
+				}
+			}
+		}
+	}
+	return append(isolatedTasks(refs, workers, ps.pairs), ps.pairs...), ps.notes, nil
 }
 
 // candidates are the partners of the model by default: the model itself and every reference,
@@ -225,13 +260,16 @@ func (ps *pairSet) addFraction(spec PlanSpec, workers []string) error {
 	return nil
 }
 
-// isolatedTasks lists the isolated rates to measure: the model on every worker type, and
-// every job that takes part in a pair on that worker type (pairs are stored normalized by
-// them), sorted by worker type and job.
-func isolatedTasks(model table.JobType, workers []string, pairs []Task) []Task {
+// isolatedTasks lists the isolated rates to measure: the jobs always measured (the model) on
+// every worker type, and every job that takes part in a pair on that worker type (pairs are
+// stored normalized by them), sorted by worker type and job.
+func isolatedTasks(always []table.JobType, workers []string, pairs []Task) []Task {
 	need := map[string]map[table.JobType]bool{}
 	for _, w := range workers {
-		need[w] = map[table.JobType]bool{model: true}
+		need[w] = map[table.JobType]bool{}
+		for _, j := range always {
+			need[w][j] = true
+		}
 	}
 	for _, p := range pairs {
 		if need[p.WorkerType] == nil {

@@ -34,6 +34,39 @@ func TestPlanAllPairs(t *testing.T) {
 	}
 }
 
+// TestPlanReferenceBlock: every reference alone, and every pair of references of one scale
+// factor (each with itself), on every worker type; no job of its own.
+func TestPlanReferenceBlock(t *testing.T) {
+	r1, r2, g := jt("r1"), jt("r2"), table.JobType{Model: "g", ScaleFactor: 2}
+	tasks, notes, err := Plan(PlanSpec{References: []table.JobType{r2, g, r1}, WorkerTypes: []string{"v100", "k80"}, ReferenceBlock: true})
+	if err != nil || len(notes) > 0 {
+		t.Fatal(err, notes)
+	}
+	var got []string
+	for _, tk := range tasks {
+		got = append(got, tk.String())
+	}
+	want := []string{
+		"k80: ('r1', 1)", "k80: ('r2', 1)", "k80: ('g', 2)",
+		"v100: ('r1', 1)", "v100: ('r2', 1)", "v100: ('g', 2)",
+		"k80: ('r1', 1) + ('r1', 1)", "k80: ('r1', 1) + ('r2', 1)", "k80: ('r2', 1) + ('r2', 1)", "k80: ('g', 2) + ('g', 2)",
+		"v100: ('r1', 1) + ('r1', 1)", "v100: ('r1', 1) + ('r2', 1)", "v100: ('r2', 1) + ('r2', 1)", "v100: ('g', 2) + ('g', 2)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("plan:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, bad := range []PlanSpec{
+		{ReferenceBlock: true, WorkerTypes: []string{"cpu"}},
+		{ReferenceBlock: true, Model: jt("m"), References: []table.JobType{r1}, WorkerTypes: []string{"cpu"}},
+		{ReferenceBlock: true, References: []table.JobType{r1}, WorkerTypes: []string{"cpu"}, Fraction: 0.5},
+		{ReferenceBlock: true, References: []table.JobType{r1}, WorkerTypes: []string{"cpu"}, NoPairs: true},
+	} {
+		if _, _, err := Plan(bad); err == nil {
+			t.Errorf("Plan(%+v): no error", bad)
+		}
+	}
+}
+
 func TestPlanNoReferences(t *testing.T) {
 	tasks, _, err := Plan(PlanSpec{Model: jt("m"), WorkerTypes: []string{"cpu"}})
 	if err != nil || len(tasks) != 1 || tasks[0].IsPair() {

@@ -36,6 +36,7 @@ type runOptions struct {
 	pairs                               []string
 	pairsFrom                           string
 	noPairs                             bool
+	referenceBlock                      bool
 	tablePath                           string
 	sharing                             string
 	forceSharing                        bool
@@ -57,8 +58,12 @@ func newRunCmd(io *cli.IO) *cobra.Command {
 		Use:   "run --name MODEL --table OUT.json [flags] -- CMD [ARGS...]",
 		Short: "Measure a training command alone and co-located with reference jobs",
 		Long: `Run a training command, measure its rate (steps/s) alone on every selected GPU
-type, then sharing a GPU with each reference job, and merge the results into a
-Gavel-format throughput table. Every GPU of the node is used at once.
+type, then sharing a GPU with each reference job (and with a copy of itself),
+and merge the results into a Gavel-format throughput table. Every GPU of the
+node is used at once. With --reference-block instead of --name and a command,
+measure the references of --references alone and every pair of them (each with
+itself too), with their own commands: the block 'estimate' builds on. A rerun
+after adding a reference measures only its pairs.
 
 Progress protocol: the command prints lines "GAVEL_STEPS <cumulative steps>" on
 stdout or stderr. With --progress-regex, a regular expression with one capture
@@ -89,7 +94,10 @@ References file (--references):
 Exit status: 0 when every measurement is ok or infeasible, 1 when one failed or
 the run was interrupted (SIGINT, SIGTERM or SIGHUP: the jobs are stopped, what
 finished is kept), 2 for bad usage or input.`,
-		Example: `  # Isolated on every GPU, then paired with each reference job:
+		Example: `  # Once: the references alone and with each other:
+  gavel-profile run --reference-block --references refs.json --table out.json
+
+  # Isolated on every GPU, then paired with each reference job:
   gavel-profile run --name "MyNet (batch size 32)" --references refs.json \
       --table out.json -- python3 train.py --batch-size 32
 
@@ -102,6 +110,12 @@ finished is kept), 2 for bad usage or input.`,
   gavel-profile run --cpu --name tiny --table cpu.json \
       --progress-regex 'iter (\d+)/' -- python3 tiny.py`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.referenceBlock {
+				if len(args) > 0 {
+					return cli.UsageError("run: --reference-block runs the references' own commands; give no command (found %q)", args)
+				}
+				return nil
+			}
 			if cmd.ArgsLenAtDash() < 0 || len(args) == 0 {
 				return cli.UsageError("run: give the training command after --, e.g. gavel-profile run --name M --table out.json -- python3 train.py")
 			}
@@ -131,6 +145,7 @@ finished is kept), 2 for bad usage or input.`,
 	f.StringArrayVar(&opts.pairs, "pairs", nil, "partners to pair with the job (reference names, the job's own name, or A+B), comma-separated or repeated; a value that names a job whole is that job")
 	f.StringVar(&opts.pairsFrom, "pairs-from", "", "measure the pairs listed by 'gavel-profile suggest --json' in this file (- for stdin)")
 	f.BoolVar(&opts.noPairs, "no-pairs", false, "measure isolated rates only")
+	f.BoolVar(&opts.referenceBlock, "reference-block", false, "measure the references alone and every pair of them, each with itself too (what estimate builds on); no --name, no command")
 	f.StringVar(&opts.tablePath, "table", "", "throughput table to merge into, created if missing (required)")
 	f.StringVar(&opts.sharing, "sharing", "time-slicing", "how pairs share a GPU: time-slicing or mps")
 	f.BoolVar(&opts.forceSharing, "force-sharing", false, "allow pairs of another sharing mode in the same table")
@@ -172,7 +187,10 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 	if err != nil {
 		return nil, noop, cli.UsageError("run: %v", err)
 	}
-	model := table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}
+	var model table.JobType // none for the reference block
+	if !opts.referenceBlock {
+		model = table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}
+	}
 	commands, refs, err := loadCommands(opts, model)
 	if err != nil {
 		return nil, noop, err
@@ -191,7 +209,8 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 		return nil, noop, cli.UsageError("run: --sharing mps needs GPUs")
 	}
 	tasks, notes, err := profile.Plan(profile.PlanSpec{Model: model, References: refs, WorkerTypes: workerTypes(usable),
-		Fraction: opts.fraction, UseFraction: opts.fractionSet, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs})
+		Fraction: opts.fraction, UseFraction: opts.fractionSet, Seed: opts.seed, Partners: opts.pairs, Suggestions: suggestions, NoPairs: opts.noPairs,
+		ReferenceBlock: opts.referenceBlock})
 	if err != nil {
 		closeDevs()
 		return nil, noop, cli.UsageError("run: %v", err)
@@ -213,20 +232,14 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 
 // checkRunFlags rejects flag values that are wrong on their own or together.
 func checkRunFlags(opts runOptions) error {
-	if strings.TrimSpace(opts.name) == "" {
-		return cli.UsageError("run: --name is required")
+	if err := checkJobFlags(opts); err != nil {
+		return err
 	}
 	if opts.tablePath == "" {
 		return cli.UsageError("run: --table is required")
 	}
 	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
 		return err
-	}
-	if opts.scaleFactor < 1 {
-		return cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
-	}
-	if err := (table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}).Check(); err != nil {
-		return cli.UsageError("run: --name: %v", err)
 	}
 	chosen := 0
 	for _, set := range []bool{opts.fractionSet || opts.fraction != 0, opts.pairsSet || len(opts.pairs) > 0,
@@ -257,13 +270,44 @@ func checkRunFlags(opts runOptions) error {
 	return nil
 }
 
+// checkJobFlags checks what names the job measured: --name and --scale-factor, or
+// --reference-block, which measures the references and takes no job or pair selection.
+func checkJobFlags(opts runOptions) error {
+	if opts.referenceBlock {
+		switch {
+		case opts.references == "":
+			return cli.UsageError("run: --reference-block measures the jobs of --references; give it")
+		case opts.name != "":
+			return cli.UsageError("run: --reference-block measures the references only; leave out --name (profile a new job in a run of its own)")
+		case opts.fractionSet || opts.pairsSet || opts.pairsFromSet || opts.noPairs:
+			return cli.UsageError("run: --reference-block measures every pair of references; leave out --fraction, --pairs, --pairs-from and --no-pairs")
+		case opts.shell || opts.progress != "":
+			return cli.UsageError("run: --reference-block runs the references' own commands; --shell and --progress-regex belong to a command given after -- (a reference sets progress_regex in --references)")
+		}
+		return nil
+	}
+	if strings.TrimSpace(opts.name) == "" {
+		return cli.UsageError("run: --name is required (or --reference-block, to measure the references)")
+	}
+	if opts.scaleFactor < 1 {
+		return cli.UsageError("run: --scale-factor %d, want >= 1", opts.scaleFactor)
+	}
+	if err := (table.JobType{Model: opts.name, ScaleFactor: opts.scaleFactor}).Check(); err != nil {
+		return cli.UsageError("run: --name: %v", err)
+	}
+	return nil
+}
+
 // loadCommands returns the command of the job being profiled and of every reference job.
 func loadCommands(opts runOptions, model table.JobType) (map[table.JobType]profile.Command, []table.JobType, error) {
 	progress, err := profile.ParseProgressFormat(opts.progress)
 	if err != nil {
 		return nil, nil, cli.UsageError("run: --progress-regex: %v", err)
 	}
-	commands := map[table.JobType]profile.Command{model: {Argv: opts.command, Shell: opts.shell, Progress: progress}}
+	commands := map[table.JobType]profile.Command{}
+	if model.Model != "" {
+		commands[model] = profile.Command{Argv: opts.command, Shell: opts.shell, Progress: progress}
+	}
 	if opts.references == "" {
 		return commands, nil, nil
 	}

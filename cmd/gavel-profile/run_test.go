@@ -56,6 +56,7 @@ type runJSON struct {
 		Seconds     float64  `json:"seconds"`
 		Status      string   `json:"status"`
 		Reason      string   `json:"reason"`
+		Kind        string   `json:"kind"`
 	} `json:"measurements"`
 }
 
@@ -112,6 +113,68 @@ func TestRunCPUEndToEnd(t *testing.T) {
 	}
 }
 
+// TestRunReferenceBlock: --reference-block measures the references alone and every pair of
+// them with their own commands; after a reference is added, a rerun measures only its part.
+func TestRunReferenceBlock(t *testing.T) {
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	share := filepath.Join(dir, "share")
+	refs := filepath.Join(dir, "refs.json")
+	ref := func(name, rate string) string {
+		return `{"name":"` + name + `","command":["` + bin + `","-rate","` + rate + `","-share-dir","` + share + `"]}`
+	}
+	out := filepath.Join(dir, "out.json")
+	args := append([]string{"--cpu", "--cpu-slots", "2", "--reference-block", "--references", refs, "--table", out, "--json"}, fastFlags()...)
+	measured := func(want int, wantSkipped int) []string {
+		t.Helper()
+		stdout, stderr, err := runCLI(args...)
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, stderr)
+		}
+		var got runJSON
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		var names []string
+		for _, m := range got.Measurements {
+			if m.Kind == "refresh" { // an isolated rate re-measured for a pair: not in the count
+				continue
+			}
+			n := m.Job
+			if m.Partner != nil {
+				n += "+" + *m.Partner
+			}
+			names = append(names, n)
+			if m.Status != "ok" {
+				t.Errorf("measurement %+v", m)
+			}
+		}
+		slices.Sort(names)
+		if len(names) != want || got.Skipped != wantSkipped {
+			t.Fatalf("measured %q, %d skipped; want %d measured, %d skipped", names, got.Skipped, want, wantSkipped)
+		}
+		return names
+	}
+	os.WriteFile(refs, []byte(`{"references":[`+ref("a", "100")+`,`+ref("b", "200")+`]}`), 0o644)
+	if got, want := measured(5, 0), []string{"a", "a+a", "a+b", "b", "b+b"}; !slices.Equal(got, want) {
+		t.Errorf("measured %q, want %q", got, want)
+	}
+	os.WriteFile(refs, []byte(`{"references":[`+ref("a", "100")+`,`+ref("b", "200")+`,`+ref("c", "150")+`]}`), 0o644)
+	if got, want := measured(4, 5), []string{"a+c", "b+c", "c", "c+c"}; !slices.Equal(got, want) {
+		t.Errorf("after adding c: measured %q, want %q", got, want)
+	}
+	tbl, err := table.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]string{{"a", "b"}, {"a", "c"}, {"c", "c"}} {
+		na, nb, s := tbl.Normalized("cpu", table.JobType{Model: p[0], ScaleFactor: 1}, table.JobType{Model: p[1], ScaleFactor: 1})
+		if s != table.Measured || na < 0.35 || na > 0.65 || nb < 0.35 || nb > 0.65 {
+			t.Errorf("normalized %s+%s = %v, %v (%v), want about 0.5 each", p[0], p[1], na, nb, s)
+		}
+	}
+}
+
 func TestRunFailureExitsOne(t *testing.T) {
 	bin := buildWorkload(t)
 	out := filepath.Join(t.TempDir(), "out.json")
@@ -150,6 +213,11 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"--cpu", "--name", "m", "--table", out, "--min-batches", "1", "--", "true"}, "--min-batches 1"},
 		{[]string{"--cpu", "--name", "m", "--table", out, "--precision", "-0.1", "--", "true"}, "--precision -0.1"},
 		{[]string{"--cpu", "--name", "m", "--table", out, "--window", "-1s", "--", "true"}, "--window -1s"},
+		{[]string{"--cpu", "--reference-block", "--table", out}, "--reference-block measures the jobs of --references"},
+		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--name", "m", "--table", out}, "leave out --name"},
+		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--", "true"}, "give no command"},
+		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--no-pairs"}, "leave out --fraction"},
+		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--shell"}, "--shell and --progress-regex"},
 	}
 	for _, tc := range tests {
 		_, _, err := runCLI(tc.args...)
