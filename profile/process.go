@@ -173,6 +173,41 @@ func lookPath(argv0 string, env []string) (string, error) {
 	return "", notFoundError{argv0, path}
 }
 
+// check reports, before anything runs, what would stop c from starting with base (the
+// runner's environment) under it: no command, a working directory that is not one, or a
+// program that is not found or not executable.
+func (c Command) check(base []string) error {
+	if len(c.Argv) == 0 {
+		return errors.New("empty command")
+	}
+	if c.Dir != "" {
+		if st, err := os.Stat(c.Dir); err != nil {
+			return fmt.Errorf("dir: %w", err)
+		} else if !st.IsDir() {
+			return fmt.Errorf("dir %s: not a directory", c.Dir)
+		}
+	}
+	argv0 := c.Argv[0]
+	if c.Shell {
+		argv0 = "/bin/sh"
+	}
+	path, err := lookPath(argv0, append(append([]string{}, base...), c.Env...))
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(path) && c.Dir != "" {
+		path = filepath.Join(c.Dir, path) // as exec resolves a relative path: from Dir
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case st.IsDir() || st.Mode()&0o111 == 0:
+		return fmt.Errorf("%s: not an executable file", path)
+	}
+	return nil
+}
+
 // notFoundError is lookPath's failure; it is exec.ErrNotFound, whose own text ("executable
 // file not found in $PATH") would name the profiler's PATH, not the job's.
 type notFoundError struct{ name, path string }

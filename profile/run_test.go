@@ -642,3 +642,50 @@ func TestRunNotesTableWarnings(t *testing.T) {
 		t.Errorf("logged %q: want the table's warning", logged)
 	}
 }
+
+// TestRunChecksCommandsFirst: a job whose command cannot start is bad input found before
+// anything runs (each of its tasks was recorded failed, minutes in), and names the job.
+func TestRunChecksCommandsFirst(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.txt")
+	os.WriteFile(plain, []byte("not a program"), 0o644)
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	tests := []struct {
+		name string
+		cmd  Command
+		want string // "" when the command can start
+	}{
+		{"no such program", Command{Argv: []string{"no-such-trainer"}}, "no-such-trainer: no such program in the job's PATH"},
+		{"no such path", Command{Argv: []string{filepath.Join(dir, "missing")}}, "no such file or directory"},
+		{"not executable", Command{Argv: []string{plain}}, "not an executable file"},
+		{"a directory", Command{Argv: []string{dir}}, "not an executable file"},
+		{"no dir", Command{Argv: []string{"true"}, Dir: filepath.Join(dir, "gone")}, "dir: stat"},
+		{"dir a file", Command{Argv: []string{"true"}, Dir: plain}, "not a directory"},
+		{"empty", Command{}, "empty command"},
+		{"relative to dir", Command{Argv: []string{"./run.sh"}, Dir: dir}, ""},
+		{"shell", Command{Argv: []string{"anything", "at", "all"}, Shell: true}, ""},
+		{"PATH from the job's env", Command{Argv: []string{"run.sh"}, Env: []string{"PATH=" + dir}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := jt("m"), jt("ok")
+			r := newRunner(t, 1, map[table.JobType]Command{m: tc.cmd, ok: workload("-rate", "100")})
+			if tc.want == "" {
+				if err := r.checkCommands([]Task{{WorkerType: "cpu", Job: m}}); err != nil {
+					t.Errorf("checkCommands: %v, want none", err)
+				}
+				return
+			}
+			recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: ok}, {WorkerType: "cpu", Job: m}, {WorkerType: "cpu", Job: ok, Partner: m}})
+			if !errors.Is(err, ErrCommand) || !strings.Contains(err.Error(), "job ('m', 1): ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run: %v; want ErrCommand naming ('m', 1) and %q", err, tc.want)
+			}
+			if len(recs) > 0 {
+				t.Errorf("measured %d before refusing", len(recs))
+			}
+			if _, err := os.Stat(r.TablePath); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("table written: %v", err)
+			}
+		})
+	}
+}

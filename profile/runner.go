@@ -127,6 +127,9 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkCommands(todo); err != nil {
+		return nil, err
+	}
 	if err := r.checkNoStrayMPS(p.sharing, todo, p.byType); err != nil {
 		return nil, err
 	}
@@ -141,6 +144,29 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 		defer stop()
 	}
 	return p.measureAll(ctx, tbl, side, early, todo)
+}
+
+// ErrCommand is returned, before anything is measured, for jobs whose command cannot start:
+// there is none, its program is not found or not executable, or its directory is missing.
+// Measuring on would only record each of their tasks failed.
+var ErrCommand = errors.New("command cannot start")
+
+// checkCommands checks the command of every job in todo.
+func (r *Runner) checkCommands(todo []Task) error {
+	seen := map[table.JobType]bool{}
+	var errs []error
+	for _, t := range todo {
+		for _, j := range []table.JobType{t.Job, t.Partner} {
+			if j.Model == "" || seen[j] {
+				continue
+			}
+			seen[j] = true
+			if err := r.Commands[j].check(r.Env); err != nil {
+				errs = append(errs, fmt.Errorf("%w: job %s: %v", ErrCommand, j, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkSharing refuses a table whose pairs were measured under another sharing mode, unless
@@ -305,12 +331,26 @@ func (r *Runner) loadOrNew() (*table.Table, error) {
 	defer f.Close()
 	t, ps := table.Check(f, path)
 	if errs := ps.Errors(); len(errs) > 0 {
+		if isCSVTable(path) {
+			return nil, table.Problems{{File: path, Err: fmt.Errorf("%w: a CSV table; measurements are merged into Gavel's JSON format: convert it first (gavel-plan table convert %s --to json --out NEW.json)", table.ErrSyntax, path)}}
+		}
 		return nil, errs
 	}
 	for _, w := range ps.Warnings() {
 		r.logf("%v", w)
 	}
 	return t, nil
+}
+
+// isCSVTable reports whether the file at path is a table in CSV (its header is the CSV's).
+func isCSVTable(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	t, _ := table.CheckCSV(f, path)
+	return t != nil
 }
 
 // done reports whether the table already holds the task's result.

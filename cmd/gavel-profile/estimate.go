@@ -123,7 +123,7 @@ The output counts the estimated entries per worker type; --list prints each one
 		},
 	}
 	o.register(cmd)
-	cmd.Flags().StringVar(&o.out, "out", "", "where to write the completed table; required")
+	cmd.Flags().StringVar(&o.out, "out", "", "where to write the completed table (CSV when it ends in .csv, Gavel JSON otherwise); required")
 	cmd.Flags().BoolVar(&o.list, "list", false, "print every estimated entry, not only counts")
 	return cmd
 }
@@ -147,7 +147,7 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if err != nil {
 		return o.tableError(err)
 	}
-	if err := full.Save(o.out); err != nil {
+	if err := cli.SaveTable(full, o.out); err != nil {
 		return err
 	}
 	for _, n := range rep.Notes {

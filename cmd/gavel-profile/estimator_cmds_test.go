@@ -97,6 +97,32 @@ func TestEstimateCmd(t *testing.T) {
 	}
 }
 
+// TestEstimateOutCSV: an --out named .csv gets the CSV of table convert (it got JSON), holding
+// the same table as the JSON output.
+func TestEstimateOutCSV(t *testing.T) {
+	in, _ := partialTable(t)
+	dir := t.TempDir()
+	var got []*table.Table
+	for _, name := range []string{"full.json", "full.CSV"} {
+		out := filepath.Join(dir, name)
+		if _, _, err := execCmd(newEstimateCmd, "--table", in, "--out", out); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(out)
+		if isCSV := strings.HasPrefix(string(data), "worker_type,"); isCSV != strings.HasSuffix(name, ".CSV") {
+			t.Errorf("%s starts %.40q", name, data)
+		}
+		tb, err := table.LoadAny(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, tb)
+	}
+	if !got[0].Equal(got[1]) {
+		t.Error("the CSV output holds another table than the JSON output")
+	}
+}
+
 func TestEstimateCompleteTableUnchanged(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "full.json")
 	full := table.Default().Select(nil, []string{"v100"})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,6 +241,9 @@ func checkRunFlags(opts runOptions) error {
 	}
 	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
 		return err
+	}
+	if strings.EqualFold(filepath.Ext(opts.tablePath), ".csv") {
+		return cli.UsageError("run: --table %s: measurements are merged into Gavel's JSON format; name the table .json (gavel-plan table convert turns a CSV table into one)", opts.tablePath)
 	}
 	chosen := 0
 	for _, set := range []bool{opts.fractionSet || opts.fraction != 0, opts.pairsSet || len(opts.pairs) > 0,
@@ -492,6 +496,9 @@ func runRun(cmd *cobra.Command, opts runOptions, io *cli.IO) error {
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		if errors.Is(runErr, profile.ErrBadSidecar) {
 			return cli.UsageError("%v", runErr) // bad input: exit 2
+		}
+		if errors.Is(runErr, profile.ErrCommand) {
+			return cli.UsageError("run: %v", runErr)
 		}
 		if errors.Is(runErr, profile.ErrSharingMismatch) {
 			return cli.UsageError("%v (--force-sharing)", runErr)

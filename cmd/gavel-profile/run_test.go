@@ -214,6 +214,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"--cpu", "--name", "m", "--table", out, "--precision", "-0.1", "--", "true"}, "--precision -0.1"},
 		{[]string{"--cpu", "--name", "m", "--table", out, "--window", "-1s", "--", "true"}, "--window -1s"},
 		{[]string{"--cpu", "--reference-block", "--table", out}, "--reference-block measures the jobs of --references"},
+		{[]string{"--cpu", "--name", "m", "--table", filepath.Join(dir, "t.csv"), "--", "true"}, "name the table .json"},
+		// A command that cannot start was found only when measured, and recorded failed (exit 1).
+		{[]string{"--cpu", "--name", "m", "--table", out, "--", filepath.Join(dir, "missing")}, "run: command cannot start: job ('m', 1): stat "},
+		{[]string{"--cpu", "--name", "m", "--table", out, "--", "no-such-trainer"}, "no-such-trainer: no such program in the job's PATH"},
 		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--name", "m", "--table", out}, "leave out --name"},
 		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--", "true"}, "give no command"},
 		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--no-pairs"}, "leave out --fraction"},
@@ -224,6 +228,12 @@ func TestRunUsageErrors(t *testing.T) {
 		if cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v (exit %d), want exit 2 mentioning %q", tc.args, err, cli.ExitCode(err), tc.want)
 		}
+	}
+	// So is a table in CSV, which run would have to rewrite as JSON.
+	csvTable := filepath.Join(dir, "csv.json")
+	os.WriteFile(csvTable, []byte("worker_type,model,scale_factor,partner_model,partner_scale_factor,state,rate,partner_rate,isolated_rate,partner_isolated_rate,normalized,partner_normalized\n"), 0o644)
+	if _, _, err := runCLI("--cpu", "--name", "m", "--table", csvTable, "--", "true"); cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "a CSV table; measurements are merged into Gavel's JSON format") {
+		t.Errorf("CSV table: %v (exit %d), want exit 2 saying to convert it", err, cli.ExitCode(err))
 	}
 	// A broken table is bad input too.
 	os.WriteFile(out, []byte(`{"v100": {"('a', 1)": {"null": -3}}}`), 0o644)

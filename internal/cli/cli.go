@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -145,6 +146,15 @@ func LoadTableFrom(in io.Reader, warn io.Writer, path string) (*table.Table, err
 		fmt.Fprintf(warn, "%v%s\n", ws[0], more)
 	}
 	return t, nil
+}
+
+// SaveTable writes t to path atomically: as CSV (table convert's) when the name ends in
+// ".csv", in Gavel's JSON format otherwise, so that an output named for a spreadsheet is one.
+func SaveTable(t *table.Table, path string) error {
+	if strings.EqualFold(filepath.Ext(path), ".csv") {
+		return table.WriteFileAtomic(path, t.WriteCSV)
+	}
+	return t.Save(path)
 }
 
 // CheckTable reads the table at path (from in when path is "-"), JSON or CSV, and returns
