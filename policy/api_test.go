@@ -70,6 +70,9 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": [{"id": "a", "type": "A"}]}`, `jobs[0] (id "a"): missing total_steps`},
 		{`{"jobs": [{"id": "a", "type": "A", "scale_factor": 0}]}`, `jobs[0] (id "a"): scale_factor 0`},
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1, "steps_done": 2}]}`, `jobs[0] (id "a"): steps_done 2 exceeds`},
+		// A finished job got GPU time from FIFO and AlloX (allocate) where rounds refused it.
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 500, "steps_done": 500}]}`, `jobs[0] (id "a"): no steps left to run (steps_done 500 of total_steps 500)`},
+		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 0}]}`, `jobs[0] (id "a"): no steps left to run`},
 		{`{"entities": {"e": {"weight": 1}}, "jobs": [{"id": "a", "type": "A", "entity": "f"}]}`, `jobs[0] (id "a"): entity "f"`},
 		{`{"entities": {"e": {"weight": 1, "policy": "lifo"}}, "jobs": [{"id": "a", "type": "A"}]}`, `entity "e": policy "lifo"`},
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): unknown field "color"`},

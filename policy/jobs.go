@@ -41,7 +41,7 @@ type jsonJobsFile struct {
 // ReadJobs reads a jobs file and checks every entry: id, type and
 // total_steps present (scale_factor defaults to 1, weight to 1), ids
 // unique and free of '+' (it joins pair ids), scale factor ≥ 1, weight within
-// MinWeight..MaxWeight, finite non-negative numbers, steps_done ≤ total_steps,
+// MinWeight..MaxWeight, finite non-negative numbers, steps_done < total_steps,
 // entities known with a positive weight and policy "fairness" or "fifo".
 // Errors name the entry: jobs[i] (its position in the file) and its id;
 // JSON that does not parse is named by line and column.
@@ -234,8 +234,12 @@ func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bo
 			return Job{}, fmt.Errorf("%s %v must be finite and non-negative", f.name, f.v)
 		}
 	}
-	if j.StepsDone > total {
+	switch {
+	case j.StepsDone > total:
 		return Job{}, fmt.Errorf("steps_done %v exceeds total_steps %v", j.StepsDone, total)
+	case j.StepsDone == total:
+		// A policy would give such a job GPU time it cannot use (FIFO its whole share).
+		return Job{}, fmt.Errorf("no steps left to run (steps_done %v of total_steps %v): leave finished jobs out", j.StepsDone, total)
 	}
 	return Job{ID: j.ID, Type: table.JobType{Model: j.Type, ScaleFactor: sf}, Weight: w, Entity: j.Entity,
 		TotalSteps: total, StepsDone: j.StepsDone, TimeRun: j.TimeRun, Arrival: j.Arrival, SLO: j.SLO}, nil

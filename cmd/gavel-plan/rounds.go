@@ -87,7 +87,12 @@ not checked).`,
   gavel-plan rounds --policy max_min_fairness_packed --cluster v100=4,p100=4,k80=4 --jobs examples/jobs.json \
       --rounds 5 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRounds(cmd.Context(), io, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := runRounds(cmd.Context(), io, o); err != nil {
+				return fmt.Errorf("rounds: %w", err)
+			}
+			return nil
+		},
 	}
 	o.problemFlags.register(cmd, true, `jobs file (required; - for stdin): JSON {"jobs": [{"id", "type", "total_steps", ...}]}, as allocate --help describes; e.g. examples/jobs.json`)
 	registerRoundSeconds(cmd, &o.roundSeconds)
@@ -273,13 +278,8 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 	if err != nil {
 		return cli.UsageError("%v", err)
 	}
-	tj := make([]rounds.TraceJob, len(prob.Jobs))
-	for i, j := range prob.Jobs {
-		tj[i] = rounds.TraceJob{Job: j}
-	}
-	if _, err := rounds.Prepare(prob.Table, prob.Cluster, tj); err != nil {
-		return cli.UsageError("%s: %v", inputName(o.jobs), err)
-	}
+	// The jobs file's reader and the policy check the jobs (what rounds.Prepare would refuse,
+	// they refuse too), and their errors name the entry of the file.
 	alloc, err := ps.allocate(ctx)
 	if err != nil {
 		return err

@@ -153,6 +153,8 @@ func TestRoundsBadInput(t *testing.T) {
 	jobs := rtFile(t, "jobs.json", rtJobs)
 	missing := rtFile(t, "missing.json", `{"jobs": [{"id": "x", "type": "NoSuchModel", "total_steps": 10}]}`)
 	wide := rtFile(t, "wide.json", `{"jobs": [{"id": "w", "type": "LM (batch size 20)", "scale_factor": 8, "total_steps": 10}]}`)
+	finished := rtFile(t, "finished.json", `{"jobs": [{"id": "a", "type": "LM (batch size 20)", "total_steps": 10},
+		{"id": "f", "type": "LM (batch size 20)", "total_steps": 10, "steps_done": 10}]}`)
 	tests := []struct {
 		name string
 		args []string
@@ -162,8 +164,13 @@ func TestRoundsBadInput(t *testing.T) {
 		{"no jobs", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2"}, "--jobs is required"},
 		{"bad cluster", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100", "--jobs", jobs}, "--cluster"},
 		{"zero rounds", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2", "--jobs", jobs, "--rounds", "0"}, "--rounds 0"},
-		{"unknown type", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2", "--jobs", missing}, "NoSuchModel"},
-		{"unrunnable", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,k80=4", "--jobs", wide}, "scale factor 8"},
+		// Errors name the entry of the jobs file, as allocate's do (they named the id only).
+		{"unknown type", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2", "--jobs", missing},
+			"rounds: " + missing + `: jobs[0] (id "x"): policy max_min_fairness_perf: job "x": job type ('NoSuchModel', 1) is not in the throughput table`},
+		{"unrunnable", []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,k80=4", "--jobs", wide},
+			"rounds: " + wide + `: jobs[0] (id "w"): `},
+		{"finished job", []string{"--policy", "fifo_perf", "--cluster", "v100=2", "--jobs", finished},
+			"rounds: " + finished + `: jobs[1] (id "f"): no steps left to run`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
