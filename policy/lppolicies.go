@@ -156,7 +156,7 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 					return nil, inputErr("prices: no price for worker type %q (cost policies need one per worker type)", wt)
 				}
 				if !(pr > 0) || math.IsInf(pr, 0) {
-					return nil, inputErr("prices: worker type %q: price %v must be positive", wt, pr)
+					return nil, inputErr("prices: worker type %q: price %v: cost policies divide throughput by the price, so it must be positive", wt, pr)
 				}
 				cost[w] = pr
 			}

@@ -178,6 +178,13 @@ func GavelName(p Policy) string {
 // and gandiva), the only ones WithMaxPartners shapes.
 func Packs(p Policy) bool { return strings.Contains(GavelName(p), "Packing") }
 
+// UsesSeed reports whether p, made by New, draws random numbers, the only policies WithSeed
+// shapes: heterogeneity-agnostic FIFO (a random worker type with room) and gandiva.
+func UsesSeed(p Policy) bool {
+	n := GavelName(p)
+	return n == "FIFO" || n == "Gandiva_Packing"
+}
+
 // UsesReference reports whether p, made by New, plans with a reference worker
 // type's rates, the only policies WithReference shapes: the
 // heterogeneity-agnostic finish-time fairness and makespan

@@ -175,7 +175,7 @@ type policySetup struct {
 
 // loadPolicySetup checks the cluster and policy flags and builds the
 // policySetup. Every error is a usage error.
-func loadPolicySetup(c *clusterFlags, p *policyFlags) (*policySetup, error) {
+func loadPolicySetup(c *clusterFlags, p *policyFlags, simulation bool) (*policySetup, error) {
 	var s policySetup
 	var err error
 	if s.table, s.cluster, s.perServer, err = c.load(); err != nil {
@@ -187,7 +187,7 @@ func loadPolicySetup(c *clusterFlags, p *policyFlags) (*policySetup, error) {
 	if s.policy, s.prices, err = p.load(s.cluster); err != nil {
 		return nil, err
 	}
-	p.warnUnused(c.io().Err, s.policy)
+	p.warnUnused(c.io().Err, s.policy, s.cluster, simulation)
 	return &s, nil
 }
 
@@ -204,7 +204,7 @@ func (o *problemFlags) load() (*problemSetup, error) {
 	if err := oneStdin([2]string{"--table", o.table}, [2]string{"--jobs", o.jobs}); err != nil {
 		return nil, err
 	}
-	s, err := loadPolicySetup(&o.clusterFlags, &o.policyFlags)
+	s, err := loadPolicySetup(&o.clusterFlags, &o.policyFlags, false)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,8 +49,22 @@ func (p *policyFlags) checkReference(tbl *table.Table, c *clusterFlags) error {
 }
 
 // warnUnused warns on w about option flags that policy pol ignores, so that
-// they are not taken to have shaped its allocation.
-func (p *policyFlags) warnUnused(w io.Writer, pol policy.Policy) {
+// they are not taken to have shaped its allocation. A simulation uses --seed
+// and --prices whatever the policy (Gavel's agnostic shuffle; the cost report).
+func (p *policyFlags) warnUnused(w io.Writer, pol policy.Policy, cl policy.Cluster, simulation bool) {
+	if !simulation && p.prices != "" && !needsPrices(p.policy) {
+		fmt.Fprintf(w, "warning: --prices does nothing with policy %s (only the cost policies, *_normalized_by_cost_*, weigh throughput by price)\n", pol.Name())
+	}
+	if !simulation && p.seed != 0 && !policy.UsesSeed(pol) {
+		fmt.Fprintf(w, "warning: --seed does nothing with policy %s (only fifo and gandiva draw random numbers)\n", pol.Name())
+	}
+	if prices, err := policy.ParsePrices(p.prices); err == nil && p.prices != "" {
+		for _, wt := range slices.Sorted(maps.Keys(prices)) {
+			if _, ok := cl[wt]; !ok {
+				fmt.Fprintf(w, "warning: --prices: %s is not a worker type of the cluster (%s); its price is not used\n", wt, strings.Join(cl.WorkerTypes(), ", "))
+			}
+		}
+	}
 	if p.reference != "" && !policy.UsesReference(pol) {
 		fmt.Fprintf(w, "warning: --reference does nothing with policy %s (only finish_time_fairness and min_total_duration, "+
 			"the heterogeneity-agnostic ones, plan with a reference worker type)\n", pol.Name())

@@ -223,7 +223,9 @@ func TestFloatFlagsFinite(t *testing.T) {
 
 // Flags that do nothing with the policy or cluster given are warned about,
 // once, on stderr, and change no exit status: --reference outside agnostic
-// FTF and makespan, --max-partners outside the packing policies, a --cluster
+// FTF and makespan, --max-partners outside the packing policies, --prices
+// outside the cost policies and --seed outside fifo and gandiva (but for
+// simulate), a price for a worker type not in the cluster, a --cluster
 // worker type with 0 GPUs.
 func TestUnusedFlagsWarn(t *testing.T) {
 	trace := "../../examples/worked_example.trace"
@@ -252,6 +254,23 @@ func TestUnusedFlagsWarn(t *testing.T) {
 			"--max-partners", "4"}, "warning: --max-partners does nothing with policy fifo_perf"},
 		{"simulate zero GPUs", newSimulateCmd, []string{"--policy", "fifo_perf", "--cluster", "v100=2,p100=2,k80=2,v100x=0", "--trace", trace},
 			"warning: --cluster v100x=0: a worker type without GPUs"},
+		// --prices and --seed were taken silently by policies that ignore them.
+		{"prices, max-sum", newAllocateCmd, []string{"--policy", "max_sum_throughput_perf", "--cluster", "v100=4", "--prices", "v100=3"},
+			"warning: --prices does nothing with policy max_sum_throughput_perf (only the cost policies"},
+		{"prices, cost", newAllocateCmd, []string{"--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=4", "--prices", "v100=3"}, ""},
+		{"prices, type not in cluster", newAllocateCmd, []string{"--policy", "max_sum_throughput_normalized_by_cost_perf", "--cluster", "v100=4",
+			"--prices", "v100=3,h100=2"}, "warning: --prices: h100 is not a worker type of the cluster (v100); its price is not used"},
+		{"rounds prices", newRoundsCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4", "--jobs", "../../examples/jobs.json",
+			"--rounds", "1", "--prices", "v100=3"}, "warning: --prices does nothing with policy max_min_fairness_perf"},
+		{"seed, max-min", newAllocateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=4", "--seed", "3"},
+			"warning: --seed does nothing with policy max_min_fairness_perf (only fifo and gandiva draw random numbers)"},
+		{"seed, fifo perf", newAllocateCmd, []string{"--policy", "fifo_perf", "--cluster", "v100=4", "--seed", "3"},
+			"warning: --seed does nothing with policy fifo_perf"},
+		{"seed, fifo", newAllocateCmd, []string{"--policy", "fifo", "--cluster", "v100=4", "--seed", "3"}, ""},
+		{"seed, gandiva", newAllocateCmd, []string{"--policy", "gandiva", "--cluster", "v100=4", "--seed", "3"}, ""},
+		// A simulation reports cost with prices, and shuffles with the seed, whatever the policy.
+		{"simulate prices and seed", newSimulateCmd, []string{"--policy", "fifo_perf", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
+			"--prices", "v100=3,p100=2,k80=1", "--seed", "4"}, ""},
 		{"experiment max-partners", newExperimentCmd, []string{"continuous", "--policies", "fifo_perf,fifo", "--rates", "1", "--window", "0:2",
 			"--cluster", "v100=2", "--max-partners", "3"}, "warning: --max-partners does nothing with policies fifo_perf, fifo"},
 	}

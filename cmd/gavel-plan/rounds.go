@@ -215,7 +215,7 @@ func (o *setupFlags) load() (*setup, error) {
 	if err := checkRoundSeconds(o.roundSeconds); err != nil {
 		return nil, err
 	}
-	ps, err := loadPolicySetup(&o.clusterFlags, &o.policyFlags)
+	ps, err := loadPolicySetup(&o.clusterFlags, &o.policyFlags, true)
 	if err != nil {
 		return nil, err
 	}
