@@ -101,7 +101,7 @@ func oldestWaiting(in *instance, waiting []int, n int) []int {
 		if ja.TimeRun != jb.TimeRun {
 			return ja.TimeRun > jb.TimeRun
 		}
-		return ja.ID < jb.ID
+		return CompareIDs(ja.ID, jb.ID) < 0
 	})
 	return waiting[:min(n, len(waiting))]
 }

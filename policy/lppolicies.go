@@ -213,7 +213,8 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 }
 
 // fifoOrder returns job indices by (Arrival, ID): FIFO order, with the job
-// id breaking ties so that equal arrivals are ordered deterministically.
+// id breaking ties (CompareIDs: "9" before "10") so that equal arrivals are
+// ordered deterministically.
 func (in *instance) fifoOrder() []int {
 	ord := make([]int, in.m())
 	for i := range ord {
@@ -224,7 +225,7 @@ func (in *instance) fifoOrder() []int {
 		if ja.Arrival != jb.Arrival {
 			return ja.Arrival < jb.Arrival
 		}
-		return ja.ID < jb.ID
+		return CompareIDs(ja.ID, jb.ID) < 0
 	})
 	return ord
 }

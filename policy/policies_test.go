@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -413,6 +414,34 @@ func TestFIFOHeadOfLine(t *testing.T) {
 	a := mustAllocate(t, "fifo_perf", p)
 	if a.Effective["A"] != 1 || a.Effective["B"] != 0 || a.Effective["C"] != 0 {
 		t.Fatalf("%v", a.Effective)
+	}
+}
+
+// FIFO ties at equal arrival go by id in CompareIDs' order: "9" before "10" (it was "10",
+// by string), and numeric ids before others.
+func TestFIFOTiesByID(t *testing.T) {
+	x := jt("X")
+	tb := rateTable([]string{"v100"}, map[table.JobType][]float64{x: {1}})
+	for _, ids := range [][]string{{"10", "9"}, {"b", "9"}, {"10", "09"}} {
+		p := &Problem{Table: tb, Cluster: Cluster{"v100": 1}}
+		for _, id := range ids {
+			p.Jobs = append(p.Jobs, Job{ID: id, Type: x, TotalSteps: 1})
+		}
+		a := mustAllocate(t, "fifo_perf", p)
+		if a.Effective[ids[1]] != 1 || a.Effective[ids[0]] != 0 {
+			t.Errorf("ids %q: %v, want %s to run first", ids, a.Effective, ids[1])
+		}
+	}
+}
+
+func TestCompareIDs(t *testing.T) {
+	sorted := []string{"01", "1", "2", "9", "10", "100", "A", "a", "a10", "a9"}
+	for i, a := range sorted {
+		for k, b := range sorted {
+			if got, want := CompareIDs(a, b), cmp.Compare(i, k); got != want {
+				t.Errorf("CompareIDs(%q, %q) = %d, want %d", a, b, got, want)
+			}
+		}
 	}
 }
 

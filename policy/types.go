@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -281,4 +282,21 @@ func (a *Allocation) Combinations() []Combination {
 type Policy interface {
 	Name() string
 	Allocate(ctx context.Context, p *Problem) (*Allocation, error)
+}
+
+// CompareIDs orders job ids naturally, as FIFO ties and listings take them: numeric ids by
+// value ("9" before "10", as Gavel's integer ids), numeric before non-numeric, the rest as
+// strings; "01" and "1" by string after their equal value.
+func CompareIDs(a, b string) int {
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	switch {
+	case errA == nil && errB == nil:
+		return cmp.Or(cmp.Compare(x, y), cmp.Compare(a, b))
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return cmp.Compare(a, b)
 }

@@ -2,9 +2,12 @@ package rounds
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gavelkit/gavel/policy"
@@ -440,4 +443,41 @@ func mustPolicy(t *testing.T, name string) policy.Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The order of the jobs given changes no plan: ties between equal priorities go by arrival,
+// then id (the slice's order decided, and a reordered jobs file put jobs on other GPUs).
+func TestRunRoundsIgnoresJobOrder(t *testing.T) {
+	jf, err := policy.LoadJobs("../examples/jobs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := table.Default()
+	cluster := policy.Cluster{"v100": 4, "p100": 4, "k80": 4}
+	topo, err := NewTopology(cluster, map[string]int{"v100": 4, "p100": 4, "k80": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, _ := policy.New("max_min_fairness_packed")
+	alloc, err := pol.Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: cluster, Jobs: jf.Jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []string
+	reversed := slices.Clone(jf.Jobs)
+	slices.Reverse(reversed)
+	for _, jobs := range [][]policy.Job{jf.Jobs, reversed} {
+		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, p := range res.Plans {
+			fmt.Fprintf(&b, "%+v\n", p.Assignments)
+		}
+		plans = append(plans, b.String())
+	}
+	if plans[0] != plans[1] {
+		t.Errorf("plans differ with the jobs reversed:\n%s\n%s", plans[0], plans[1])
+	}
 }

@@ -23,7 +23,7 @@ func (refFIFOPerf) Allocate(_ context.Context, p *policy.Problem) (*policy.Alloc
 		avail[w] = p.Cluster[w]
 	}
 	jobs := slices.Clone(p.Jobs)
-	slices.SortFunc(jobs, func(a, b policy.Job) int { return cmpIDs(a.ID, b.ID) })
+	slices.SortFunc(jobs, func(a, b policy.Job) int { return policy.CompareIDs(a.ID, b.ID) })
 	a := &policy.Allocation{Policy: "fifo_perf", Fractions: map[policy.Combination]map[string]float64{}}
 	for _, j := range jobs {
 		x := map[string]float64{}

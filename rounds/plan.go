@@ -1,6 +1,7 @@
 package rounds
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +14,15 @@ import (
 )
 
 // JobsFromTable builds the mechanism's view of jobs (rates on the given
-// worker types from t); Order follows the slice.
+// worker types from t); Order is the arrival rank, ties by id
+// (policy.CompareIDs), so that the slice's order changes no plan.
 func JobsFromTable(t *table.Table, types []string, jobs []policy.Job) map[string]*Job {
 	out := make(map[string]*Job, len(jobs))
-	for i, j := range jobs {
+	byArrival := slices.Clone(jobs)
+	slices.SortStableFunc(byArrival, func(a, b policy.Job) int {
+		return cmp.Or(cmp.Compare(a.Arrival, b.Arrival), policy.CompareIDs(a.ID, b.ID))
+	})
+	for i, j := range byArrival {
 		m := &Job{ID: j.ID, Type: j.Type, ScaleFactor: j.Type.ScaleFactor, Order: i, Rates: map[string]float64{}}
 		for _, w := range types {
 			if r, ok := t.Isolated(w, j.Type); ok && r > 0 {

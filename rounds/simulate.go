@@ -712,7 +712,7 @@ func (s *simulator) result() *Result {
 	r := s.res
 	r.Jobs = s.results
 	slices.SortFunc(r.Jobs, func(a, b JobResult) int {
-		return cmpIDs(a.ID, b.ID)
+		return policy.CompareIDs(a.ID, b.ID)
 	})
 	for _, j := range r.Jobs {
 		r.AvgJCT += j.JCT

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -322,7 +323,7 @@ func newRoundsJSON(o *roundsOptions, alloc *policy.Allocation, res *rounds.Round
 }
 
 func printRounds(io *cli.IO, topo *rounds.Topology, res *rounds.RoundsResult, jobs []policy.Job) error {
-	tw := cli.NewTableWriter(io.Out, "round", "worker type", "GPUs", "servers", "job(s)", "priority", "target")
+	tw := cli.NewTableWriter(io.Out, "round", "worker type", "GPU ids", "servers", "job(s)", "priority", "target")
 	for i, p := range res.Plans {
 		for _, a := range p.Assignments {
 			if err := tw.Append([]string{strconv.Itoa(i), a.WorkerType, intsString(a.GPUs),
@@ -351,7 +352,7 @@ func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) erro
 				continue
 			}
 			if err := ft.Append([]string{j.ID, w, fmt.Sprintf("%.4f", e.Target), fmt.Sprintf("%.4f", e.Received),
-				fmt.Sprintf("%.4f", e.BackFill), fmt.Sprintf("%+.4f", e.Deviation()), fmt.Sprintf("%+.4f", e.AllocatedDeviation())}); err != nil {
+				fmt.Sprintf("%.4f", e.BackFill), signed4(e.Deviation()), signed4(e.AllocatedDeviation())}); err != nil {
 				return err
 			}
 		}
@@ -376,8 +377,25 @@ func printFidelity(io *cli.IO, res *rounds.RoundsResult, jobs []policy.Job) erro
 	}
 	_, err := fmt.Fprintf(io.Out, "max deviation: %.4f over %d rounds (back-fill included); max allocated deviation: %.4f; "+
 		"largest share of a job's allocated throughput short: %.3g%%\n",
-		res.MaxDeviation, len(res.Plans), res.MaxDeviationAllocated, 100*res.MaxThroughputLoss)
+		noNoise(res.MaxDeviation), len(res.Plans), noNoise(res.MaxDeviationAllocated), 100*noNoise(res.MaxThroughputLoss))
 	return err
+}
+
+// signed4 formats x with a sign and 4 decimals; what rounds to zero is "+0.0000", not "-0.0000".
+func signed4(x float64) string {
+	if math.Abs(x) < 5e-5 {
+		x = 0
+	}
+	return fmt.Sprintf("%+.4f", x)
+}
+
+// noNoise returns 0 for what is solver noise in a share of time or throughput (printed as
+// "-0.0000" or "1e-10%"), x otherwise.
+func noNoise(x float64) float64 {
+	if math.Abs(x) < 1e-9 {
+		return 0
+	}
+	return x
 }
 
 func intsString(xs []int) string {

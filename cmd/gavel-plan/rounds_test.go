@@ -149,6 +149,20 @@ func TestRoundsHuman(t *testing.T) {
 	}
 }
 
+// Solver noise is not printed as a value: two jobs sharing one GPU exactly printed deviations
+// "-0.0000" and "1e-10%" of throughput short.
+func TestRoundsHumanNoNoise(t *testing.T) {
+	jobs := rtFile(t, "jobs.json", `{"jobs": [{"id": "0", "type": "ResNet-18 (batch size 16)", "total_steps": 300},
+		{"id": "1", "type": "LM (batch size 20)", "total_steps": 500}]}`)
+	out, _, err := rtRun(t, newRoundsCmd, "--policy", "max_min_fairness_perf", "--cluster", "v100=1", "--jobs", jobs, "--rounds", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "-0.0000") || !strings.Contains(out, "throughput short: 0%") || !strings.Contains(out, "GPU ids") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
 func TestRoundsBadInput(t *testing.T) {
 	jobs := rtFile(t, "jobs.json", rtJobs)
 	missing := rtFile(t, "missing.json", `{"jobs": [{"id": "x", "type": "NoSuchModel", "total_steps": 10}]}`)
