@@ -216,6 +216,16 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 		closeDevs()
 		return nil, noop, cli.UsageError("run: %v", err)
 	}
+	if len(suggestions) > 0 && !slices.ContainsFunc(tasks, profile.Task.IsPair) {
+		// Measuring the job alone instead would look like success.
+		closeDevs()
+		from := opts.pairsFrom
+		if from == "-" {
+			from = cli.StdinName
+		}
+		return nil, noop, cli.UsageError("run: --pairs-from %s: none of its %d measurements can be made here: %s",
+			from, len(suggestions), strings.Join(notes, "; "))
+	}
 	if err := checkScaleFactors(opts, tasks, all, usable); err != nil {
 		closeDevs()
 		return nil, noop, err

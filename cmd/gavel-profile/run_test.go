@@ -320,6 +320,12 @@ func TestRunPairsFromSuggestOnStdin(t *testing.T) {
 	if _, _, err := runCLIWithInput(`{"measurements": []}`, append(args, "--", bin)...); cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "stdin") {
 		t.Errorf("empty suggestions on stdin: %v (exit %d), want exit 2 naming stdin", err, cli.ExitCode(err))
 	}
+	// Suggestions none of which can run here measured the job alone and exited 0.
+	none := `{"measurements": [{"worker_type": "v100", "job": "model", "partner": "ref", "scale_factor": 1, "reason": "uncertain"}]}`
+	want := `run: --pairs-from stdin: none of its 1 measurements can be made here: skipping suggestion model + ref on v100: no selected GPU of that type`
+	if _, _, err := runCLIWithInput(none, append(args, "--", bin)...); cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), want) {
+		t.Errorf("suggestions none of which can run: %v (exit %d), want exit 2: %s", err, cli.ExitCode(err), want)
+	}
 }
 
 // A measurement that ran out of --max-window before its CI reached --precision must say so:
