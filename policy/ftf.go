@@ -79,7 +79,7 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 		}
 		rate := in.viewRates(view)
 		var stats SolveStats
-		a, rho, err := solveFTF(ctx, in, opt, rate, eIso, iso, &stats)
+		a, rho, err := solveFTF(ctx, in, opt, rate, eIso, iso, md == agnostic, &stats)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +100,7 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 // LPs suffice (convergence is superlinear).
 const ftfMaxIter = 50
 
-func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eIso, iso []float64, st *SolveStats) (*Allocation, float64, error) {
+func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eIso, iso []float64, agnosticView bool, st *SolveStats) (*Allocation, float64, error) {
 	var active []int // jobs with work left; done jobs do not constrain the objective
 	for i, j := range in.jobs {
 		if j.StepsRemaining() > 0 {
@@ -133,9 +133,18 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 		}
 		return r
 	}
+	finish := func(x [][]float64) (*Allocation, error) {
+		if agnosticView {
+			var err error
+			if x, err = in.spread(ctx, opt, st, x); err != nil {
+				return nil, err
+			}
+		}
+		return in.allocation(x), nil
+	}
 	if len(active) == 0 {
-		a := in.allocation(x)
-		return a, 0, nil
+		a, err := finish(x)
+		return a, 0, err
 	}
 	eff := effAt(x)
 	rho := ratio(eff)
@@ -169,7 +178,10 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 		converged = rho-nr <= 1e-10*rho
 		x, eff, rho = nx, ne, nr
 	}
-	a := in.allocation(x)
+	a, err := finish(x)
+	if err != nil {
+		return nil, 0, err
+	}
 	a.Terms = map[string]float64{}
 	for _, i := range active {
 		j := in.jobs[i]

@@ -53,6 +53,11 @@ func maxMinFairness(md mode) allocator {
 			return nil, err
 		}
 		x := b.fractions(res)
+		if md == agnostic {
+			if x, err = in.spread(ctx, opt, &st, x); err != nil {
+				return nil, err
+			}
+		}
 		a := in.allocation(x)
 		in.setMaxMinTerms(a, x, rate, prop)
 		a.Objective, a.Stats = res.Objective, st // the LP's t*: the smallest term up to the tolerance
@@ -121,6 +126,11 @@ func makespan(md mode) allocator {
 			return nil, &lp.StatusError{Status: lp.Numerical, Detail: "makespan LP returned a non-positive rate of progress"}
 		}
 		x := b.fractions(res)
+		if md == agnostic {
+			if x, err = in.spread(ctx, opt, &st, x); err != nil {
+				return nil, err
+			}
+		}
 		a := in.allocation(x)
 		a.Objective, a.Stats = t0/res.Objective, st
 		a.Terms = map[string]float64{}

@@ -736,3 +736,40 @@ func TestTopPartners(t *testing.T) {
 		t.Fatalf("pairs %v, want [W+X X+Y Y+Z]", got)
 	}
 }
+
+// The agnostic policies split each job's time over worker types by GPU count, as Gavel's
+// isolated policy does (test_isolated: k80 1/3, p100 4/9, v100 2/9 on 6:8:4): the simplex
+// vertex put all of it on k80, the first type by name and in Gavel's table the slowest.
+// Objectives are those of the unspread LP (checked against the isolated policy's split,
+// which is one of its optima).
+func TestAgnosticSpreadsByGPUs(t *testing.T) {
+	c := cluster(6, 8, 4)
+	want := map[string]float64{"k80": 1.0 / 3, "p100": 4.0 / 9, "v100": 2.0 / 9}
+	for _, name := range []string{"max_min_fairness", "max_min_fairness_water_filling", "min_total_duration", "finish_time_fairness"} {
+		t.Run(name, func(t *testing.T) {
+			p := &Problem{Table: t0t1(false), Cluster: c, Jobs: []Job{job("0", jt("T0"), 300), job("1", jt("T1"), 500)}}
+			a := mustAllocate(t, name, p)
+			checkFeasible(t, p, a)
+			for _, id := range []string{"0", "1"} {
+				total := 0.0 // below 1 for makespan's shorter job
+				for _, f := range a.Fractions[Single(id)] {
+					total += f
+				}
+				for w, f := range want {
+					if got := a.Fractions[Single(id)][w]; total < 0.5 || !approx(got, total*f, 1e-7) {
+						t.Errorf("job %s on %s: %v, want %v of its %v (all: %v)", id, w, got, f, total, a.Fractions[Single(id)])
+					}
+				}
+			}
+		})
+	}
+	// Capacity first: A runs only on k80 and needs all of it, so B gets v100 alone.
+	a, b := jt("A"), jt("B")
+	tb := rateTable([]string{"k80", "v100"}, map[table.JobType][]float64{a: {1, 0}, b: {1, 2}})
+	p := &Problem{Table: tb, Cluster: Cluster{"k80": 1, "v100": 1}, Jobs: []Job{job("a", a, 1), job("b", b, 1)}}
+	got := mustAllocate(t, "max_min_fairness", p)
+	if !approx(got.Fractions[Single("a")]["k80"], 1, 1e-7) || !approx(got.Fractions[Single("b")]["v100"], 1, 1e-7) ||
+		got.Fractions[Single("b")]["k80"] > 1e-7 {
+		t.Errorf("fractions %v, want a on k80 and b on v100, each full time", got.Fractions)
+	}
+}

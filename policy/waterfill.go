@@ -105,6 +105,12 @@ func waterFilling(md mode) allocator {
 				nFrozen++
 			}
 		}
+		if md == agnostic {
+			var err error
+			if x, err = in.spread(ctx, opt, &st, x); err != nil {
+				return nil, err
+			}
+		}
 		a := in.allocation(x)
 		// Report the max-min value, as LAS does (water filling's first level
 		// is LAS's optimum): levels are in units of norm, not sf·norm/w.

@@ -2,6 +2,7 @@ package rounds
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -46,6 +47,20 @@ type ContinuousPoint struct {
 	Rounds    int       `json:"rounds"`
 	Solves    int       `json:"solves"`
 	SolveSecs float64   `json:"solve_seconds"`
+}
+
+// MarshalJSON writes avg_jct_seconds as null for a timed-out point, which has no average
+// (0, as it was, read as a perfect one).
+func (p ContinuousPoint) MarshalJSON() ([]byte, error) {
+	type plain ContinuousPoint
+	out := struct {
+		plain
+		AvgJCT *float64 `json:"avg_jct_seconds"`
+	}{plain: plain(p)}
+	if !p.TimedOut {
+		out.AvgJCT = &p.AvgJCT
+	}
+	return json.Marshal(out)
 }
 
 // Continuous runs every (policy, rate, seed) simulation; the same seed gives

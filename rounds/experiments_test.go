@@ -2,7 +2,9 @@ package rounds
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +62,14 @@ func TestContinuousTimeout(t *testing.T) {
 	}
 	if len(pts) != 1 || !pts[0].TimedOut || pts[0].AvgJCT != 0 {
 		t.Fatalf("points %+v, want one timed out", pts)
+	}
+	// In JSON its average is null: 0 read as a perfect one.
+	out, err := json.Marshal(pts[0])
+	if err != nil || !strings.Contains(string(out), `"avg_jct_seconds":null`) || !strings.Contains(string(out), `"timed_out":true`) {
+		t.Errorf("JSON %s (%v), want avg_jct_seconds null", out, err)
+	}
+	pts[0].TimedOut, pts[0].AvgJCT = false, 12.5
+	if out, _ := json.Marshal(pts[0]); !strings.Contains(string(out), `"avg_jct_seconds":12.5`) || !strings.Contains(string(out), `"rate_jobs_per_hour"`) {
+		t.Errorf("JSON %s, want avg_jct_seconds 12.5 and the other fields", out)
 	}
 }

@@ -117,7 +117,10 @@ func parseTraceLine(text string) (TraceJob, error) {
 		return j, fmt.Errorf("%w: field 10 (arrival_time): %v is negative", ErrTrace, arrival)
 	}
 	j.Type.ScaleFactor = sf
-	j.TotalSteps = math.Trunc(steps)
+	j.TotalSteps = math.Trunc(steps) // whole steps, as Gavel reads them
+	if j.TotalSteps == 0 {
+		return j, fmt.Errorf("%w: field 6 (total_steps): %v is less than one whole step", ErrTrace, steps)
+	}
 	j.Weight = weight
 	j.Arrival = arrival
 	if slo > 0 {
@@ -207,7 +210,7 @@ func Prepare(t *table.Table, c policy.Cluster, in []TraceJob) ([]policy.Job, err
 			if tj.Line > 0 {
 				return fmt.Sprintf("line %d: ", tj.Line)
 			}
-			return ""
+			return fmt.Sprintf("jobs[%d]: ", i) // the entry of a jobs file, or of in
 		}
 		if seen[j.ID] {
 			return nil, fmt.Errorf("%sjob %q: duplicate id", where(), j.ID)

@@ -184,7 +184,7 @@ func loadPolicySetup(c *clusterFlags, p *policyFlags, simulation bool) (*policyS
 	if err := p.checkReference(s.table, c); err != nil {
 		return nil, err
 	}
-	if s.policy, s.prices, err = p.load(s.cluster); err != nil {
+	if s.policy, s.prices, err = p.load(s.cluster, simulation); err != nil {
 		return nil, err
 	}
 	p.warnUnused(c.io().Err, s.policy, s.cluster, simulation)

@@ -80,7 +80,7 @@ func needsPrices(name string) bool { return strings.Contains(name, "normalized_b
 
 // load checks the flags against cluster cl and returns the policy and the
 // prices (nil without --prices). Every error is a usage error.
-func (p *policyFlags) load(cl policy.Cluster) (policy.Policy, policy.Prices, error) {
+func (p *policyFlags) load(cl policy.Cluster, simulation bool) (policy.Policy, policy.Prices, error) {
 	if p.policy == "" {
 		return nil, nil, cli.UsageError("--policy is required; known policies: %s", strings.Join(policy.Names(), ", "))
 	}
@@ -95,17 +95,18 @@ func (p *policyFlags) load(cl policy.Cluster) (policy.Policy, policy.Prices, err
 	if err != nil {
 		return nil, nil, cli.UsageError("%v", err)
 	}
-	prices, err := p.loadPrices(cl)
+	prices, err := p.loadPrices(cl, simulation)
 	if err != nil {
 		return nil, nil, err
 	}
 	return pol, prices, nil
 }
 
-// loadPrices parses --prices; cost policies need a price for every worker
-// type of the cluster that has GPUs, checked here rather than after the
-// jobs are read (or, in simulate, at the first allocation).
-func (p *policyFlags) loadPrices(cl policy.Cluster) (policy.Prices, error) {
+// loadPrices parses --prices; cost policies, and simulations (which report
+// cost), need a price for every worker type of the cluster that has GPUs,
+// checked here rather than after the jobs are read (or, in simulate, at the
+// first allocation): a simulation took time on an unpriced type as free.
+func (p *policyFlags) loadPrices(cl policy.Cluster, simulation bool) (policy.Prices, error) {
 	if p.prices == "" {
 		if needsPrices(p.policy) {
 			return nil, cli.UsageError("policy %s needs --prices (price per GPU-hour for each of %s)", p.policy, strings.Join(cl.WorkerTypes(), ", "))
@@ -116,11 +117,15 @@ func (p *policyFlags) loadPrices(cl policy.Cluster) (policy.Prices, error) {
 	if err != nil {
 		return nil, cli.UsageError("--prices: %v", err)
 	}
-	if needsPrices(p.policy) {
-		for _, w := range cl.WorkerTypes() {
-			if _, ok := prices[w]; !ok && cl[w] > 0 {
-				return nil, cli.UsageError("--prices %q: no price for worker type %q (policy %s needs one per worker type)", p.prices, w, p.policy)
-			}
+	for _, w := range cl.WorkerTypes() {
+		if _, ok := prices[w]; ok || cl[w] == 0 {
+			continue
+		}
+		switch {
+		case needsPrices(p.policy):
+			return nil, cli.UsageError("--prices %q: no price for worker type %q (policy %s needs one per worker type)", p.prices, w, p.policy)
+		case simulation:
+			return nil, cli.UsageError("--prices %q: no price for worker type %q (the cost reported needs one per worker type of the cluster)", p.prices, w)
 		}
 	}
 	return prices, nil

@@ -31,7 +31,8 @@ func newSimulateCmd(io *cli.IO) *cobra.Command {
 once per round in which a job arrived or finished, and the round mechanism
 realizes it; jobs finish mid-round. It reports the average and per-job job
 completion time (JCT), makespan, utilization, cost (with --prices, per
-GPU-hour) and SLO violations (completion later than arrival + deadline).
+GPU-hour, one price for every worker type of the cluster) and SLO violations
+(completion later than arrival + deadline).
 
 The trace is Gavel's tab-separated format (10 fields per line) or a jobs file
 (JSON) whose jobs carry arrival_seconds. With --gavel-compat the simulator

@@ -128,6 +128,11 @@ func TestSimulateBadInput(t *testing.T) {
 		{"unknown type on line 2", good + strings.Replace(good, "A3C", "NoSuchModel", 1),
 			`t.trace: line 2: job "1": job type ('NoSuchModel', 1) is not in the throughput table`},
 		{"unrunnable", strings.Replace(strings.Replace(good, "\t100\t1\t", "\t100\t8\t", 1), "A3C", "LM (batch size 20)", 1), "scale factor 8"},
+		// Steps are whole (Gavel truncates): 0.5 was cut to 0 and then reported as no steps left.
+		{"half a step", strings.Replace(good, "\t100\t", "\t0.5\t", 1), ":1: bad trace: field 6 (total_steps): 0.5 is less than one whole step"},
+		// A jobs file's errors name the entry (they named the id only).
+		{"jobs file entry", `{"jobs": [{"id": "ok", "type": "A3C", "total_steps": 5}, {"id": "a", "type": "Foo", "total_steps": 3600}]}`,
+			`t.trace: jobs[1]: job "a": job type ('Foo', 1) is not in the throughput table`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +142,21 @@ func TestSimulateBadInput(t *testing.T) {
 				t.Errorf("err %v (exit %d), want exit 2 mentioning %q", err, cli.ExitCode(err), tt.want)
 			}
 		})
+	}
+}
+
+// With --prices, every worker type of the cluster needs a price: time on one without was
+// counted as free ("cost": 0), with any policy.
+func TestSimulatePricesCoverCluster(t *testing.T) {
+	trace := rtFile(t, "j.json", `{"jobs": [{"id": "r", "type": "Recommendation (batch size 1024)", "total_steps": 30000}]}`)
+	_, _, err := rtRun(t, newSimulateCmd, "--trace", trace, "--policy", "max_min_fairness_perf", "--cluster", "v100=1,k80=1", "--prices", "v100=2.48")
+	want := `--prices "v100=2.48": no price for worker type "k80" (the cost reported needs one per worker type of the cluster)`
+	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), want) {
+		t.Errorf("err %v (exit %d), want exit 2: %s", err, cli.ExitCode(err), want)
+	}
+	if _, _, err := rtRun(t, newSimulateCmd, "--trace", trace, "--policy", "max_min_fairness_perf", "--cluster", "v100=1,k80=1",
+		"--prices", "v100=2.48,k80=0"); err != nil {
+		t.Errorf("a price for every type (0 included): %v", err)
 	}
 }
 
