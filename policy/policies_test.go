@@ -763,6 +763,16 @@ func TestAgnosticSpreadsByGPUs(t *testing.T) {
 			}
 		})
 	}
+	// Finish-time fairness whose LP moves off its isolated start (job 0 is behind): the
+	// vertex put job 0 on v100 and the others on k80.
+	jobs := []Job{job("0", jt("T0"), 300), job("1", jt("T1"), 500), job("2", jt("T1"), 500), job("3", jt("T0"), 900)}
+	jobs[0].TimeRun = 2000
+	ftf := mustAllocate(t, "finish_time_fairness", &Problem{Table: t0t1(false), Cluster: cluster(1, 1, 1), Jobs: jobs})
+	for id, fr := range ftf.Fractions {
+		if !approx(fr["k80"], fr["p100"], 1e-7) || !approx(fr["k80"], fr["v100"], 1e-7) || fr["k80"] < 0.01 {
+			t.Errorf("finish_time_fairness: %v: %v, want the same time on each type", id, fr)
+		}
+	}
 	// Capacity first: A runs only on k80 and needs all of it, so B gets v100 alone.
 	a, b := jt("A"), jt("B")
 	tb := rateTable([]string{"k80", "v100"}, map[table.JobType][]float64{a: {1, 0}, b: {1, 2}})
