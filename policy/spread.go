@@ -26,6 +26,9 @@ import (
 // small instances the rows that keep allocations realizable apply to it
 // too; it is feasible, since x itself is a solution.
 func (in *instance) spread(ctx context.Context, opt *options, st *SolveStats, x [][]float64) ([][]float64, error) {
+	if y, ok := in.spreadExactly(x); ok {
+		return y, nil
+	}
 	b := in.newBuilder(lp.Minimize)
 	for i := range in.jobs {
 		if len(in.byJob[i]) != 1 {
@@ -63,4 +66,41 @@ func (in *instance) spread(ctx context.Context, opt *options, st *SolveStats, x 
 		return nil, fmt.Errorf("spreading the agnostic allocation over worker types: %w", err)
 	}
 	return b.fractions(res), nil
+}
+
+// spreadExactly returns the split by GPU count itself when no LP is needed:
+// every job takes one GPU (no gang, so no cover rows or round cuts apply)
+// and the split fits every type's capacity, as it does whenever every job
+// can run on every type. An LP per allocation made agnostic simulations
+// 2.5 times slower.
+func (in *instance) spreadExactly(x [][]float64) ([][]float64, bool) {
+	y := make([][]float64, len(x))
+	used := make([]float64, in.nw())
+	for i := range in.jobs {
+		c := in.byJob[i][0]
+		if len(in.byJob[i]) != 1 || in.combos[c].sf != 1 {
+			return nil, false
+		}
+		total, gpus := 0.0, 0.0
+		for w := range in.workers {
+			if in.combos[c].runnable(w) {
+				total += x[c][w]
+				gpus += in.cap[w]
+			}
+		}
+		total = math.Min(total, 1)
+		y[c] = make([]float64, in.nw())
+		for w := range in.workers {
+			if in.combos[c].runnable(w) {
+				y[c][w] = total * in.cap[w] / gpus
+				used[w] += y[c][w]
+			}
+		}
+	}
+	for w := range in.workers {
+		if used[w] > in.cap[w]*(1+1e-9) {
+			return nil, false
+		}
+	}
+	return y, true
 }
