@@ -22,8 +22,15 @@ var csvHeader = []string{
 
 // WriteCSV writes one row per worker type, job type and partner (isolated
 // rates as rows without a partner), in the same order as Write. Normalized
-// rates are empty where they are not defined.
+// rates are empty where they are not defined. As Write, it writes nothing
+// for a table ReadCSV would refuse.
 func (t *Table) WriteCSV(w io.Writer) error {
+	if err := t.CheckKeys(); err != nil {
+		return err
+	}
+	if err := t.checkValues(); err != nil {
+		return err
+	}
 	cw := csv.NewWriter(w)
 	cw.Write(csvHeader)
 	for _, wk := range t.WorkerTypes() {

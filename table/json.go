@@ -636,9 +636,13 @@ func near(x, y float64) bool {
 // Write writes t in Gavel's JSON format: worker types and job types sorted,
 // the isolated rate first in each job's object, four-space indentation.
 // Reading the output gives a table Equal to t: a table holding a key that could not be read
-// back (see JobType.Check) is not written at all.
+// back (see JobType.Check), or a value Read refuses (a rate that is negative, NaN or
+// infinite, a pair of job types with different scale factors), is not written at all.
 func (t *Table) Write(w io.Writer) error {
 	if err := t.CheckKeys(); err != nil {
+		return err
+	}
+	if err := t.checkValues(); err != nil {
 		return err
 	}
 	bw := bufio.NewWriter(w)
@@ -665,6 +669,35 @@ func (t *Table) CheckKeys() error {
 	for _, j := range t.JobTypes() {
 		if err := j.Check(); err != nil {
 			return fmt.Errorf("table: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkValues reports the first value of t (by worker type, in map order within one) that
+// Read would refuse: what Validate reports as an error, without its warnings, which would
+// cost a map lookup per pair on a table of a million pairs per worker type.
+func (t *Table) checkValues() error {
+	for _, w := range t.WorkerTypes() {
+		wt := t.workers[w]
+		for j, r := range wt.isolated {
+			if err := checkRate(r); err != nil {
+				return &Problem{Worker: w, Job: j.Key(), Partner: isolatedKey, Err: err}
+			}
+		}
+		for j, row := range wt.pairs {
+			for k, r := range row {
+				err := checkRate(r[0])
+				if err == nil {
+					err = checkRate(r[1])
+				}
+				if err == nil && j.ScaleFactor != k.ScaleFactor {
+					err = fmt.Errorf("%w: %d vs %d", ErrScaleFactorMismatch, j.ScaleFactor, k.ScaleFactor)
+				}
+				if err != nil {
+					return &Problem{Worker: w, Job: j.Key(), Partner: k.Key(), Err: err}
+				}
+			}
 		}
 	}
 	return nil

@@ -475,6 +475,40 @@ func TestWriteRefusesUnreadableKeys(t *testing.T) {
 	}
 }
 
+// TestWriteRefusesUnreadableValues: Save replaced a good file with one Load refuses ("+Inf",
+// "NaN", a negative rate, a pair of two scale factors); now nothing is written, JSON or CSV.
+func TestWriteRefusesUnreadableValues(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.json")
+	good := New()
+	good.SetIsolated("cpu", resnet, 1)
+	if err := good.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	other := JobType{"B", 1}
+	for _, tc := range []struct {
+		name string
+		set  func(*Table)
+		want error
+	}{
+		{"infinite isolated", func(b *Table) { b.SetIsolated("cpu", other, math.Inf(1)) }, ErrNotFinite},
+		{"NaN pair", func(b *Table) { b.SetIsolated("cpu", other, 1); b.SetPair("cpu", resnet, other, math.NaN(), 1) }, ErrNotFinite},
+		{"negative pair", func(b *Table) { b.SetIsolated("cpu", other, 1); b.SetPair("cpu", resnet, other, 1, -1) }, ErrNegativeRate},
+		{"two scale factors", func(b *Table) { b.SetPair("cpu", resnet, JobType{"B", 2}, 1, 1) }, ErrScaleFactorMismatch},
+	} {
+		bad := good.Clone()
+		tc.set(bad)
+		if err := bad.Save(path); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), `worker type "cpu"`) {
+			t.Errorf("%s: Save: %v, want %v naming the entry", tc.name, err, tc.want)
+		}
+		if err := bad.WriteCSV(io.Discard); !errors.Is(err, tc.want) {
+			t.Errorf("%s: WriteCSV: %v, want %v", tc.name, err, tc.want)
+		}
+		if back, err := Load(path); err != nil || !back.Equal(good) {
+			t.Errorf("%s: the old file changed: %v, %v", tc.name, back, err)
+		}
+	}
+}
+
 // TestReadCSVChecks: CSV rows get the JSON reader's checks: a repeated row, pairs whose two
 // directions disagree or are one-sided, a wrong header; every error names the file and line.
 func TestReadCSVChecks(t *testing.T) {
