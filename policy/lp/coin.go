@@ -35,10 +35,23 @@ func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var res *Result
 	if m.IsMIP() {
-		return solveCBC(m, opt, lim)
+		res, err = solveCBC(m, opt, lim)
+	} else {
+		res, err = solveCLP(m, opt, lim)
 	}
-	return solveCLP(m, opt, lim)
+	return res, withContext(ctx, err)
+}
+
+// withContext adds ctx's error to a time limit that was ctx's deadline, so that the caller
+// can tell its own deadline (errors.Is context.DeadlineExceeded) from the LP's time limit:
+// the deadline becomes COIN's time limit, and it was reported as ErrTimeLimit alone.
+func withContext(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ErrTimeLimit) {
+		return fmt.Errorf("%w (%w)", ctxErr, err)
+	}
+	return err
 }
 
 // prepare checks m and returns opt with its default tolerance and the time
@@ -235,7 +248,7 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	// Until the result is read: a caller that drops s after Solve would
 	// otherwise let the finalizer free the model while clpResult reads it.
 	runtime.KeepAlive(s)
-	return res, err
+	return res, withContext(ctx, err)
 }
 
 // push hands the rows and columns added since the last solve to CLP:

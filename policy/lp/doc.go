@@ -7,4 +7,9 @@
 // Every non-optimal outcome is a *StatusError that matches ErrInfeasible,
 // ErrUnbounded, ErrTimeLimit or ErrNumerical with errors.Is. C memory is
 // freed before Solve returns; separate models may be solved concurrently.
+//
+// A context's deadline bounds a solve: it becomes COIN's time limit, and a
+// solve it stops returns an error matching both ErrTimeLimit and
+// context.DeadlineExceeded. Cancelling a context is seen before a solve
+// starts, not during one (COIN cannot be interrupted from outside).
 package lp

@@ -320,8 +320,15 @@ func TestTimeLimit(t *testing.T) {
 		m.AddRow(-Inf, 1, col, ones)
 	}
 	_, err := COIN{}.Solve(context.Background(), m, Options{Method: Primal, TimeLimit: time.Nanosecond})
-	if !errors.Is(err, ErrTimeLimit) {
+	if !errors.Is(err, ErrTimeLimit) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want time limit", err)
+	}
+	// A context deadline that passes during the solve (it becomes COIN's time limit) is the
+	// context's: it was ErrTimeLimit alone, which callers could not tell from their option.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := (COIN{}).Solve(ctx, m, Options{Method: Primal}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline during the solve: %v, want context.DeadlineExceeded", err)
 	}
 	r, err := COIN{}.Solve(context.Background(), m, Options{Method: Dual})
 	if err != nil || r.Objective <= 0 {
