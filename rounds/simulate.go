@@ -115,12 +115,22 @@ func SliceSource(jobs []policy.Job) JobSource { return &sliceSource{jobs: jobs} 
 // ErrStalled is returned when active jobs can never be scheduled.
 var ErrStalled = errors.New("simulation stalled: active jobs but nothing can run and nothing will arrive")
 
-// Simulate runs a trace: jobs must come from Prepare (arrival order, all
-// runnable).
+// Simulate runs a trace: jobs as Prepare returns them (arrival order,
+// unique ids, all runnable; the first two are checked here too).
 func Simulate(ctx context.Context, cfg Config, jobs []policy.Job) (*Result, error) {
 	// The whole trace is known: a job the policy can never take is refused now, not when it
-	// arrives, hours into the simulation.
-	for _, j := range jobs {
+	// arrives, hours into the simulation. Out of order, a job waited behind later ones; a
+	// repeated id replaced the job before it: results without an error.
+	seen := make(map[string]bool, len(jobs))
+	for i, j := range jobs {
+		switch {
+		case seen[j.ID]:
+			return nil, fmt.Errorf("simulate: jobs[%d]: job %q: duplicate id", i, j.ID)
+		case i > 0 && j.Arrival < jobs[i-1].Arrival:
+			return nil, fmt.Errorf("simulate: jobs[%d]: job %q arrives at %v, before the job before it (%v): jobs must be in arrival order (Prepare sorts them)",
+				i, j.ID, j.Arrival, jobs[i-1].Arrival)
+		}
+		seen[j.ID] = true
 		if err := policy.CheckJob(cfg.Policy, j); err != nil {
 			return nil, err
 		}
@@ -192,6 +202,16 @@ func newSimulator(cfg Config, src JobSource) (*simulator, error) {
 	}
 	if cfg.ResetInterval == 0 {
 		cfg.ResetInterval = GavelResetInterval
+	}
+	switch {
+	case cfg.ResetInterval < 0 || math.IsNaN(cfg.ResetInterval):
+		return nil, fmt.Errorf("simulate: reset interval %v must not be negative", cfg.ResetInterval)
+	case cfg.WindowStart < 0 || cfg.WindowEnd < 0:
+		return nil, fmt.Errorf("simulate: window [%d, %d) must not be negative", cfg.WindowStart, cfg.WindowEnd)
+	case cfg.WindowEnd == 0 && cfg.WindowStart > 0:
+		return nil, fmt.Errorf("simulate: window start %d without an end", cfg.WindowStart)
+	case cfg.WindowEnd > 0 && cfg.WindowEnd <= cfg.WindowStart:
+		return nil, fmt.Errorf("simulate: window [%d, %d) is empty", cfg.WindowStart, cfg.WindowEnd)
 	}
 	s := &simulator{cfg: cfg, src: src, topo: topo, types: topo.WorkerTypes(), round: cfg.RoundSeconds,
 		active: map[string]*active{}, gpuBusy: make([]float64, topo.NumGPUs())}

@@ -216,6 +216,41 @@ func TestSimulateChecksJobsFirst(t *testing.T) {
 	}
 }
 
+// Jobs out of arrival order waited behind later ones, a repeated id replaced a job, and an
+// empty or negative window gave an average JCT of 0: all without an error.
+func TestSimulateRejectsBadInput(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"m": 1}, 1)
+	m := table.JobType{Model: "m", ScaleFactor: 1}
+	pol, _ := policy.New("max_min_fairness_perf")
+	ok := []policy.Job{{ID: "a", Type: m, TotalSteps: 300}, {ID: "b", Type: m, TotalSteps: 300, Arrival: 10}}
+	cfg := Config{Table: tbl, Cluster: policy.Cluster{"g": 2}, Policy: pol}
+	tests := []struct {
+		name string
+		cfg  func(*Config)
+		jobs []policy.Job
+		want string
+	}{
+		{"out of order", nil, []policy.Job{ok[1], ok[0]}, `simulate: jobs[1]: job "a" arrives at 0, before the job before it (10)`},
+		{"duplicate id", nil, []policy.Job{ok[0], ok[0]}, `simulate: jobs[1]: job "a": duplicate id`},
+		{"empty window", func(c *Config) { c.WindowStart, c.WindowEnd = 5, 2 }, ok, "window [5, 2) is empty"},
+		{"negative window", func(c *Config) { c.WindowStart, c.WindowEnd = -1, 2 }, ok, "must not be negative"},
+		{"start without end", func(c *Config) { c.WindowStart = 1 }, ok, "window start 1 without an end"},
+		{"negative reset", func(c *Config) { c.ResetInterval = -1 }, ok, "reset interval -1"},
+	}
+	for _, tt := range tests {
+		c := cfg
+		if tt.cfg != nil {
+			tt.cfg(&c)
+		}
+		if _, err := Simulate(context.Background(), c, tt.jobs); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+	if _, err := Simulate(context.Background(), cfg, ok); err != nil {
+		t.Errorf("good input: %v", err)
+	}
+}
+
 func TestSimulateCost(t *testing.T) {
 	tbl := oneTypeTable(map[string]float64{"m": 1}, 2)
 	jobs := []policy.Job{{ID: "0", Type: table.JobType{Model: "m", ScaleFactor: 2}, TotalSteps: 1800}}
