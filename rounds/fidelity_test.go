@@ -481,3 +481,45 @@ func TestRunRoundsIgnoresJobOrder(t *testing.T) {
 		t.Errorf("plans differ with the jobs reversed:\n%s\n%s", plans[0], plans[1])
 	}
 }
+
+// RunRounds refuses what it planned for without a word: a missing topology, table or
+// allocation panicked; a job type the table lacks never ran and showed no loss.
+func TestRunRoundsChecksConfig(t *testing.T) {
+	tbl := table.New()
+	m := table.JobType{Model: "m", ScaleFactor: 1}
+	tbl.SetIsolated("g", m, 1)
+	topo, _ := NewTopology(policy.Cluster{"g": 2}, nil)
+	jobs := []policy.Job{{ID: "a", Type: m}, {ID: "b", Type: m}}
+	alloc := func(fr map[string]map[string]float64) *policy.Allocation {
+		a := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+		for id, x := range fr {
+			a.Fractions[policy.Single(id)] = x
+		}
+		return a
+	}
+	good := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc(map[string]map[string]float64{"a": {"g": 1}, "b": {"g": 0.5}}), Rounds: 4}
+	tests := []struct {
+		name string
+		edit func(*RoundsConfig)
+		want string
+	}{
+		{"no topology", func(c *RoundsConfig) { c.Topology = nil }, "topology, table and allocation are required"},
+		{"no allocation", func(c *RoundsConfig) { c.Allocation = nil }, "topology, table and allocation are required"},
+		{"NaN round", func(c *RoundsConfig) { c.RoundSeconds = math.NaN() }, "round length NaN"},
+		{"type not in table", func(c *RoundsConfig) { c.Jobs = []policy.Job{jobs[0], {ID: "b", Type: table.JobType{Model: "typo", ScaleFactor: 1}}} },
+			`jobs[1]: job "b": job type ('typo', 1) is not in the throughput table`},
+		{"repeated id", func(c *RoundsConfig) { c.Jobs = []policy.Job{jobs[0], jobs[0]} }, `jobs[1]: job "a": duplicate id`},
+		{"unknown job", func(c *RoundsConfig) { c.Jobs = jobs[:1] }, `allocation: b: job "b" is not among the jobs`},
+		{"fraction above 1", func(c *RoundsConfig) { c.Allocation = alloc(map[string]map[string]float64{"a": {"g": 1.5}}) }, "fraction 1.5 is outside [0, 1]"},
+	}
+	for _, tt := range tests {
+		c := good
+		tt.edit(&c)
+		if _, err := RunRounds(c); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+	if _, err := RunRounds(good); err != nil {
+		t.Errorf("good config: %v", err)
+	}
+}

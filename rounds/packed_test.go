@@ -396,7 +396,9 @@ func TestRoundsRealizable(t *testing.T) {
 	ptbl, ptopo, pjobs, palloc := packedCase(rng)
 	small, _ := NewTopology(policy.Cluster{"w": 2}, nil)
 	four, _ := NewTopology(policy.Cluster{"w": 4}, nil)
-	none := table.JobType{Model: "n", ScaleFactor: 1} // no rate on w
+	none := table.JobType{Model: "n", ScaleFactor: 1} // rate 0 on w
+	tbl = tbl.Clone()
+	tbl.SetIsolated("w", none, 0)
 	for _, c := range []struct {
 		name string
 		cfg  RoundsConfig

@@ -60,6 +60,46 @@ type RoundsConfig struct {
 	Policy     policy.Policy // the policy that made Allocation; optional
 }
 
+// check refuses what RunRounds would otherwise plan for without a word: no
+// topology, table or allocation (a panic), a round length that is not a
+// positive number, a job type the table lacks (it never ran, and showed no
+// loss since its rate is 0), repeated job ids, and an allocation naming jobs
+// that are not there (with time) or fractions outside [0, 1].
+func (cfg RoundsConfig) check() error {
+	switch {
+	case cfg.Topology == nil || cfg.Table == nil || cfg.Allocation == nil:
+		return errors.New("rounds: topology, table and allocation are required")
+	case !(cfg.RoundSeconds > 0) || math.IsInf(cfg.RoundSeconds, 0):
+		return fmt.Errorf("rounds: round length %v must be a positive number of seconds", cfg.RoundSeconds)
+	}
+	ids := make(map[string]bool, len(cfg.Jobs))
+	for i, j := range cfg.Jobs {
+		switch {
+		case ids[j.ID]:
+			return fmt.Errorf("rounds: jobs[%d]: job %q: duplicate id", i, j.ID)
+		case !cfg.Table.HasJobType(j.Type):
+			return fmt.Errorf("rounds: jobs[%d]: job %q: job type %s is not in the throughput table", i, j.ID, j.Type)
+		}
+		ids[j.ID] = true
+	}
+	combos := slices.Collect(maps.Keys(cfg.Allocation.Fractions))
+	sortCombinations(combos) // the first problem found is the same on every run
+	for _, c := range combos {
+		for w, f := range cfg.Allocation.Fractions[c] {
+			for _, m := range members(c) {
+				if !ids[m] && f > 0 {
+					return fmt.Errorf("rounds: allocation: %s: job %q is not among the jobs", c.Key(), m)
+				}
+			}
+			// A type the topology lacks is a target no round serves: unrealizable, not wrong.
+			if !(f >= 0 && f <= 1+1e-6) {
+				return fmt.Errorf("rounds: allocation: %s on %s: fraction %v is outside [0, 1]", c.Key(), w, f)
+			}
+		}
+	}
+	return nil
+}
+
 // noBackFill is NoBackFill, or whether the allocation's policy never
 // back-fills.
 func (cfg RoundsConfig) noBackFill() bool {
@@ -150,6 +190,9 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	if cfg.RoundSeconds == 0 {
 		cfg.RoundSeconds = DefaultRoundSeconds
 	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	res, _ := runRounds(cfg, false)
 	if !hasPairs(cfg.Allocation) && !hasGangs(cfg.Jobs) {
 		res.Realizable = Realizable(context.Background(), cfg)
@@ -217,6 +260,12 @@ func Check(ctx context.Context, cfg RoundsConfig) Realizability {
 // check is Check, or Realizable where nearest is false: the decomposition
 // is then Decompose's alone, which proves the verdict at less cost.
 func check(ctx context.Context, cfg RoundsConfig, nearest bool) Realizability {
+	if cfg.RoundSeconds == 0 {
+		cfg.RoundSeconds = DefaultRoundSeconds
+	}
+	if cfg.check() != nil {
+		return Realizability{} // not known: RunRounds says what is wrong
+	}
 	targets, dropped, caps := servedTargets(cfg)
 	if dropped {
 		return Realizability{Realizable: ptr(false)}
