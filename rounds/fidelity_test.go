@@ -506,7 +506,9 @@ func TestRunRoundsChecksConfig(t *testing.T) {
 		{"no topology", func(c *RoundsConfig) { c.Topology = nil }, "topology, table and allocation are required"},
 		{"no allocation", func(c *RoundsConfig) { c.Allocation = nil }, "topology, table and allocation are required"},
 		{"NaN round", func(c *RoundsConfig) { c.RoundSeconds = math.NaN() }, "round length NaN"},
-		{"type not in table", func(c *RoundsConfig) { c.Jobs = []policy.Job{jobs[0], {ID: "b", Type: table.JobType{Model: "typo", ScaleFactor: 1}}} },
+		{"type not in table", func(c *RoundsConfig) {
+			c.Jobs = []policy.Job{jobs[0], {ID: "b", Type: table.JobType{Model: "typo", ScaleFactor: 1}}}
+		},
 			`jobs[1]: job "b": job type ('typo', 1) is not in the throughput table`},
 		{"repeated id", func(c *RoundsConfig) { c.Jobs = []policy.Job{jobs[0], jobs[0]} }, `jobs[1]: job "a": duplicate id`},
 		{"unknown job", func(c *RoundsConfig) { c.Jobs = jobs[:1] }, `allocation: b: job "b" is not among the jobs`},
