@@ -55,6 +55,9 @@ type PlanSpec struct {
 // Plan lists the tasks for spec: isolated rates of the model and of every partner used, on
 // every worker type, then the pairs. Skipped suggestions are explained in notes.
 func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
+	if err := spec.check(); err != nil {
+		return nil, nil, err
+	}
 	if spec.ReferenceBlock {
 		return planBlock(spec)
 	}
@@ -87,6 +90,40 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 		return nil, nil, err
 	}
 	return append(isolatedTasks([]table.JobType{spec.Model}, workers, ps.pairs), ps.pairs...), ps.notes, nil
+}
+
+// check refuses a spec that would plan nonsense: a job type or reference no table can hold,
+// an empty worker type, a fraction that is no probability, or two pair selections at once
+// (one silently won).
+func (spec PlanSpec) check() error {
+	if !spec.ReferenceBlock {
+		if err := spec.Model.Check(); err != nil {
+			return fmt.Errorf("job: %w", err)
+		}
+	}
+	for _, r := range spec.References {
+		if err := r.Check(); err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
+	}
+	for _, w := range spec.WorkerTypes {
+		if strings.TrimSpace(w) == "" {
+			return errors.New("an empty worker type name")
+		}
+	}
+	if !(spec.Fraction >= 0 && spec.Fraction <= 1) {
+		return fmt.Errorf("fraction %v: want a probability in [0, 1]", spec.Fraction)
+	}
+	chosen := 0
+	for _, set := range []bool{spec.NoPairs, len(spec.Partners) > 0, len(spec.Suggestions) > 0, spec.UseFraction || spec.Fraction > 0} {
+		if set {
+			chosen++
+		}
+	}
+	if chosen > 1 {
+		return errors.New("more than one pair selection (NoPairs, Partners, Suggestions, Fraction): give at most one")
+	}
+	return nil
 }
 
 // planBlock lists the tasks of spec.ReferenceBlock: every reference alone and every pair of

@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -63,6 +64,31 @@ func TestPlanReferenceBlock(t *testing.T) {
 	} {
 		if _, _, err := Plan(bad); err == nil {
 			t.Errorf("Plan(%+v): no error", bad)
+		}
+	}
+}
+
+// A spec that made nonsense plans is an error: an empty job type planned "(”, 0)" twice, an
+// empty worker type planned on "", a NaN or negative fraction meant every pair, and of two pair
+// selections one silently won.
+func TestPlanRejectsBadSpecs(t *testing.T) {
+	m, r := jt("m"), jt("r")
+	cpu := []string{"cpu"}
+	for _, tc := range []struct {
+		name string
+		spec PlanSpec
+		want string
+	}{
+		{"empty job", PlanSpec{WorkerTypes: cpu}, "job: "},
+		{"bad reference", PlanSpec{Model: m, References: []table.JobType{{Model: "r", ScaleFactor: 0}}, WorkerTypes: cpu}, "reference: "},
+		{"empty worker type", PlanSpec{Model: m, WorkerTypes: []string{""}}, "an empty worker type"},
+		{"NaN fraction", PlanSpec{Model: m, References: []table.JobType{r}, WorkerTypes: cpu, Fraction: math.NaN()}, "fraction NaN"},
+		{"negative fraction", PlanSpec{Model: m, References: []table.JobType{r}, WorkerTypes: cpu, Fraction: -1}, "fraction -1"},
+		{"two selections", PlanSpec{Model: m, References: []table.JobType{r}, WorkerTypes: cpu, Partners: []string{"r"}, Fraction: 0.5}, "more than one pair selection"},
+		{"no pairs and partners", PlanSpec{Model: m, References: []table.JobType{r}, WorkerTypes: cpu, Partners: []string{"r"}, NoPairs: true}, "more than one pair selection"},
+	} {
+		if _, _, err := Plan(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}
 }
