@@ -327,6 +327,11 @@ type tableLayout struct {
 // layout groups, per scale factor, the worker types by the job types with a positive isolated
 // rate there.
 func layout(t *table.Table, workers []string) (*tableLayout, error) {
+	// A NaN rate failed deep in the fit, naming internal indices; a negative one was estimated
+	// from and written back.
+	if err := t.CheckValues(); err != nil {
+		return nil, err
+	}
 	have := t.WorkerTypes()
 	if workers == nil {
 		workers = have

@@ -904,3 +904,23 @@ func TestEvaluateWritesZeroDownstream(t *testing.T) {
 		}
 	}
 }
+
+// A rate Read would refuse is named up front: a NaN failed deep in the fit ("observation 63
+// (1, 4, 0) is NaN"), and a negative rate was estimated from and written back.
+func TestTableRefusesBadValues(t *testing.T) {
+	a, b := table.JobType{Model: "ResNet-18 (batch size 16)", ScaleFactor: 1}, table.JobType{Model: "A3C", ScaleFactor: 1}
+	for _, tc := range []struct {
+		rate float64
+		want error
+	}{{math.NaN(), table.ErrNotFinite}, {-1, table.ErrNegativeRate}} {
+		tb := table.Default()
+		tb.SetPair("k80", a, b, tc.rate, 1)
+		_, _, err := Table(context.Background(), tb, Options{})
+		if !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), `worker type "k80"`) {
+			t.Errorf("rate %v: %v, want %v naming the entry", tc.rate, err, tc.want)
+		}
+		if _, _, err := SuggestTable(context.Background(), tb, 3, Options{}); !errors.Is(err, tc.want) {
+			t.Errorf("SuggestTable, rate %v: %v, want %v", tc.rate, err, tc.want)
+		}
+	}
+}

@@ -28,7 +28,7 @@ func (t *Table) WriteCSV(w io.Writer) error {
 	if err := t.CheckKeys(); err != nil {
 		return err
 	}
-	if err := t.checkValues(); err != nil {
+	if err := t.CheckValues(); err != nil {
 		return err
 	}
 	cw := csv.NewWriter(w)

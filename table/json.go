@@ -642,7 +642,7 @@ func (t *Table) Write(w io.Writer) error {
 	if err := t.CheckKeys(); err != nil {
 		return err
 	}
-	if err := t.checkValues(); err != nil {
+	if err := t.CheckValues(); err != nil {
 		return err
 	}
 	bw := bufio.NewWriter(w)
@@ -674,10 +674,12 @@ func (t *Table) CheckKeys() error {
 	return nil
 }
 
-// checkValues reports the first value of t (by worker type, in map order within one) that
-// Read would refuse: what Validate reports as an error, without its warnings, which would
-// cost a map lookup per pair on a table of a million pairs per worker type.
-func (t *Table) checkValues() error {
+// CheckValues reports, as a *Problem, the first value of t (by worker type, in map order
+// within one) that Read would refuse: a rate that is negative, NaN or infinite, or a pair of
+// job types with different scale factors. It is what Validate reports as errors, without the
+// warnings, which would cost a map lookup per pair on a table of a million pairs per worker
+// type; a table built in code has had no such check.
+func (t *Table) CheckValues() error {
 	for _, w := range t.WorkerTypes() {
 		wt := t.workers[w]
 		for j, r := range wt.isolated {
