@@ -35,7 +35,8 @@ func (d Distance) String() string {
 }
 
 // Between returns the distance over the entries observed (finite) in both a and b, and how many
-// there were; NaN when there are none.
+// there were; NaN when there are none. It panics when a and b differ in length or d is none of
+// the distances above.
 func (d Distance) Between(a, b []float64) (float64, int) {
 	if len(a) != len(b) {
 		panic("fingerprint: vectors of different lengths")
@@ -128,6 +129,9 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 		return Result{}, err
 	}
 	d := s.Distance
+	if d < Cosine || d > MeanAbsLog {
+		return Result{}, fmt.Errorf("fingerprint: unknown distance %v", d)
+	}
 	var ns []Neighbor
 	compared := map[int]int{}
 	for i, ref := range refs {

@@ -105,6 +105,10 @@ func TestMatchSettingsDefaults(t *testing.T) {
 	if _, err := Match([]float64{1, 0.1}, refs, Settings{K: -1}); err == nil || !strings.Contains(err.Error(), "K = -1") {
 		t.Errorf("K = -1: err %v, want one naming K", err)
 	}
+	// A distance the caller made up panicked.
+	if _, err := Match([]float64{1, 0.1}, refs, Settings{Distance: 9}); err == nil || !strings.Contains(err.Error(), "unknown distance Distance(9)") {
+		t.Errorf("Distance 9: err %v, want one naming it", err)
+	}
 }
 
 func TestNearest(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gavelkit/gavel/policy/lp"
 	"github.com/gavelkit/gavel/table"
@@ -126,6 +127,16 @@ func TestNewAndNames(t *testing.T) {
 	}
 	if p, err := New("allox_alpha=0.5"); err != nil || p.Name() != "allox_alpha=0.5" {
 		t.Fatalf("%v", err)
+	}
+	// Options out of range were taken silently.
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{{WithTimeLimit(-time.Second), "time limit -1s is negative"}, {WithMaxPartners(-1), "max partners -1 is negative"},
+		{WithMethod(Method(99)), "unknown LP method"}} {
+		if _, err := New("max_min_fairness_perf", tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New with a bad option: %v, want an error containing %q", err, tc.want)
+		}
 	}
 	for _, bad := range []string{"x", "-1", "NaN", "Inf", "+Inf", "-Inf", "1e400"} {
 		if _, err := New("allox_alpha=" + bad); err == nil || !strings.Contains(err.Error(), "finite non-negative") {

@@ -65,7 +65,9 @@ func (m Method) String() string {
 	return "auto"
 }
 
-// WithSeed sets the seed of randomized policies (gandiva).
+// WithSeed sets the seed of the policies that draw random numbers:
+// heterogeneity-agnostic FIFO (which worker type with room) and gandiva
+// (see UsesSeed).
 func WithSeed(seed int64) Option { return func(o *options) { o.seed = seed } }
 
 // WithMaxPartners caps the partners of each job in packed LPs to the k with

@@ -143,8 +143,15 @@ func New(name string, opts ...Option) (Policy, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	if !validAlpha(o.alloxAlpha) {
+	switch {
+	case !validAlpha(o.alloxAlpha):
 		return nil, fmt.Errorf("policy %q: AlloX alpha %v is not a finite non-negative number", cli, o.alloxAlpha)
+	case o.timeLimit < 0:
+		return nil, fmt.Errorf("policy %q: time limit %v is negative (0 means none)", cli, o.timeLimit)
+	case o.maxPartners < 0:
+		return nil, fmt.Errorf("policy %q: max partners %d is negative (0 means all)", cli, o.maxPartners)
+	case o.method < MethodAuto || o.method > MethodSprint:
+		return nil, fmt.Errorf("policy %q: unknown LP method %v", cli, o.method)
 	}
 	return &named{cli: cli, runtime: e.name, fn: e.fn, check: jobCheck(name), opt: o}, nil
 }
