@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/gavelkit/gavel/completion"
@@ -33,6 +34,10 @@ func (a ALS) Estimate(ctx context.Context, d *Data) (*Result, error) {
 		return nil, err
 	}
 	W, n := len(d.Workers), len(d.Jobs)
+	if W == 0 || n == 0 {
+		// gonum has no empty matrix (it panicked).
+		return nil, fmt.Errorf("%s: a block of %d job types on %d worker types: nothing to complete", a.Name(), n, W)
+	}
 	m, cells, mask := a.layout(d)
 	if mat.Sum(mask) == 0 {
 		return noRates(d), nil // nothing to complete from (see noRates)

@@ -335,6 +335,8 @@ func layout(t *table.Table, workers []string) (*tableLayout, error) {
 	have := t.WorkerTypes()
 	if workers == nil {
 		workers = have
+	} else if len(workers) == 0 {
+		return nil, errors.New("no worker types selected (nil selects them all)")
 	}
 	var unknown []string
 	for _, w := range workers {

@@ -588,6 +588,13 @@ func TestEvaluateAndSuggestRejectBadInput(t *testing.T) {
 		Methods: []Method{PartnerMean{}}}); err == nil || !strings.Contains(err.Error(), "seed 3 given twice") {
 		t.Errorf("seeds 3, 1, 3: err %v, want one naming seed 3", err)
 	}
+	// A nil method panicked; two of one name were merged into one report.
+	for _, ms := range [][]Method{{PartnerMean{}, nil}, {PartnerMean{}, PartnerMean{}}} {
+		if _, err := Evaluate(context.Background(), truth, EvalOptions{References: 16, Fraction: 0.2, Seeds: []uint64{0},
+			Methods: ms}); err == nil || !strings.Contains(err.Error(), "method 1") {
+			t.Errorf("methods %v: err %v, want one naming method 1", ms, err)
+		}
+	}
 	// A policy that may give a job nothing has no max-min ratio; the error says which job type.
 	h, err := Protocol(truth, 16, 0.2, 0)
 	if err != nil {
@@ -922,5 +929,16 @@ func TestTableRefusesBadValues(t *testing.T) {
 		if _, _, err := SuggestTable(context.Background(), tb, 3, Options{}); !errors.Is(err, tc.want) {
 			t.Errorf("SuggestTable, rate %v: %v, want %v", tc.rate, err, tc.want)
 		}
+	}
+}
+
+// An empty block or worker selection is an error: ALS panicked inside gonum, and a non-nil
+// empty Options.Workers estimated nothing with a garbled note.
+func TestEmptyInputsAreErrors(t *testing.T) {
+	if _, err := (ALS{}).Estimate(context.Background(), NewData(nil, nil)); err == nil || !strings.Contains(err.Error(), "nothing to complete") {
+		t.Errorf("ALS on an empty block: %v", err)
+	}
+	if _, _, err := Table(context.Background(), table.Default(), Options{Workers: []string{}}); err == nil || !strings.Contains(err.Error(), "no worker types selected") {
+		t.Errorf("Table with Workers []: %v", err)
 	}
 }

@@ -298,6 +298,17 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 			return nil, fmt.Errorf("seed %d given twice", seed)
 		}
 	}
+	names := map[string]bool{}
+	for x, m := range o.Methods {
+		switch {
+		case m == nil:
+			return nil, fmt.Errorf("method %d is nil", x)
+		case names[m.Name()]:
+			// Their reports would be merged into one, each counted as a seed.
+			return nil, fmt.Errorf("method %d: name %q given twice", x, m.Name())
+		}
+		names[m.Name()] = true
+	}
 	ev := &Evaluation{Methods: map[string]*MethodReport{}, Active: o.Active}
 	if o.Active {
 		ev.Aim = o.Aim.String() // an unknown aim fails in Active, before any fit
