@@ -86,7 +86,7 @@ func CrossValidate(ctx context.Context, a, mask mat.Matrix, base Settings, g CVG
 		}
 	}
 	if len(obs) < folds {
-		return base, nil, fmt.Errorf("completion: %d observed entries are too few for %d folds: %w", len(obs), folds, ErrNoObservations)
+		return base, nil, fmt.Errorf("completion: %d observed entries are too few for %d folds (%w in some fold)", len(obs), folds, ErrNoObservations)
 	}
 	rng := rand.New(rand.NewPCG(base.Seed, 17))
 	rng.Shuffle(len(obs), func(x, y int) { obs[x], obs[y] = obs[y], obs[x] })

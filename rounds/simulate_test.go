@@ -346,6 +346,11 @@ func TestPrepareRejects(t *testing.T) {
 			}
 		})
 	}
+	// An empty id passed, to fail at the first allocation; a jobs file's entry is named.
+	_, err := Prepare(tbl, cluster, []TraceJob{{Job: policy.Job{Type: table.JobType{Model: "m", ScaleFactor: 4}, TotalSteps: 1}}})
+	if err == nil || !strings.Contains(err.Error(), "jobs[0]: job of type ('m', 4): empty id") {
+		t.Errorf("empty id: %v", err)
+	}
 }
 
 // An SLO factor's duration is the job's time alone on the fastest worker

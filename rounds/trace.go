@@ -212,7 +212,10 @@ func Prepare(t *table.Table, c policy.Cluster, in []TraceJob) ([]policy.Job, err
 			}
 			return fmt.Sprintf("jobs[%d]: ", i) // the entry of a jobs file, or of in
 		}
-		if seen[j.ID] {
+		switch {
+		case j.ID == "":
+			return nil, fmt.Errorf("%sjob of type %s: empty id", where(), j.Type)
+		case seen[j.ID]:
 			return nil, fmt.Errorf("%sjob %q: duplicate id", where(), j.ID)
 		}
 		seen[j.ID] = true
