@@ -134,13 +134,16 @@ func solveFTF(ctx context.Context, in *instance, opt *options, rate rateFunc, eI
 		return r
 	}
 	finish := func(x [][]float64) (*Allocation, error) {
+		var warn string
 		if agnosticView {
 			var err error
-			if x, err = in.spread(ctx, opt, st, x); err != nil {
+			if x, warn, err = in.spread(ctx, opt, st, x); err != nil {
 				return nil, err
 			}
 		}
-		return in.allocation(x), nil
+		a := in.allocation(x)
+		a.Warnings = appendNonEmpty(a.Warnings, warn)
+		return a, nil
 	}
 	if len(active) == 0 {
 		a, err := finish(x)

@@ -53,12 +53,14 @@ func maxMinFairness(md mode) allocator {
 			return nil, err
 		}
 		x := b.fractions(res)
+		var warn string
 		if md == agnostic {
-			if x, err = in.spread(ctx, opt, &st, x); err != nil {
+			if x, warn, err = in.spread(ctx, opt, &st, x); err != nil {
 				return nil, err
 			}
 		}
 		a := in.allocation(x)
+		a.Warnings = appendNonEmpty(a.Warnings, warn)
 		in.setMaxMinTerms(a, x, rate, prop)
 		a.Objective, a.Stats = res.Objective, st // the LP's t*: the smallest term up to the tolerance
 		a.ObjectiveMeaning = maxMinMeaning(md)
@@ -126,12 +128,14 @@ func makespan(md mode) allocator {
 			return nil, &lp.StatusError{Status: lp.Numerical, Detail: "makespan LP returned a non-positive rate of progress"}
 		}
 		x := b.fractions(res)
+		var warn string
 		if md == agnostic {
-			if x, err = in.spread(ctx, opt, &st, x); err != nil {
+			if x, warn, err = in.spread(ctx, opt, &st, x); err != nil {
 				return nil, err
 			}
 		}
 		a := in.allocation(x)
+		a.Warnings = appendNonEmpty(a.Warnings, warn)
 		a.Objective, a.Stats = t0/res.Objective, st
 		a.Terms = map[string]float64{}
 		for i, e := range in.throughputAt(x, rate) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gavelkit/gavel/policy/lp"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -781,5 +782,33 @@ func TestAgnosticSpreadsByGPUs(t *testing.T) {
 	if !approx(got.Fractions[Single("a")]["k80"], 1, 1e-7) || !approx(got.Fractions[Single("b")]["v100"], 1, 1e-7) ||
 		got.Fractions[Single("b")]["k80"] > 1e-7 {
 		t.Errorf("fractions %v, want a on k80 and b on v100, each full time", got.Fractions)
+	}
+}
+
+// nthFailSolver solves with COIN but fails its call number fail (from 1) as infeasible.
+type nthFailSolver struct {
+	fail  int
+	calls *int
+}
+
+func (f nthFailSolver) Solve(ctx context.Context, m *lp.Model, o lp.Options) (*lp.Result, error) {
+	*f.calls++
+	if *f.calls == f.fail {
+		return nil, &lp.StatusError{Status: lp.Infeasible}
+	}
+	return lp.Default().Solve(ctx, m, o)
+}
+
+// When the spreading LP fails (it can, after an LP that stopped at its limit of re-solves),
+// the allocation is the first LP's, with a warning: it was a hard error.
+func TestAgnosticSpreadFailureKeepsAllocation(t *testing.T) {
+	a, b := jt("A"), jt("B")
+	tb := rateTable([]string{"k80", "v100"}, map[table.JobType][]float64{a: {1, 0}, b: {1, 2}})
+	p := &Problem{Table: tb, Cluster: Cluster{"k80": 1, "v100": 1}, Jobs: []Job{job("a", a, 1), job("b", b, 1)}}
+	calls := 0
+	got := mustAllocate(t, "max_min_fairness", p, WithSolver(nthFailSolver{fail: 2, calls: &calls}))
+	checkFeasible(t, p, got)
+	if calls != 2 || !approx(got.Objective, 1, 1e-7) || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "not split by GPU count") {
+		t.Errorf("%d LPs, objective %v, warnings %q: want 2, 1 and the spread's", calls, got.Objective, got.Warnings)
 	}
 }

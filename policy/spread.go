@@ -24,15 +24,18 @@ import (
 // capacity rows allow (least total deviation). x must hold singles only
 // (agnostic allocations have no pairs). Its LP goes through solve, so on
 // small instances the rows that keep allocations realizable apply to it
-// too; it is feasible, since x itself is a solution.
-func (in *instance) spread(ctx context.Context, opt *options, st *SolveStats, x [][]float64) ([][]float64, error) {
+// too. It is feasible when x met every row; when it is not (an LP that
+// stopped at its limit of re-solves leaves x short of rows added since),
+// or fails otherwise, x comes back as it was, with a warning; only the
+// context's error is returned.
+func (in *instance) spread(ctx context.Context, opt *options, st *SolveStats, x [][]float64) ([][]float64, string, error) {
 	if y, ok := in.spreadExactly(x); ok {
-		return y, nil
+		return y, "", nil
 	}
 	b := in.newBuilder(lp.Minimize)
 	for i := range in.jobs {
 		if len(in.byJob[i]) != 1 {
-			return nil, fmt.Errorf("spread: job %q has pair combinations", in.jobs[i].ID)
+			return nil, "", fmt.Errorf("spread: job %q has pair combinations", in.jobs[i].ID)
 		}
 		c := in.byJob[i][0]
 		total, gpus := 0.0, 0.0
@@ -62,10 +65,13 @@ func (in *instance) spread(ctx context.Context, opt *options, st *SolveStats, x 
 		}
 	}
 	res, err := b.solve(ctx, opt, st)
-	if err != nil {
-		return nil, fmt.Errorf("spreading the agnostic allocation over worker types: %w", err)
+	switch {
+	case ctx.Err() != nil:
+		return nil, "", ctx.Err()
+	case err != nil:
+		return x, fmt.Sprintf("each job's time is left on the worker types the LP chose, not split by GPU count (that LP failed: %v)", err), nil
 	}
-	return b.fractions(res), nil
+	return b.fractions(res), "", nil
 }
 
 // spreadExactly returns the split by GPU count itself when no LP is needed:
@@ -103,4 +109,12 @@ func (in *instance) spreadExactly(x [][]float64) ([][]float64, bool) {
 		}
 	}
 	return y, true
+}
+
+// appendNonEmpty appends w to ws unless it is empty.
+func appendNonEmpty(ws []string, w string) []string {
+	if w == "" {
+		return ws
+	}
+	return append(ws, w)
 }

@@ -105,13 +105,15 @@ func waterFilling(md mode) allocator {
 				nFrozen++
 			}
 		}
+		var warn string
 		if md == agnostic {
 			var err error
-			if x, err = in.spread(ctx, opt, &st, x); err != nil {
+			if x, warn, err = in.spread(ctx, opt, &st, x); err != nil {
 				return nil, err
 			}
 		}
 		a := in.allocation(x)
+		a.Warnings = appendNonEmpty(a.Warnings, warn)
 		// Report the max-min value, as LAS does (water filling's first level
 		// is LAS's optimum): levels are in units of norm, not sf·norm/w.
 		in.setMaxMinTerms(a, x, rate, prop)

@@ -55,7 +55,8 @@ type Record struct {
 	Status             Status `json:"status"`
 	Reason             string `json:"reason,omitempty"`
 	// Rate and PartnerRate are the values written to the table. For pairs they are the measured
-	// rates scaled by table isolated rate / isolated rate measured close in time.
+	// rates scaled by table isolated rate / isolated rate measured close in time; a self-pair's
+	// table entry holds their mean in both slots.
 	Rate        float64 `json:"rate"`
 	PartnerRate float64 `json:"partner_rate,omitempty"`
 	// Raw rates as measured, and the recent isolated rates used to normalize a pair.

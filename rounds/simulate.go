@@ -218,12 +218,25 @@ func newSimulator(cfg Config, src JobSource) (*simulator, error) {
 	s.runtime = RuntimeName(cfg.Policy)
 	s.packing = strings.Contains(s.runtime, "Packing")
 	s.fifo = neverBackFills(s.runtime)
-	s.shuffle = !strings.Contains(s.runtime, "Perf") && !s.packing
+	s.shuffle = shuffles(s.runtime)
 	s.rng = rand.New(rand.NewPCG(uint64(cfg.Seed)+5, 0x6761_7665_6c))
 	if j, ok := src.Peek(); ok {
 		s.first = j.Arrival
 	}
 	return s, nil
+}
+
+// shuffles reports whether compat mode shuffles the worker types each round for the policy of
+// Gavel runtime name runtime: heterogeneity-agnostic ones, as Gavel does.
+func shuffles(runtime string) bool {
+	return !strings.Contains(runtime, "Perf") && !strings.Contains(runtime, "Packing")
+}
+
+// UsesSeed reports whether Simulate draws random numbers from cfg.Seed: for a policy that
+// does (policy.UsesSeed, given the seed as its option by the caller) or, with GavelCompat, the
+// per-round worker-type shuffle of a heterogeneity-agnostic policy.
+func UsesSeed(cfg Config) bool {
+	return policy.UsesSeed(cfg.Policy) || cfg.GavelCompat && shuffles(RuntimeName(cfg.Policy))
 }
 
 // RuntimeName returns Gavel's policy.name for p (e.g. "MaxMinFairness_Perf"),

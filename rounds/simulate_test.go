@@ -346,8 +346,16 @@ func TestPrepareRejects(t *testing.T) {
 			}
 		})
 	}
+	// Equal arrivals are ordered by id as the round mechanism and FIFO order them ("9" before
+	// "10"), not by input order, so rounds and simulate break ties alike.
+	m := table.JobType{Model: "m", ScaleFactor: 4}
+	got, err := Prepare(tbl, policy.Cluster{"a": 4}, []TraceJob{{Job: policy.Job{ID: "10", Type: m, TotalSteps: 1}}, {Job: policy.Job{ID: "9", Type: m, TotalSteps: 1}},
+		{Job: policy.Job{ID: "1", Type: m, TotalSteps: 1, Arrival: 5}}})
+	if err != nil || len(got) != 3 || got[0].ID != "9" || got[1].ID != "10" || got[2].ID != "1" {
+		t.Errorf("Prepare order %v (%v), want 9, 10, 1", got, err)
+	}
 	// An empty id passed, to fail at the first allocation; a jobs file's entry is named.
-	_, err := Prepare(tbl, cluster, []TraceJob{{Job: policy.Job{Type: table.JobType{Model: "m", ScaleFactor: 4}, TotalSteps: 1}}})
+	_, err = Prepare(tbl, cluster, []TraceJob{{Job: policy.Job{Type: m, TotalSteps: 1}}})
 	if err == nil || !strings.Contains(err.Error(), "jobs[0]: job of type ('m', 4): empty id") {
 		t.Errorf("empty id: %v", err)
 	}

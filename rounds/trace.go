@@ -191,7 +191,8 @@ func (e *UnrunnableError) Error() string {
 }
 
 // Prepare checks jobs against the table and cluster and returns the mechanism's
-// view of them in arrival order (ties by input order). A job type missing from
+// view of them in arrival order (ties by id, policy.CompareIDs, as the round
+// mechanism and FIFO break them). A job type missing from
 // the table, or a job that can never run (its scale factor exceeds every
 // worker type it has a positive rate on), is an error naming the job. SLO
 // factors become deadlines in seconds.
@@ -200,7 +201,13 @@ func Prepare(t *table.Table, c policy.Cluster, in []TraceJob) ([]policy.Job, err
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return in[idx[a]].Arrival < in[idx[b]].Arrival })
+	sort.SliceStable(idx, func(a, b int) bool {
+		x, y := in[idx[a]], in[idx[b]]
+		if x.Arrival != y.Arrival {
+			return x.Arrival < y.Arrival
+		}
+		return policy.CompareIDs(x.ID, y.ID) < 0
+	})
 	out := make([]policy.Job, 0, len(in))
 	seen := map[string]bool{}
 	for _, i := range idx {

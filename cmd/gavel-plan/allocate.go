@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,7 +66,8 @@ The jobs file (JSON) has "jobs": [{"id" (without '+', which joins the ids
 of co-located pairs), "type" (model), "scale_factor"
 (default 1), "total_steps", and optionally "weight" (default 1; within
 0.001..1000: only the ratios of weights matter, and beyond that range the
-LPs lose accuracy or fail), "entity", "steps_done", "time_run_seconds" (time
+LPs lose accuracy or fail), "entity", "steps_done" (below total_steps: a
+finished job is left out of the file), "time_run_seconds" (time
 since the job arrived), "arrival_seconds", "slo_seconds" (deadline, from
 arrival)}] and optional "entities": {name: {"weight", "policy":
 "fairness"|"fifo"}}, used by water filling. Errors name the file, the entry (jobs[i]) and its id. --jobs -
@@ -291,7 +292,7 @@ func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) e
 	for id := range a.Effective {
 		ids = append(ids, id)
 	}
-	sort.Strings(ids)
+	slices.SortFunc(ids, policy.CompareIDs)
 	header := []string{"job", "effective steps/s", "equal share steps/s", "normalized"}
 	if a.Normalizer != nil {
 		header = append(header, "proportional steps/s")

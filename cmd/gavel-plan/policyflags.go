@@ -49,8 +49,9 @@ func (p *policyFlags) checkReference(tbl *table.Table, c *clusterFlags) error {
 }
 
 // warnUnused warns on w about option flags that policy pol ignores, so that
-// they are not taken to have shaped its allocation. A simulation uses --seed
-// and --prices whatever the policy (Gavel's agnostic shuffle; the cost report).
+// they are not taken to have shaped its allocation. A simulation uses
+// --prices whatever the policy (the cost report), and says itself when
+// --seed does nothing (it also seeds Gavel's agnostic shuffle).
 func (p *policyFlags) warnUnused(w io.Writer, pol policy.Policy, cl policy.Cluster, simulation bool) {
 	if !simulation && p.prices != "" && !needsPrices(p.policy) {
 		fmt.Fprintf(w, "warning: --prices does nothing with policy %s (only the cost policies, *_normalized_by_cost_*, weigh throughput by price)\n", pol.Name())

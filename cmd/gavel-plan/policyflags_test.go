@@ -268,9 +268,18 @@ func TestUnusedFlagsWarn(t *testing.T) {
 			"warning: --seed does nothing with policy fifo_perf"},
 		{"seed, fifo", newAllocateCmd, []string{"--policy", "fifo", "--cluster", "v100=4", "--seed", "3"}, ""},
 		{"seed, gandiva", newAllocateCmd, []string{"--policy", "gandiva", "--cluster", "v100=4", "--seed", "3"}, ""},
-		// A simulation reports cost with prices, and shuffles with the seed, whatever the policy.
-		{"simulate prices and seed", newSimulateCmd, []string{"--policy", "fifo_perf", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
-			"--prices", "v100=3,p100=2,k80=1", "--seed", "4"}, ""},
+		// A simulation reports cost with prices whatever the policy; the seed shuffles worker
+		// types for agnostic policies in compat mode only.
+		{"simulate prices", newSimulateCmd, []string{"--policy", "fifo_perf", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
+			"--prices", "v100=3,p100=2,k80=1"}, ""},
+		{"simulate seed, perf", newSimulateCmd, []string{"--policy", "max_min_fairness_perf", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
+			"--seed", "4", "--gavel-compat"}, "warning: --seed does nothing with policy max_min_fairness_perf here"},
+		{"simulate seed, agnostic", newSimulateCmd, []string{"--policy", "max_min_fairness", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
+			"--seed", "4"}, "warning: --seed does nothing with policy max_min_fairness here"},
+		{"simulate seed, agnostic compat", newSimulateCmd, []string{"--policy", "max_min_fairness", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
+			"--seed", "4", "--gavel-compat"}, ""},
+		{"simulate seed, fifo", newSimulateCmd, []string{"--policy", "fifo", "--cluster", "v100=2,p100=2,k80=2", "--trace", trace,
+			"--seed", "4"}, ""},
 		{"experiment max-partners", newExperimentCmd, []string{"continuous", "--policies", "fifo_perf,fifo", "--rates", "1", "--window", "0:2",
 			"--cluster", "v100=2", "--max-partners", "3"}, "warning: --max-partners does nothing with policies fifo_perf, fifo"},
 	}

@@ -56,7 +56,7 @@ slo_violated (false without an SLO, as in --jobs-out), slo_deadline_seconds
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file (Gavel TSV) or jobs file (JSON with arrival_seconds); - for stdin")
 	f.StringVar(&o.jobsOut, "jobs-out", "", "write per-job results to this CSV file")
-	f.Lookup("seed").Usage = "seed for randomized policies and Gavel's agnostic worker-type shuffle"
+	f.Lookup("seed").Usage = "seed for randomized policies (fifo, gandiva) and, with --gavel-compat, Gavel's agnostic worker-type shuffle"
 	f.Lookup("prices").Usage = "price per GPU-hour per worker type, e.g. v100=2.48,p100=1.46,k80=0.45 (cost policies need it; reports cost)"
 	f.BoolVar(&o.compat, "gavel-compat", false, "reproduce Gavel's simulator semantics")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
@@ -94,9 +94,14 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if err != nil {
 		return cli.UsageError("%s: %v", inputName(o.trace), err)
 	}
-	res, err := rounds.Simulate(ctx, rounds.Config{Table: s.table, Cluster: s.cluster, GPUsPerServer: s.perServer,
+	cfg := rounds.Config{Table: s.table, Cluster: s.cluster, GPUsPerServer: s.perServer,
 		Policy: s.policy, Entities: entities, Prices: s.prices, RoundSeconds: o.roundSeconds,
-		GavelCompat: o.compat, Seed: o.seed}, jobs)
+		GavelCompat: o.compat, Seed: o.seed}
+	if o.seed != 0 && !rounds.UsesSeed(cfg) {
+		fmt.Fprintf(io.Err, "warning: --seed does nothing with policy %s here (only fifo and gandiva draw random numbers, "+
+			"and with --gavel-compat the heterogeneity-agnostic policies' worker-type shuffle)\n", s.policy.Name())
+	}
+	res, err := rounds.Simulate(ctx, cfg, jobs)
 	if err != nil {
 		return traceSource(inputName(o.trace), tj).check(err)
 	}

@@ -297,6 +297,8 @@ func checkJobFlags(opts runOptions) error {
 			return cli.UsageError("run: --reference-block measures every pair of references; leave out --fraction, --pairs, --pairs-from and --no-pairs")
 		case opts.shell || opts.progress != "":
 			return cli.UsageError("run: --reference-block runs the references' own commands; --shell and --progress-regex belong to a command given after -- (a reference sets progress_regex in --references)")
+		case opts.scaleFactor != 1 || opts.seed != 0:
+			return cli.UsageError("run: --reference-block takes each reference's scale_factor from --references and draws no pairs; leave out --scale-factor and --seed")
 		}
 		return nil
 	}

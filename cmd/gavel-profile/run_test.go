@@ -222,6 +222,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--", "true"}, "give no command"},
 		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--no-pairs"}, "leave out --fraction"},
 		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--shell"}, "--shell and --progress-regex"},
+		{[]string{"--cpu", "--reference-block", "--references", badRefs, "--table", out, "--scale-factor", "2"}, "leave out --scale-factor and --seed"},
 	}
 	for _, tc := range tests {
 		_, _, err := runCLI(tc.args...)
