@@ -134,8 +134,44 @@ func Simulate(ctx context.Context, cfg Config, jobs []policy.Job) (*Result, erro
 		if err := policy.CheckJob(cfg.Policy, j); err != nil {
 			return nil, err
 		}
+		if err := checkScale(cfg, j); err != nil {
+			// Bad input about one job, as the policy's own checks report it.
+			return nil, &policy.InputError{Job: j.ID, Msg: fmt.Sprintf("simulate: job %q: %v", j.ID, err)}
+		}
 	}
 	return SimulateSource(ctx, cfg, SliceSource(jobs))
+}
+
+// maxRoundsAlone bounds the rounds one job may need alone on its fastest worker type: past it
+// a simulation is a mistake in its units (a round of 1e-9 s, 1e20 steps) that would run for
+// days, not a workload.
+const maxRoundsAlone = 1e8
+
+// checkScale refuses a job the simulation cannot represent: one that alone needs more than
+// maxRoundsAlone rounds, or whose arrival is so large that a round is below its precision
+// (its times would round to 0).
+func checkScale(cfg Config, j policy.Job) error {
+	if cfg.Table == nil {
+		return nil // newSimulator says what is missing
+	}
+	round := cfg.RoundSeconds
+	if round == 0 {
+		round = DefaultRoundSeconds
+	}
+	if j.Arrival+round == j.Arrival {
+		return fmt.Errorf("arrival %v s leaves no precision for rounds of %v s", j.Arrival, round)
+	}
+	best := 0.0
+	for _, w := range cfg.Cluster.WorkerTypes() {
+		if r, ok := cfg.Table.Isolated(w, j.Type); ok && cfg.Cluster[w] >= j.Type.ScaleFactor {
+			best = math.Max(best, r)
+		}
+	}
+	if n := j.StepsRemaining() / best / round; best > 0 && n > maxRoundsAlone {
+		return fmt.Errorf("%v steps at %v steps/s alone take %.3g rounds of %v s (more than %.0g): check the units of the steps and the round length",
+			j.StepsRemaining(), best, n, round, float64(maxRoundsAlone))
+	}
+	return nil
 }
 
 // SimulateSource runs the jobs src yields.

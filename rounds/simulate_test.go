@@ -236,6 +236,9 @@ func TestSimulateRejectsBadInput(t *testing.T) {
 		{"negative window", func(c *Config) { c.WindowStart, c.WindowEnd = -1, 2 }, ok, "must not be negative"},
 		{"start without end", func(c *Config) { c.WindowStart = 1 }, ok, "window start 1 without an end"},
 		{"negative reset", func(c *Config) { c.ResetInterval = -1 }, ok, "reset interval -1"},
+		// Absurd units ran for days or gave a JCT of 0.
+		{"tiny rounds", func(c *Config) { c.RoundSeconds = 1e-9 }, ok, `simulate: job "a": 300 steps at 1 steps/s alone take 3e+11 rounds of 1e-09 s`},
+		{"huge arrival", nil, []policy.Job{{ID: "a", Type: m, TotalSteps: 300, Arrival: 1e30}}, "arrival 1e+30 s leaves no precision for rounds of 360 s"},
 	}
 	for _, tt := range tests {
 		c := cfg
