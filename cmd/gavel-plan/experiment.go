@@ -54,7 +54,8 @@ from the table arrive as a Poisson process at each rate (jobs/hour), with
 Gavel's duration and scale-factor distributions; each policy is simulated on
 the same jobs (same seed), and the average JCT of the jobs in the window
 (arrival ranks [start, end)) is reported, with the ratio of the first
-policy's JCT to the second's.
+policy's JCT to the second's (in the table; --json gives each point, with
+avg_jct_seconds null where a point ran past --timeout).
 
 The paper used 36 GPUs of each type, rates up to 6 jobs/hour, window
 4000:5000 and seeds 0,1,2; the defaults here are smaller so the run takes a
