@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // csvHeader is the column layout of WriteCSV and ReadCSV. An isolated row
@@ -183,9 +184,12 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		b.add(&Problem{Line: line, Worker: w, Job: job, Partner: partner, Err: err})
 	}
 	j, err := b.csvJobType(rec[1], rec[2])
-	if err != nil || w == "" {
-		if w == "" {
+	if err != nil || w == "" || !utf8.ValidString(w) {
+		switch {
+		case w == "":
 			err = fmt.Errorf("%w: empty worker type name", ErrBadKey)
+		case !utf8.ValidString(w):
+			err = fmt.Errorf("%w: worker type name %q is not valid UTF-8 (save the file as UTF-8)", ErrBadKey, w)
 		}
 		loc("", "", err)
 		return

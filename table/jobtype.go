@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // JobType names a kind of job: a model (with its batch size, as Gavel names
@@ -39,11 +40,15 @@ func ParseJobType(key string) (JobType, error) {
 }
 
 // Check reports a job type that a table cannot hold: an empty model, a scale factor below 1,
-// or a model name (such as one with a newline) whose key ParseJobType would not read back as j.
+// a model name that is not UTF-8 (JSON would turn its bytes into U+FFFD: another name, and two
+// such names one), or a model name (such as one with a newline) whose key ParseJobType would
+// not read back as j.
 func (j JobType) Check() error {
 	switch {
 	case j.Model == "":
 		return fmt.Errorf("%w: empty model name", ErrBadKey)
+	case !utf8.ValidString(j.Model):
+		return fmt.Errorf("%w: model name %q is not valid UTF-8 (save the file as UTF-8)", ErrBadKey, j.Model)
 	case j.ScaleFactor < 1:
 		return fmt.Errorf("%w: %q: scale factor %d, want >= 1", ErrBadKey, j.Model, j.ScaleFactor)
 	}

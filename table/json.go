@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/gavelkit/gavel/internal/jsonfile"
 )
@@ -662,8 +663,11 @@ func (t *Table) Write(w io.Writer) error {
 // CheckKeys reports the first worker type or job type of t that a table file cannot hold.
 func (t *Table) CheckKeys() error {
 	for _, w := range t.WorkerTypes() {
-		if w == "" {
+		switch {
+		case w == "":
 			return fmt.Errorf("table: %w: empty worker type name", ErrBadKey)
+		case !utf8.ValidString(w):
+			return fmt.Errorf("table: %w: worker type name %q is not valid UTF-8", ErrBadKey, w)
 		}
 	}
 	for _, j := range t.JobTypes() {

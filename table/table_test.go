@@ -531,6 +531,9 @@ func TestReadCSVChecks(t *testing.T) {
 		{"wrong header", strings.Replace(header, "partner_rate", "rate2", 1) + iso("A", "1"), ErrBadCSV, []string{"c.csv:1", "want"}},
 		{"leading zero", header + "v100,A,01,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
 		{"unreadable name", header + "v100,\"A\nB\",1,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
+		// Latin-1 bytes became U+FFFD in JSON: another name, and two such names one.
+		{"model not UTF-8", header + "v100,a\xff,1,,,measured,10,,,,,\n", ErrBadKey, []string{"c.csv:2", "not valid UTF-8"}},
+		{"worker type not UTF-8", header + "v\xe9,a,1,,,measured,10,,,,,\n", ErrBadKey, []string{"c.csv:2", "worker type name", "not valid UTF-8"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
