@@ -87,12 +87,16 @@ func vendorWord(w string) bool {
 	return false
 }
 
-// seriesWord reports words joined with the word after them ("RTX 4090" → "rtx4090").
+// seriesWord reports words joined with the words after them up to the first with a digit, the
+// model number ("RTX 4090" → "rtx4090", "RTX PRO 6000" → "rtxpro6000").
 func seriesWord(w string) bool { return w == "rtx" || w == "gtx" || w == "titan" }
 
 // variantWord reports words after the model that name another product, not a memory size or
-// form factor: an RTX 3080 Ti is not an RTX 3080, nor an RTX 6000 Ada a Quadro RTX 6000.
-func variantWord(w string) bool { return w == "ti" || w == "super" || w == "ada" }
+// form factor: an RTX 3080 Ti is not an RTX 3080, an RTX 4090 D not an RTX 4090, nor an RTX
+// 6000 Ada a Quadro RTX 6000.
+func variantWord(w string) bool { return w == "ti" || w == "super" || w == "ada" || w == "d" }
+
+func hasDigit(w string) bool { return strings.ContainsFunc(w, unicode.IsDigit) }
 
 // WorkerType derives a worker type from a product name: the model without vendor words and
 // without memory or form-factor suffixes, in lower case ("NVIDIA H200" → "h200",
@@ -113,8 +117,11 @@ func WorkerType(product string) string {
 		return "unknown"
 	}
 	w, rest := words[0], words[1:]
-	if seriesWord(w) && len(rest) > 0 {
-		w, rest = w+rest[0], rest[1:]
+	if seriesWord(w) {
+		// Up to the model number: "RTX PRO 6000" and "RTX PRO 4000" were both "rtxpro".
+		for len(rest) > 0 && !hasDigit(w) {
+			w, rest = w+rest[0], rest[1:]
+		}
 	}
 	for _, v := range rest {
 		if variantWord(v) {
@@ -140,12 +147,19 @@ func ParseWorkerTypeOverrides(s string) (WorkerTypeOverrides, error) {
 			if !validName(item) {
 				return nil, fmt.Errorf("worker type %q: want a name of letters, digits, '-', '_' and '.'", item)
 			}
+			if prev, dup := o[-1]; dup {
+				// "h200,a100" read as one per GPU labelled every GPU a100.
+				return nil, fmt.Errorf("worker types %q and %q both name every device: give IDX=NAME for each device (0=%s,1=%s)", prev, item, prev, item)
+			}
 			o[-1] = item
 			continue
 		}
 		i, err := strconv.Atoi(strings.TrimSpace(k))
 		if err != nil || i < 0 {
 			return nil, fmt.Errorf("worker type override %q: %q is not a device index", item, k)
+		}
+		if prev, dup := o[i]; dup {
+			return nil, fmt.Errorf("worker type override %q: device %d is already %q", item, i, prev)
 		}
 		v = strings.TrimSpace(v)
 		if !validName(v) {

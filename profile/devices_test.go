@@ -36,6 +36,12 @@ func TestDevicesWorkerType(t *testing.T) {
 		"Quadro RTX 6000":                "rtx6000",
 		"NVIDIA RTX 6000 Ada Generation": "rtx6000ada",
 		"NVIDIA H100 80GB HBM3 SXM":      "h100",
+		// The model number after a series word: every RTX PRO was "rtxpro", a 4090 D a 4090.
+		"NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtxpro6000",
+		"NVIDIA RTX PRO 4000 Blackwell":                "rtxpro4000",
+		"NVIDIA RTX A6000":                             "rtxa6000",
+		"NVIDIA GeForce RTX 4090 D":                    "rtx4090d",
+		"NVIDIA TITAN RTX":                             "titanrtx",
 	}
 	for name, want := range tests {
 		if got := WorkerType(name); got != want {
@@ -65,7 +71,8 @@ func TestWorkerTypeOverrides(t *testing.T) {
 	if gpus[0].WorkerType != "v100" {
 		t.Errorf("a failed override changed device 0 to %q", gpus[0].WorkerType)
 	}
-	for _, bad := range []string{"x=h200", "0=", "a b", "-1=k80"} {
+	// "h200,a100" labelled every GPU a100; a repeated index kept the last.
+	for _, bad := range []string{"x=h200", "0=", "a b", "-1=k80", "h200,a100", "0=a,0=b"} {
 		if _, err := ParseWorkerTypeOverrides(bad); err == nil {
 			t.Errorf("ParseWorkerTypeOverrides(%q): no error", bad)
 		}
