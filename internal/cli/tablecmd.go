@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,9 @@ func scaleFactors(t *table.Table) string {
 			sfs = append(sfs, j.ScaleFactor)
 		}
 	}
+	if len(sfs) == 0 {
+		return "none" // an empty table ("it has ; 0 shows all")
+	}
 	slices.Sort(sfs)
 	s := make([]string, len(sfs))
 	for i, sf := range sfs {
@@ -127,16 +131,33 @@ func contains(xs []string, x string) bool {
 }
 
 // findJobType accepts a key ("('LM (batch size 20)', 2)") or a model name
-// with the scale factor taken from sf (1 when sf is 0).
+// with the scale factor sf, or (sf 0, "all") the model's only one.
 func findJobType(t *table.Table, name string, sf int) (table.JobType, error) {
-	j, err := table.ParseJobType(name)
-	if err != nil {
-		j = table.JobType{Model: name, ScaleFactor: max(sf, 1)}
+	if j, err := table.ParseJobType(name); err == nil {
+		if !t.HasJobType(j) {
+			return j, UsageError("job type %s is not in the table", j)
+		}
+		return j, nil
 	}
-	if !t.HasJobType(j) {
-		return j, UsageError("job type %s is not in the table", j)
+	var found []table.JobType
+	for _, j := range t.JobTypes() {
+		if j.Model == name && (sf == 0 || j.ScaleFactor == sf) {
+			found = append(found, j)
+		}
 	}
-	return j, nil
+	switch {
+	case len(found) == 1:
+		return found[0], nil
+	case len(found) > 1:
+		sfs := make([]string, len(found))
+		for i, j := range found {
+			sfs[i] = strconv.Itoa(j.ScaleFactor)
+		}
+		return found[0], UsageError("model %q has scale factors %s: give --scale-factor", name, strings.Join(sfs, ", "))
+	case sf > 0:
+		return table.JobType{}, UsageError("job type %s is not in the table", table.JobType{Model: name, ScaleFactor: sf})
+	}
+	return table.JobType{}, UsageError("model %q is not in the table", name)
 }
 
 type isolatedRow struct {
@@ -183,10 +204,21 @@ func formatOptional(v float64, ok bool, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
+// pairCell is one pair on one worker type. The normalized rates are there whenever the pair
+// is measured (0 included: a job its partner starves), but for one whose isolated rate is so
+// small that it overflows (JSON has no infinity).
 type pairCell struct {
-	State      string  `json:"state"`
-	Normalized float64 `json:"normalized,omitempty"`
-	Partner    float64 `json:"partner_normalized,omitempty"`
+	State      string   `json:"state"`
+	Normalized *float64 `json:"normalized,omitempty"`
+	Partner    *float64 `json:"partner_normalized,omitempty"`
+}
+
+// finite returns &v, or nil when v is NaN or infinite.
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }
 
 func showPairs(streams *IO, t *table.Table, j table.JobType, workers []string, asJSON bool) error {
@@ -199,7 +231,11 @@ func showPairs(streams *IO, t *table.Table, j table.JobType, workers []string, a
 			if _, _, ps := t.Pair(w, j, k); ps != table.Measured {
 				s = ps // a measured pair without isolated rates stays "missing"
 			}
-			rows[k.Model][w] = pairCell{State: s.String(), Normalized: na, Partner: nb}
+			c := pairCell{State: s.String()}
+			if s == table.Measured {
+				c.Normalized, c.Partner = finite(na), finite(nb)
+			}
+			rows[k.Model][w] = c
 		}
 	}
 	if asJSON {
@@ -213,7 +249,8 @@ func showPairs(streams *IO, t *table.Table, j table.JobType, workers []string, a
 			c := rows[k.Model][w]
 			switch c.State {
 			case table.Measured.String():
-				cells = append(cells, fmt.Sprintf("%.2f + %.2f = %.2f", c.Normalized, c.Partner, c.Normalized+c.Partner))
+				na, nb, _ := t.Normalized(w, j, k)
+				cells = append(cells, fmt.Sprintf("%.2f + %.2f = %.2f", na, nb, na+nb))
 			default:
 				cells = append(cells, c.State)
 			}

@@ -405,3 +405,31 @@ func TestWriteJSONLeavesNamesReadable(t *testing.T) {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}
 }
+
+// show --pairs --json: a starved job's normalized 0 was left out (omitempty), and a rate over a
+// tiny isolated one (+Inf) made the command fail with exit 1 on a table validate accepts.
+// --scale-factor 0 ("all") looked the model up at scale factor 1 only.
+func TestTableShowPairsEdges(t *testing.T) {
+	tb := `{"v100":{"('A', 1)":{"null":10,"('B', 1)":[0,5],"('C', 1)":[1e10,1]},"('B', 1)":{"null":8,"('A', 1)":[5,0]},` +
+		`"('C', 1)":{"null":1e-320,"('A', 1)":[1,1e10]},"('G', 2)":{"null":3},"('D', 1)":{"null":1},"('D', 2)":{"null":1}}}`
+	var got struct {
+		Partners map[string]map[string]map[string]any `json:"partners"`
+	}
+	out, _, err := runTableCmd([]string{"show", "--table", "-", "--pairs", "A", "--json"}, []byte(tb))
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("show --pairs A --json: %v\n%s", err, out)
+	}
+	if b := got.Partners["B"]["v100"]; b["normalized"] != 0.0 || b["partner_normalized"] != 0.625 {
+		t.Errorf("A with B: %v, want normalized 0 and partner 0.625", b)
+	}
+	if c := got.Partners["C"]["v100"]; c["state"] != "measured" || c["normalized"] != 1e9 || c["partner_normalized"] != nil {
+		t.Errorf("A with C: %v, want normalized 1e9 and no partner_normalized (it overflows)", c)
+	}
+	if out, _, err := runTableCmd([]string{"show", "--table", "-", "--pairs", "G", "--scale-factor", "0"}, []byte(tb)); err != nil || !strings.Contains(out, "('G', 2) sharing a GPU") {
+		t.Errorf("--pairs G --scale-factor 0: %v\n%s", err, out)
+	}
+	if _, _, err := runTableCmd([]string{"show", "--table", "-", "--pairs", "D", "--scale-factor", "0"}, []byte(tb)); ExitCode(err) != 2 ||
+		!strings.Contains(err.Error(), `model "D" has scale factors 1, 2: give --scale-factor`) {
+		t.Errorf("--pairs D --scale-factor 0: %v", err)
+	}
+}
