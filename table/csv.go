@@ -103,7 +103,7 @@ func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 // cannot be read (a bad header or record); otherwise it holds every row that could be read.
 func CheckCSV(r io.Reader, file string) (*Table, Problems) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(csvHeader)
+	cr.FieldsPerRecord = -1 // a header of another width gets the message below, not csv's
 	bad := func(p *Problem) Problems { return Problems{p}.withFile(file) }
 	header, err := cr.Read()
 	if err != nil {
@@ -112,6 +112,7 @@ func CheckCSV(r io.Reader, file string) (*Table, Problems) {
 	if !slices.Equal(header, csvHeader) {
 		return nil, bad(&Problem{Line: 1, Err: fmt.Errorf("%w: header %q, want %q", ErrBadCSV, strings.Join(header, ","), strings.Join(csvHeader, ","))})
 	}
+	cr.FieldsPerRecord = len(csvHeader)
 	b := &builder{t: New()}
 	seen := map[csvRowKey]int{}
 	for {

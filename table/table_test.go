@@ -529,6 +529,8 @@ func TestReadCSVChecks(t *testing.T) {
 			ErrInconsistent, []string{"c.csv", `worker type "v100"`}},
 		{"one direction", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "1"), ErrOneSided, []string{"c.csv"}},
 		{"wrong header", strings.Replace(header, "partner_rate", "rate2", 1) + iso("A", "1"), ErrBadCSV, []string{"c.csv:1", "want"}},
+		// A spreadsheet that dropped columns got "wrong number of fields", not what was wanted.
+		{"narrow header", strings.Replace(header, ",normalized,partner_normalized", "", 1) + iso("A", "1"), ErrBadCSV, []string{"c.csv:1", "header", "want"}},
 		{"leading zero", header + "v100,A,01,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
 		{"unreadable name", header + "v100,\"A\nB\",1,,,measured,1,,,,,\n", ErrBadKey, []string{"c.csv:2"}},
 		// Latin-1 bytes became U+FFFD in JSON: another name, and two such names one.
