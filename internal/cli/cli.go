@@ -259,13 +259,31 @@ func MarkUsageErrors(root *cobra.Command) {
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		if args := c.Args; args != nil {
-			c.Args = func(cmd *cobra.Command, a []string) error { return asUsage(args(cmd, a)) }
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := emptyFileFlag(cmd); err != nil {
+					return err
+				}
+				return asUsage(args(cmd, a))
+			}
+		} else if c.Runnable() && !c.HasSubCommands() {
+			c.Args = func(cmd *cobra.Command, _ []string) error { return emptyFileFlag(cmd) }
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
 	}
 	walk(root)
+}
+
+// emptyFileFlag refuses a flag naming a file given as "": an unset variable in --table "$T"
+// silently meant the flag's default (the embedded Gavel table for --table).
+func emptyFileFlag(cmd *cobra.Command) error {
+	for _, name := range []string{"table", "jobs", "trace", "references", "pairs-from"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.Type() == "string" && f.Value.String() == "" {
+			return UsageError("--%s is empty: give a file (- for standard input), or leave the flag out", name)
+		}
+	}
+	return nil
 }
 
 // Listed joins names for a message with ", ", or says "none" (a bare "(it has )" read as a

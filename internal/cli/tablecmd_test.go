@@ -433,3 +433,14 @@ func TestTableShowPairsEdges(t *testing.T) {
 		t.Errorf("--pairs D --scale-factor 0: %v", err)
 	}
 }
+
+// --table "" (an unset variable in --table "$T") showed the embedded table as if asked for.
+func TestEmptyFileFlagIsUsageError(t *testing.T) {
+	out, _, err := runTableCmd([]string{"show", "--table", ""}, nil)
+	if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--table is empty") || out != "" {
+		t.Errorf("show --table \"\": %v (exit %d), output %q", err, ExitCode(err), out)
+	}
+	if _, _, err := runTableCmd([]string{"show"}, nil); err != nil {
+		t.Errorf("show without --table: %v", err)
+	}
+}
