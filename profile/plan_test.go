@@ -14,16 +14,21 @@ import (
 	"github.com/gavelkit/gavel/table"
 )
 
+func taskStrings(tasks []Task) []string {
+	out := make([]string, len(tasks))
+	for i, tk := range tasks {
+		out[i] = tk.String()
+	}
+	return out
+}
+
 func TestPlanAllPairs(t *testing.T) {
 	m, r1, r2 := jt("m"), jt("r1"), jt("r2")
 	tasks, notes, err := Plan(PlanSpec{Model: m, References: []table.JobType{r2, r1}, WorkerTypes: []string{"v100", "k80"}})
 	if err != nil || len(notes) > 0 {
 		t.Fatal(err, notes)
 	}
-	var got []string
-	for _, tk := range tasks {
-		got = append(got, tk.String())
-	}
+	got := taskStrings(tasks)
 	want := []string{
 		"k80: ('m', 1)", "k80: ('r1', 1)", "k80: ('r2', 1)",
 		"v100: ('m', 1)", "v100: ('r1', 1)", "v100: ('r2', 1)",
@@ -43,10 +48,7 @@ func TestPlanReferenceBlock(t *testing.T) {
 	if err != nil || len(notes) > 0 {
 		t.Fatal(err, notes)
 	}
-	var got []string
-	for _, tk := range tasks {
-		got = append(got, tk.String())
-	}
+	got := taskStrings(tasks)
 	want := []string{
 		"k80: ('r1', 1)", "k80: ('r2', 1)", "k80: ('g', 2)",
 		"v100: ('r1', 1)", "v100: ('r2', 1)", "v100: ('g', 2)",

@@ -60,6 +60,33 @@ type runJSON struct {
 	} `json:"measurements"`
 }
 
+// measurementNames decodes run --json output and returns its measurements as "job" or
+// "job+partner", sorted, leaving out isolated rates re-measured for a pair (kind "refresh");
+// every one it returns must be ok.
+func measurementNames(t *testing.T, stdout string) ([]string, runJSON) {
+	t.Helper()
+	var got runJSON
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	var names []string
+	for _, m := range got.Measurements {
+		if m.Kind == "refresh" {
+			continue
+		}
+		n := m.Job
+		if m.Partner != nil {
+			n += "+" + *m.Partner
+		}
+		names = append(names, n)
+		if m.Status != "ok" {
+			t.Errorf("measurement %+v", m)
+		}
+	}
+	slices.Sort(names)
+	return names, got
+}
+
 func TestRunCPUEndToEnd(t *testing.T) {
 	bin := buildWorkload(t)
 	dir := t.TempDir()
@@ -131,25 +158,7 @@ func TestRunReferenceBlock(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run: %v\n%s", err, stderr)
 		}
-		var got runJSON
-		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-			t.Fatalf("%v: %s", err, stdout)
-		}
-		var names []string
-		for _, m := range got.Measurements {
-			if m.Kind == "refresh" { // an isolated rate re-measured for a pair: not in the count
-				continue
-			}
-			n := m.Job
-			if m.Partner != nil {
-				n += "+" + *m.Partner
-			}
-			names = append(names, n)
-			if m.Status != "ok" {
-				t.Errorf("measurement %+v", m)
-			}
-		}
-		slices.Sort(names)
+		names, got := measurementNames(t, stdout)
 		if len(names) != want || got.Skipped != wantSkipped {
 			t.Fatalf("measured %q, %d skipped; want %d measured, %d skipped", names, got.Skipped, want, wantSkipped)
 		}
@@ -299,19 +308,7 @@ func TestRunPairsFromSuggestOnStdin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
 	}
-	var got runJSON
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatalf("%v: %s", err, stdout)
-	}
-	var measured []string
-	for _, m := range got.Measurements {
-		what := m.Job
-		if m.Partner != nil {
-			what += "+" + *m.Partner
-		}
-		measured = append(measured, what)
-	}
-	slices.Sort(measured)
+	measured, _ := measurementNames(t, stdout)
 	if want := []string{"model", "model+ref", "ref"}; !slices.Equal(measured, want) {
 		t.Errorf("measured %v, want %v", measured, want)
 	}
