@@ -83,10 +83,10 @@ func (in *instance) spreadExactly(x [][]float64) ([][]float64, bool) {
 	y := make([][]float64, len(x))
 	used := make([]float64, in.nw())
 	for i := range in.jobs {
-		c := in.byJob[i][0]
-		if len(in.byJob[i]) != 1 || in.combos[c].sf != 1 {
+		if len(in.byJob[i]) != 1 || in.combos[in.byJob[i][0]].sf != 1 {
 			return nil, false
 		}
+		c := in.byJob[i][0]
 		total, gpus := 0.0, 0.0
 		for w := range in.workers {
 			if in.combos[c].runnable(w) {
