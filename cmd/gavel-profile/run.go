@@ -133,7 +133,7 @@ finished is kept), 2 for bad usage or input.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.name, "name", "", "model name of the job in the table (required)")
+	f.StringVar(&opts.name, "name", "", "model name of the job in the table (required, but for --reference-block)")
 	f.IntVar(&opts.scaleFactor, "scale-factor", 1, "GPUs per job (a job with scale factor n gets n GPUs of one type)")
 	f.StringVar(&opts.gpu, "gpu", "all", "GPUs to use: all, or indices IDX,... (with --cpu: CPU slots, indices below --cpu-slots)")
 	f.BoolVar(&opts.cpu, "cpu", false, "profile on the CPU (worker type cpu), without NVML")

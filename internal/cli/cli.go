@@ -280,7 +280,7 @@ func MarkUsageErrors(root *cobra.Command) {
 func emptyFileFlag(cmd *cobra.Command) error {
 	for _, name := range []string{"table", "jobs", "trace", "references", "pairs-from"} {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.Type() == "string" && f.Value.String() == "" {
-			return UsageError("--%s is empty: give a file (- for standard input), or leave the flag out", name)
+			return UsageError("--%s is empty (an unset variable?): give a file name", name)
 		}
 	}
 	return nil

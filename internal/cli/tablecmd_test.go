@@ -437,7 +437,7 @@ func TestTableShowPairsEdges(t *testing.T) {
 // --table "" (an unset variable in --table "$T") showed the embedded table as if asked for.
 func TestEmptyFileFlagIsUsageError(t *testing.T) {
 	out, _, err := runTableCmd([]string{"show", "--table", ""}, nil)
-	if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--table is empty") || out != "" {
+	if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--table is empty (an unset variable?): give a file name") || out != "" {
 		t.Errorf("show --table \"\": %v (exit %d), output %q", err, ExitCode(err), out)
 	}
 	if _, _, err := runTableCmd([]string{"show"}, nil); err != nil {
