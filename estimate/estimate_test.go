@@ -942,3 +942,23 @@ func TestEmptyInputsAreErrors(t *testing.T) {
 		t.Errorf("Table with Workers []: %v", err)
 	}
 }
+
+// Suggest with an estimate of another block named pairs from it, without an error.
+func TestSuggestRefusesEstimateOfAnotherBlock(t *testing.T) {
+	truth := gavelBlock(t)
+	h, err := Protocol(truth, 16, 0.2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := PartnerMean{}.Estimate(context.Background(), h.Partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Suggest(h.Partial, r, 3, AimBalanced); err != nil {
+		t.Fatalf("same block: %v", err)
+	}
+	other := NewData(truth.Workers[:1], truth.Jobs)
+	if _, err := Suggest(other, r, 3, AimBalanced); err == nil || !strings.Contains(err.Error(), "not of this block") {
+		t.Errorf("another block: %v, want an error", err)
+	}
+}

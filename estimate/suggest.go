@@ -136,6 +136,21 @@ func Suggest(d *Data, r *Result, budget int, aim Aim) ([]Measurement, error) {
 	return suggest(d, r, budget, aim, nil)
 }
 
+// sameShape reports an estimate r that is not of block d: suggestions read from it would name
+// pairs of another block.
+func sameShape(d *Data, r *Result) error {
+	W, n := len(d.Workers), len(d.Jobs)
+	if r == nil || len(r.Norm) != W || len(r.Infeasible) != W {
+		return fmt.Errorf("the estimate is not of this block (%d worker types)", W)
+	}
+	for w := range W {
+		if len(r.Norm[w]) != n || len(r.Infeasible[w]) != n || (n > 0 && (len(r.Norm[w][0]) != n || len(r.Infeasible[w][0]) != n)) {
+			return fmt.Errorf("the estimate is not of this block (%d job types)", n)
+		}
+	}
+	return nil
+}
+
 // suggest is Suggest choosing only among the pairs pool allows (every missing pair when pool is
 // nil): [Active] on a partial truth can measure only what the truth has.
 func suggest(d *Data, r *Result, budget int, aim Aim, pool func(w, i, k int) bool) ([]Measurement, error) {
@@ -143,6 +158,9 @@ func suggest(d *Data, r *Result, budget int, aim Aim, pool func(w, i, k int) boo
 		return nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
 	if err := aim.check(); err != nil {
+		return nil, err
+	}
+	if err := sameShape(d, r); err != nil {
 		return nil, err
 	}
 	st := newPicker(d, r)
