@@ -596,14 +596,7 @@ func TestEvaluateAndSuggestRejectBadInput(t *testing.T) {
 		}
 	}
 	// A policy that may give a job nothing has no max-min ratio; the error says which job type.
-	h, err := Protocol(truth, 16, 0.2, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := PartnerMean{}.Estimate(context.Background(), h.Partial)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := partnerMeanHoldout(t, truth)
 	if _, err := Downstream(context.Background(), "fifo", 1)(truth, r); err == nil || !strings.Contains(err.Error(), "policy fifo gives job type") {
 		t.Errorf("downstream with fifo: err %v, want one naming the policy and a job type", err)
 	}
@@ -946,6 +939,20 @@ func TestEmptyInputsAreErrors(t *testing.T) {
 // Suggest with an estimate of another block named pairs from it, without an error.
 func TestSuggestRefusesEstimateOfAnotherBlock(t *testing.T) {
 	truth := gavelBlock(t)
+	partial, r := partnerMeanHoldout(t, truth)
+	if _, err := Suggest(partial, r, 3, AimBalanced); err != nil {
+		t.Fatalf("same block: %v", err)
+	}
+	other := NewData(truth.Workers[:1], truth.Jobs)
+	if _, err := Suggest(other, r, 3, AimBalanced); err == nil || !strings.Contains(err.Error(), "not of this block") {
+		t.Errorf("another block: %v, want an error", err)
+	}
+}
+
+// partnerMeanHoldout returns the partial table of Gavel's protocol on truth (R = 16, P = 0.2,
+// seed 0) and the partner-mean estimate of it.
+func partnerMeanHoldout(t *testing.T, truth *Data) (*Data, *Result) {
+	t.Helper()
 	h, err := Protocol(truth, 16, 0.2, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -954,11 +961,5 @@ func TestSuggestRefusesEstimateOfAnotherBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Suggest(h.Partial, r, 3, AimBalanced); err != nil {
-		t.Fatalf("same block: %v", err)
-	}
-	other := NewData(truth.Workers[:1], truth.Jobs)
-	if _, err := Suggest(other, r, 3, AimBalanced); err == nil || !strings.Contains(err.Error(), "not of this block") {
-		t.Errorf("another block: %v, want an error", err)
-	}
+	return h.Partial, r
 }
