@@ -81,6 +81,9 @@ type instance struct {
 	equal   []float64 // equal-share rate: what the isolated allocation delivers
 	combos  []combo   // singles first (index = job index), then pairs
 	byJob   [][]int   // job → its combinations, own single first
+	// badPair is the first measured pair whose rates are NaN, infinite or
+	// negative that pairLookup met: the input error addPairs returns.
+	badPair error
 	// oddSets are the job sets whose odd-set rows (see oddsets.go) every
 	// LP of this instance carries; found lazily by builder.solve.
 	oddSets [][]int
@@ -409,6 +412,10 @@ func (in *instance) pairLookup() func(a, b int) *pairRates {
 				continue
 			}
 			x, y, s := in.p.Table.Pair(wt, ta, tb)
+			if s == table.Measured && in.badPair == nil && (!(x >= 0) || !(y >= 0) || math.IsInf(x, 0) || math.IsInf(y, 0)) {
+				// As a bad isolated rate is: skipped, it passed for "not measured".
+				in.badPair = inputErr("worker type %q: pair %s + %s: rates [%v, %v] must be finite and non-negative", wt, ta, tb, x, y)
+			}
 			if s != table.Measured || !(x > 0) || !(y > 0) || math.IsInf(x, 0) || math.IsInf(y, 0) {
 				continue
 			}
@@ -426,7 +433,7 @@ func (in *instance) pairLookup() func(a, b int) *pairRates {
 // on some worker type; with maxPartners > 0 a pair is kept only if it is
 // among the top maxPartners partners (by best combined normalized rate) of
 // one of its members. Gavel pairs all same-sf jobs (§11.19).
-func (in *instance) addPairs(maxPartners int) {
+func (in *instance) addPairs(maxPartners int) error {
 	in.cliquesMade = false // the clique family depends on the combinations
 	lookup := in.pairLookup()
 	for _, g := range in.sfGroups() {
@@ -450,6 +457,7 @@ func (in *instance) addPairs(maxPartners int) {
 			}
 		}
 	}
+	return in.badPair
 }
 
 // sfGroups returns the job indices grouped by scale factor (ascending),

@@ -26,7 +26,9 @@ func prepare(p *Problem, md mode, opt *options) (*instance, error) {
 		return nil, err
 	}
 	if md == packed {
-		in.addPairs(opt.maxPartners)
+		if err := in.addPairs(opt.maxPartners); err != nil {
+			return nil, err
+		}
 	}
 	return in, nil
 }

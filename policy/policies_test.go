@@ -812,3 +812,18 @@ func TestAgnosticSpreadFailureKeepsAllocation(t *testing.T) {
 		t.Errorf("%d LPs, objective %v, warnings %q: want 2, 1 and the spread's", calls, got.Objective, got.Warnings)
 	}
 }
+
+// A packed policy refuses a pair rate that is NaN, infinite or negative, as it refuses such an
+// isolated rate: it skipped the pair as if not measured.
+func TestPackedRefusesBadPairRates(t *testing.T) {
+	for _, bad := range []float64{math.NaN(), math.Inf(1), -1} {
+		tb := t0t1(true)
+		tb.SetPair("v100", jt("T0"), jt("T1"), bad, 1)
+		p := &Problem{Table: tb, Cluster: cluster(1, 1, 1), Jobs: []Job{job("0", jt("T0"), 100), job("1", jt("T1"), 100)}}
+		pol, _ := New("max_min_fairness_packed")
+		_, err := pol.Allocate(context.Background(), p)
+		if !errors.Is(err, ErrInput) || !strings.Contains(fmt.Sprint(err), `worker type "v100": pair ('T0', 1) + ('T1', 1)`) {
+			t.Errorf("pair rate %v: %v, want an input error naming the pair", bad, err)
+		}
+	}
+}
