@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"strconv"
 
 	"github.com/gavelkit/gavel/policy"
@@ -60,6 +61,11 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if g.ref == "" {
 		g.ref = fastestType(cfg.Table, cfg.Cluster)
 	}
+	if g.ref == "" {
+		// "no job type has a positive rate on reference worker type \"\"" said nothing of why.
+		return nil, fmt.Errorf("generator: no worker type of cluster %s has GPUs and is in the table (it has %s)",
+			cfg.Cluster, strings.Join(cfg.Table.WorkerTypes(), ", "))
+	}
 	if cfg.Reference != "" && !contains(cfg.Table.WorkerTypes(), g.ref) {
 		return nil, fmt.Errorf("generator: reference worker type %q is not in the table", g.ref)
 	}
@@ -102,6 +108,9 @@ func runnable(t *table.Table, c policy.Cluster, jt table.JobType) bool {
 func fastestType(t *table.Table, c policy.Cluster) string {
 	best, bestScore := "", math.Inf(-1)
 	for _, w := range c.WorkerTypes() {
+		if c[w] == 0 {
+			continue // listed without GPUs: not part of the cluster
+		}
 		sum, n := 0.0, 0
 		for _, jt := range t.JobTypesWithScaleFactor(1) {
 			if r, _ := t.Isolated(w, jt); r > 0 {

@@ -3,6 +3,7 @@ package rounds
 import (
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gavelkit/gavel/policy"
@@ -84,5 +85,20 @@ func TestGeneratorSingleGPUAndLimit(t *testing.T) {
 		if r, _ := tbl.Isolated("k80", j.Type); r <= 0 {
 			t.Fatalf("job type %s cannot run on k80", j.Type)
 		}
+	}
+}
+
+// A cluster none of whose worker types has GPUs and a table rate gave "no single-GPU job type
+// has a positive rate on reference worker type \"\"" (or named a type listed with 0 GPUs).
+func TestGeneratorNamesAnUnusableCluster(t *testing.T) {
+	for _, c := range []policy.Cluster{{"foo": 2}, {"v100": 0}, {"v100": 0, "foo": 3}} {
+		_, err := NewGenerator(GeneratorConfig{Table: table.Default(), Cluster: c, RatePerHour: 1})
+		if err == nil || !strings.Contains(err.Error(), "has GPUs and is in the table") {
+			t.Errorf("cluster %v: %v", c, err)
+		}
+	}
+	g, err := NewGenerator(GeneratorConfig{Table: table.Default(), Cluster: policy.Cluster{"v100": 0, "k80": 2}, RatePerHour: 1})
+	if err != nil || g.Reference() != "k80" {
+		t.Errorf("v100=0,k80=2: reference %v (%v), want k80 (v100 has no GPUs)", g, err)
 	}
 }

@@ -46,6 +46,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "estimator: -choices:", err)
 		os.Exit(2)
 	}
+	// Checked before any curve runs (minutes each): -large-workers -1 panicked, 0 timed nothing,
+	// and -large below 20 failed on the references it draws (large/20).
+	switch {
+	case *large != 0 && *large < 20:
+		fmt.Fprintf(os.Stderr, "estimator: -large %d: want 20 job types or more (it draws one reference in 20), or 0 to skip the timing\n", *large)
+		os.Exit(2)
+	case *large > 0 && *workers < 1:
+		fmt.Fprintf(os.Stderr, "estimator: -large-workers %d: want 1 or more\n", *workers)
+		os.Exit(2)
+	}
 	if err := run(*fractions, *seeds, cs, *refs, *large, *workers, *suggest, *partial); err != nil {
 		fmt.Fprintln(os.Stderr, "estimator:", err)
 		os.Exit(1)
@@ -79,8 +89,8 @@ func run(fracs, seedList string, choices []choice, refs, large, workers int, sug
 			break // -fractions "": timing only
 		}
 		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return fmt.Errorf("-fractions: %v", err)
+		if err != nil || !(p > 0 && p <= 1) {
+			return fmt.Errorf("-fractions %q: want probabilities in (0, 1]", f)
 		}
 		ps = append(ps, p)
 	}

@@ -38,8 +38,8 @@ func main() {
 	out.Header("policy", "method", "jobs", "max partners", "LPs", "rows", "columns", "seconds", "objective", "heap MiB")
 	for _, nStr := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(nStr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bad -n:", err)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bad -n %q: want job counts of 1 or more\n", nStr)
 			os.Exit(2)
 		}
 		per := max(4, (36*n+64)/128)
@@ -55,7 +55,11 @@ func main() {
 			}
 			for _, kStr := range caps {
 				for _, mStr := range strings.Split(*methods, ",") {
-					k, _ := strconv.Atoi(kStr)
+					k, err := strconv.Atoi(kStr)
+					if err != nil {
+						fmt.Fprintf(os.Stderr, "bad -k %q: want whole numbers of partners (0 = all)\n", kStr)
+						os.Exit(2)
+					}
 					method, ok := map[string]policy.Method{"auto": policy.MethodAuto, "dual": policy.MethodDual,
 						"barrier": policy.MethodBarrier, "sprint": policy.MethodSprint}[mStr]
 					if !ok {
