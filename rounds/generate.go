@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"strconv"
+	"strings"
 
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/table"
