@@ -4,7 +4,8 @@
 #
 #   OUT=/tmp/intr GAVEL_PROFILE=bin/gavel-profile sh examples/pytorch/interrupt-h200.sh
 #
-# (a) --sharing mps: SIGINT 55 s in (after the 3 isolated rates, during the first pairs); then
+# (a) --sharing mps: SIGINT 55 s in (meant after the 3 isolated rates; on the H200 it came during
+#     the third, with 2 measurements written); then
 #     the processes left (ps, nvidia-smi), and the same command again, to the end;
 # (b) time-slicing: SIGTERM 22 s in (during the second isolated rate), and the processes left.
 # Needs python3 with torch (CUDA build). examples/pytorch/h200/interrupt/ holds what it wrote on
@@ -46,7 +47,7 @@ cp "$OUT/mps.json" "$OUT/mps-after-sigint.json"
 note "mps rerun: exit status $?"
 left "after the mps rerun"
 
-run time-slicing ts.json > "$OUT/ts.json.out" 2> "$OUT/ts.log" &
+run time-slicing ts.json > "$OUT/ts.json.out" 2> "$OUT/ts.log" & # kept as h200/interrupt/ts-run.json
 PID=$!
 sleep 22
 kill -TERM "$PID"
