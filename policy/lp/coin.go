@@ -5,8 +5,22 @@ package lp
 /*
 #cgo pkg-config: clp cbc
 #include <stdlib.h>
+#include <signal.h>
 #include <Clp_C_Interface.h>
 #include <Cbc_C_Interface.h>
+
+// COIN installs a SIGINT handler of its own around every solve and then puts the previous
+// one back with signal(), which drops the flags Go's handler needs (SA_SIGINFO, SA_ONSTACK):
+// a later Ctrl-C could crash the process (SIGSEGV in the Go runtime). Go's handler is saved
+// once, before any solve, and put back after each.
+static struct sigaction gavel_go_sigint;
+static void gavel_save_sigint(void) { sigaction(SIGINT, NULL, &gavel_go_sigint); }
+static void gavel_restore_sigint(void) { sigaction(SIGINT, &gavel_go_sigint, NULL); }
+static int gavel_sigint_has_go_flags(void) {
+	struct sigaction sa;
+	sigaction(SIGINT, NULL, &sa);
+	return (sa.sa_flags & SA_SIGINFO) && (sa.sa_flags & SA_ONSTACK);
+}
 */
 import "C"
 
@@ -145,12 +159,33 @@ func setLimits(model unsafe.Pointer, opt Options, lim float64) {
 }
 
 // runMethod solves a loaded model from scratch with meth.
+// saveSIGINT keeps Go's SIGINT handler, before COIN first replaces it.
+var saveSIGINT = sync.OnceFunc(func() { C.gavel_save_sigint() })
+
+// coinCall runs a COIN solve and puts Go's SIGINT handler back after it.
+func coinCall(solve func()) {
+	saveSIGINT()
+	defer C.gavel_restore_sigint()
+	solve()
+}
+
+// sigintHasGoFlags reports whether SIGINT's handler has the flags Go installs it with (for tests).
+func sigintHasGoFlags() bool { return C.gavel_sigint_has_go_flags() != 0 }
+
+// errInterrupted is a solve that COIN's own SIGINT handler stopped (it sets the iteration limit
+// to 0: "iteration limit" with none set). The signal is raised again for Go's handler, so that
+// the program's own handling (a cancelled context, or exit) follows.
+func errInterrupted() error {
+	C.raise(C.SIGINT)
+	return fmt.Errorf("lp: solve stopped by an interrupt (SIGINT): %w", context.Canceled)
+}
+
 func runMethod(model unsafe.Pointer, meth Method) {
 	switch meth {
 	case Dual:
-		C.Clp_dual(model, 0)
+		coinCall(func() { C.Clp_dual(model, 0) })
 	case Primal:
-		C.Clp_primal(model, 0)
+		coinCall(func() { C.Clp_primal(model, 0) })
 	default:
 		o := C.ClpSolve_new()
 		switch meth {
@@ -162,7 +197,7 @@ func runMethod(model unsafe.Pointer, meth Method) {
 			C.ClpSolve_setSolveType(o, 5, -1)
 		}
 		C.ClpSolve_setPresolveType(o, 0, -1)
-		C.Clp_initialSolveWithOptions(model, o)
+		coinCall(func() { C.Clp_initialSolveWithOptions(model, o) })
 		C.ClpSolve_delete(o)
 	}
 }
@@ -184,7 +219,7 @@ func clpResult(model unsafe.Pointer, n, r int, lim float64, t0 time.Time) (*Resu
 		if C.Clp_hitMaximumIterations(model) == 0 || lim > 0 {
 			return nil, &StatusError{Status: TimeLimit, Detail: fmt.Sprintf("clp status 3, secondary %d, after %.3gs", sec, time.Since(t0).Seconds())}
 		}
-		return nil, &StatusError{Status: Numerical, Detail: "clp hit its iteration limit"}
+		return nil, errInterrupted() // no iteration limit is set: only COIN's SIGINT handler sets one
 	default:
 		return nil, &StatusError{Status: Numerical, Detail: fmt.Sprintf("clp status %d, secondary %d", st, sec)}
 	}
@@ -239,9 +274,9 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	case first:
 		runMethod(s.c, opt.Method)
 	case rows:
-		C.Clp_dual(s.c, 0)
+		coinCall(func() { C.Clp_dual(s.c, 0) })
 	default: // columns only, or nothing new
-		C.Clp_primal(s.c, 0)
+		coinCall(func() { C.Clp_primal(s.c, 0) })
 	}
 	s.solved = true
 	res, err := clpResult(s.c, s.m.NumCols(), s.m.NumRows(), lim, t0)
@@ -368,7 +403,7 @@ func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 			cbcSet(model, name, "off")
 		}
 	}
-	C.Cbc_solve(model)
+	coinCall(func() { C.Cbc_solve(model) })
 	st, sec := int(C.Cbc_status(model)), int(C.Cbc_secondaryStatus(model))
 	detail := fmt.Sprintf("cbc status %d, secondary %d", st, sec)
 	switch {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -347,5 +350,35 @@ func TestColumnWise(t *testing.T) {
 	r, err := COIN{}.Solve(context.Background(), m, Options{Method: Dual})
 	if err != nil || !near(r.Objective, 36) || !near(r.X[0], 2) || !near(r.X[1], 6) {
 		t.Fatalf("%v %v", r, err)
+	}
+}
+
+// After a solve, Ctrl-C reaches Go's handler: COIN put it back with signal(), without the
+// flags it needs, and a later SIGINT could crash the process or be lost.
+func TestSIGINTAfterSolve(t *testing.T) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT)
+	defer signal.Stop(ch)
+	m := NewModel(Maximize)
+	x := m.AddCol(0, 1, 1)
+	m.AddRow(-Inf, 1, []int{x}, []float64{1})
+	if !sigintHasGoFlags() {
+		t.Skip("SIGINT's handler is not Go's (SIGINT ignored in this process)")
+	}
+	for _, meth := range []Method{Dual, Primal, Auto} {
+		if _, err := (COIN{}).Solve(context.Background(), m, Options{Method: meth}); err != nil {
+			t.Fatal(err)
+		}
+		if !sigintHasGoFlags() {
+			t.Fatalf("after a %v solve, SIGINT's handler lacks SA_SIGINFO or SA_ONSTACK (COIN's signal() put it back)", meth)
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGINT after a solve never reached Go's handler")
 	}
 }

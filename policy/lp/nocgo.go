@@ -33,3 +33,6 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 
 // Close does nothing without cgo.
 func (s *Session) Close() {}
+
+// sigintHasGoFlags: without cgo no COIN code touches signal handlers.
+func sigintHasGoFlags() bool { return true }
