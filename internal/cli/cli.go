@@ -185,10 +185,39 @@ func CheckOutput(command, flag, path string) error {
 	if path == "-" { // "-" reads standard input elsewhere; as a file name it would surprise
 		return UsageError("%s: %s -: give a file name (standard output is not supported here)", command, flag)
 	}
+	if isDescriptorPath(path) {
+		// Written as a file, /dev/stdout redirected to a file was replaced by a new file (what
+		// the file held before was lost), and a pipe could not be written at all.
+		return UsageError("%s: %s %s: a device or descriptor, not a file: give a file name", command, flag, path)
+	}
 	if err := table.CheckWritable(path); err != nil {
 		return UsageError("%s: %s %s: %v", command, flag, path, err)
 	}
 	return nil
+}
+
+// isDescriptorPath reports whether path, or a link on the way from it, is under /dev or /proc
+// (/dev/stdout, /proc/self/fd/1; the last link of such a chain may name a pipe, no path).
+func isDescriptorPath(path string) bool {
+	p := path
+	for range 40 { // the kernel's own limit on a chain of links
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return false
+		}
+		if (strings.HasPrefix(abs, "/dev/") && !strings.HasPrefix(abs, "/dev/shm/")) || strings.HasPrefix(abs, "/proc/") {
+			return true // /dev/shm is a file system of files
+		}
+		next, err := os.Readlink(abs)
+		if err != nil {
+			return false // not a link: a plain path
+		}
+		if !filepath.IsAbs(next) {
+			next = filepath.Join(filepath.Dir(abs), next)
+		}
+		p = next
+	}
+	return false
 }
 
 // flagError is err, an error of pflag's parsing, as bad usage; a value a numeric, duration or

@@ -349,6 +349,11 @@ func TestCheckOutput(t *testing.T) {
 		{filepath.Join(dir, "ok.json"), ""},
 		{"-", "estimate: --out -: give a file name"},
 		{filepath.Join(dir, "none", "x.json"), "does not exist"},
+		// Written as a file, /dev/stdout redirected to a file replaced that file.
+		{"/dev/stdout", "estimate: --out /dev/stdout: a device or descriptor, not a file"},
+		{"/proc/self/fd/1", "a device or descriptor, not a file"},
+		{symlinkTo(t, "/dev/stderr"), "a device or descriptor, not a file"},
+		{"/dev/shm/gavel-check-output.json", ""},
 	} {
 		err := CheckOutput("estimate", "--out", c.path)
 		if c.want == "" && err != nil || c.want != "" && (ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), c.want)) {
@@ -443,4 +448,14 @@ func TestEmptyFileFlagIsUsageError(t *testing.T) {
 	if _, _, err := runTableCmd([]string{"show"}, nil); err != nil {
 		t.Errorf("show without --table: %v", err)
 	}
+}
+
+// symlinkTo returns a new symbolic link to target in a temporary directory.
+func symlinkTo(t *testing.T, target string) string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
 }
