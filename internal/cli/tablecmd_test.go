@@ -353,11 +353,16 @@ func TestCheckOutput(t *testing.T) {
 		{"/dev/stdout", "estimate: --out /dev/stdout: a device or descriptor, not a file"},
 		{"/proc/self/fd/1", "a device or descriptor, not a file"},
 		{symlinkTo(t, "/dev/stderr"), "a device or descriptor, not a file"},
-		{"/dev/shm/gavel-check-output.json", ""},
 	} {
 		err := CheckOutput("estimate", "--out", c.path)
 		if c.want == "" && err != nil || c.want != "" && (ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), c.want)) {
 			t.Errorf("%q: %v (exit %d), want %q", c.path, err, ExitCode(err), c.want)
+		}
+	}
+	// /dev/shm holds files: allowed where the machine has it.
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if err := CheckOutput("estimate", "--out", "/dev/shm/gavel-check-output.json"); err != nil {
+			t.Errorf("/dev/shm: %v", err)
 		}
 	}
 }
