@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -271,7 +272,13 @@ func Main(root interface{ Execute() error }, streams *IO) int {
 	}
 	err := root.Execute()
 	if err != nil {
-		fmt.Fprintln(streams.Err, "Error:", err)
+		msg := err.Error()
+		if errors.Is(err, context.Canceled) && !strings.HasPrefix(msg, "interrupted") {
+			// "seed 0: als: completion: fit stopped before iteration 28: context canceled"
+			// did not say that the user's Ctrl-C stopped it.
+			msg = "interrupted: " + msg
+		}
+		fmt.Fprintln(streams.Err, "Error:", msg)
 	}
 	return ExitCode(err)
 }

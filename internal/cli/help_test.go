@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,5 +108,25 @@ func TestFlagValueErrorsPlain(t *testing.T) {
 				t.Errorf("stderr %q, want %q", got, "Error: "+tt.want)
 			}
 		})
+	}
+}
+
+// An error from a cancelled context (Ctrl-C) says "interrupted": the estimator's read
+// "seed 0: als: ...: context canceled"; one that says so already is left as it is.
+func TestMainSaysInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("seed 0: als: fit stopped: %w", context.Canceled), "Error: interrupted: seed 0: als: fit stopped: context canceled\n"},
+		{errors.New("interrupted: 2 measurements written"), "Error: interrupted: 2 measurements written\n"},
+		{errors.New("lp: infeasible"), "Error: lp: infeasible\n"},
+	} {
+		root := &cobra.Command{Use: "x", SilenceErrors: true, SilenceUsage: true, RunE: func(*cobra.Command, []string) error { return tc.err }}
+		root.SetArgs(nil)
+		streams, _, errb := TestIO()
+		if code := Main(root, streams); code != 1 || errb.String() != tc.want {
+			t.Errorf("%v: exit %d, %q; want 1, %q", tc.err, code, errb, tc.want)
+		}
 	}
 }
