@@ -188,7 +188,7 @@ func loadPolicySetup(c *clusterFlags, p *policyFlags, simulation bool) (*policyS
 	if s.policy, s.prices, err = p.load(s.cluster, simulation); err != nil {
 		return nil, err
 	}
-	p.warnUnused(c.io().Err, s.policy, s.cluster, simulation)
+	p.warnUnused(c.io().Err, s.policy, s.prices, s.cluster, simulation)
 	return &s, nil
 }
 

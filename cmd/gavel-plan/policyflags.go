@@ -52,18 +52,16 @@ func (p *policyFlags) checkReference(tbl *table.Table, c *clusterFlags) error {
 // they are not taken to have shaped its allocation. A simulation uses
 // --prices whatever the policy (the cost report), and says itself when
 // --seed does nothing (it also seeds Gavel's agnostic shuffle).
-func (p *policyFlags) warnUnused(w io.Writer, pol policy.Policy, cl policy.Cluster, simulation bool) {
+func (p *policyFlags) warnUnused(w io.Writer, pol policy.Policy, prices policy.Prices, cl policy.Cluster, simulation bool) {
 	if !simulation && p.prices != "" && !needsPrices(p.policy) {
 		fmt.Fprintf(w, "warning: --prices does nothing with policy %s (only the cost policies, *_normalized_by_cost_*, weigh throughput by price)\n", pol.Name())
 	}
 	if !simulation && p.seed != 0 && !policy.UsesSeed(pol) {
 		fmt.Fprintf(w, "warning: --seed does nothing with policy %s (only fifo and gandiva draw random numbers)\n", pol.Name())
 	}
-	if prices, err := policy.ParsePrices(p.prices); err == nil && p.prices != "" {
-		for _, wt := range slices.Sorted(maps.Keys(prices)) {
-			if _, ok := cl[wt]; !ok {
-				fmt.Fprintf(w, "warning: --prices: %s is not a worker type of the cluster (%s); its price is not used\n", wt, strings.Join(cl.WorkerTypes(), ", "))
-			}
+	for _, wt := range slices.Sorted(maps.Keys(prices)) {
+		if _, ok := cl[wt]; !ok {
+			fmt.Fprintf(w, "warning: --prices: %s is not a worker type of the cluster (%s); its price is not used\n", wt, strings.Join(cl.WorkerTypes(), ", "))
 		}
 	}
 	if p.reference != "" && !policy.UsesReference(pol) {
