@@ -424,6 +424,24 @@ func TestSidecarPathAndErrors(t *testing.T) {
 	if got := SidecarPath("/x/out.json"); got != "/x/out.measurements.json" {
 		t.Errorf("SidecarPath = %q", got)
 	}
+	// Through a symlink, the sidecar is the linked table's.
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "real.json")
+	os.Mkdir(filepath.Dir(real), 0o755)
+	if err := os.WriteFile(real, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(real, filepath.Join(dir, "link.json"))
+	os.Symlink("data", filepath.Join(dir, "d"))
+	want := SidecarPath(real)
+	for _, p := range []string{filepath.Join(dir, "link.json"), filepath.Join(dir, "d", "real.json")} {
+		if got := SidecarPath(p); got != want {
+			t.Errorf("SidecarPath(%s) = %s, want %s", p, got, want)
+		}
+	}
+	if got, want := SidecarPath(filepath.Join(dir, "d", "new.json")), filepath.Join(filepath.Dir(want), "new.measurements.json"); got != want {
+		t.Errorf("SidecarPath of a new table in a linked directory = %s, want %s", got, want)
+	}
 	for _, bad := range []string{`{"version":2}`, `{"version":1,"measurements":[{"worker_type":"a","job":"b","scale_factor":1,"status":"meh"}]}`, `{`} {
 		if _, err := readSidecar(strings.NewReader(bad), "s.json"); err == nil || !strings.Contains(err.Error(), "s.json") {
 			t.Errorf("%s: error %v", bad, err)
@@ -528,9 +546,24 @@ func TestRunTableLock(t *testing.T) {
 	if _, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: jt("a")}}); !errors.Is(err, ErrTableBusy) {
 		t.Errorf("second writer: %v, want ErrTableBusy", err)
 	}
+	// A run through a symlink to the table takes the same lock.
+	link := filepath.Join(t.TempDir(), "link.json")
+	if err := os.Symlink(r.TablePath, link); err != nil {
+		t.Fatal(err)
+	}
+	viaLink := *r
+	viaLink.TablePath = link
+	if _, err := viaLink.Run(context.Background(), []Task{{WorkerType: "cpu", Job: jt("a")}}); !errors.Is(err, ErrTableBusy) {
+		t.Errorf("second writer through a symlink: %v, want ErrTableBusy", err)
+	}
 	unlock()
 	if _, err := lockTable(r.TablePath); err != nil {
 		t.Errorf("lock not released: %v", err)
+	}
+	// A table not named .json would share out.json's sidecar.
+	viaLink.TablePath = strings.TrimSuffix(r.TablePath, ".json")
+	if _, err := viaLink.Run(context.Background(), nil); !errors.Is(err, ErrTableName) {
+		t.Errorf("table %s: %v, want ErrTableName", viaLink.TablePath, err)
 	}
 }
 

@@ -106,6 +106,11 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 	if err := r.Settings.Validate(); err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
+	if !strings.HasSuffix(r.TablePath, ".json") {
+		// The sidecar is named from it: out.json's is out.measurements.json, and out's would
+		// be out.json's too.
+		return nil, fmt.Errorf("table %s: %w", r.TablePath, ErrTableName)
+	}
 	unlock, err := lockTable(r.TablePath)
 	if err != nil {
 		return nil, err
@@ -300,10 +305,14 @@ func kindOf(t Task) Kind {
 // ErrTableBusy is returned when another run holds the table's lock.
 var ErrTableBusy = errors.New("table is being written by another gavel-profile run")
 
-// lockTable takes an exclusive lock on path + ".lock", so that two runs cannot interleave their
-// writes to one table. The lock goes away with the process.
+// ErrTableName is returned for a table path whose name does not end in ".json".
+var ErrTableName = errors.New(`a table's name must end in ".json" (its sidecar is named from it)`)
+
+// lockTable takes an exclusive lock on the table's file + ".lock", so that two runs cannot
+// interleave their writes to one table, even when one names it through a symlink. The lock
+// goes away with the process.
 func lockTable(path string) (func(), error) {
-	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(tableFile(path)+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", path, err)
 	}

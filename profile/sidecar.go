@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -100,9 +101,34 @@ type Sidecar struct {
 	Measurements []Record `json:"measurements"`
 }
 
-// SidecarPath returns the sidecar file of a table: out.json → out.measurements.json.
+// SidecarPath returns the sidecar file of a table: out.json → out.measurements.json, beside
+// the file tablePath names through any symlinks, so that a run through a link finds the
+// measurements of a run through the file.
 func SidecarPath(tablePath string) string {
-	return strings.TrimSuffix(tablePath, ".json") + ".measurements.json"
+	return strings.TrimSuffix(tableFile(tablePath), ".json") + ".measurements.json"
+}
+
+// tableFile returns the file path names, through symlinks in it and in its directories; for
+// a file yet to be made (a dangling link's too: writing through it creates its target), the
+// file it will be.
+func tableFile(path string) string {
+	for range 40 { // as many links as Linux follows
+		if p, err := filepath.EvalSymlinks(path); err == nil {
+			return p
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			break // not a link
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(dir, filepath.Base(path))
+	}
+	return path
 }
 
 // LoadSidecar reads a sidecar file; a missing file gives an empty sidecar.

@@ -14,7 +14,6 @@ import (
 	"github.com/gavelkit/gavel/internal/cli"
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/rounds"
-	"github.com/gavelkit/gavel/table"
 )
 
 func newExperimentCmd(io *cli.IO) *cobra.Command {
@@ -294,7 +293,7 @@ func runHierarchical(ctx context.Context, io *cli.IO, o *hierarchicalOptions) er
 		}
 	}
 	if o.csv != "" {
-		err := table.WriteFileAtomic(o.csv, func(w goio.Writer) error {
+		err := cli.WriteFile(ctx, o.csv, func(w goio.Writer) error {
 			cw := csv.NewWriter(w)
 			cw.Write([]string{"weights", "timestep", "policy", "job", "entity", "model", "effective_steps_per_second", "normalized"})
 			cw.WriteAll(rows)

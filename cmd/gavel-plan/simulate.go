@@ -12,7 +12,6 @@ import (
 	"github.com/gavelkit/gavel/internal/cli"
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/rounds"
-	"github.com/gavelkit/gavel/table"
 )
 
 type simulateOptions struct {
@@ -118,7 +117,7 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if err != nil || o.jobsOut == "" {
 		return err
 	}
-	if err := table.WriteFileAtomic(o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
+	if err := cli.WriteFile(ctx, o.jobsOut, func(w goio.Writer) error { return writeJobsCSV(w, res) }); err != nil {
 		return fmt.Errorf("--jobs-out: %w", err)
 	}
 	return nil

@@ -147,7 +147,7 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if err != nil {
 		return o.tableError(err)
 	}
-	if err := cli.SaveTable(full, o.out); err != nil {
+	if err := cli.SaveTable(ctx, full, o.out); err != nil {
 		return err
 	}
 	for _, n := range rep.Notes {

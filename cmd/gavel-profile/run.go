@@ -249,11 +249,14 @@ func checkRunFlags(opts runOptions) error {
 	if opts.tablePath == "" {
 		return cli.UsageError("run: --table is required")
 	}
-	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
-		return err
-	}
 	if strings.EqualFold(filepath.Ext(opts.tablePath), ".csv") {
 		return cli.UsageError("run: --table %s: measurements are merged into Gavel's JSON format; name the table .json (gavel-plan table convert turns a CSV table into one)", opts.tablePath)
+	}
+	if !strings.HasSuffix(opts.tablePath, ".json") || cli.IsDevNull(opts.tablePath) {
+		return cli.UsageError("run: --table %s: %v; it is read back to resume a run", opts.tablePath, profile.ErrTableName)
+	}
+	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
+		return err
 	}
 	chosen := 0
 	for _, set := range []bool{opts.fractionSet || opts.fraction != 0, opts.pairsSet || len(opts.pairs) > 0,

@@ -202,6 +202,8 @@ func TestRunUsageErrors(t *testing.T) {
 	badRefs := filepath.Join(dir, "refs.json")
 	os.WriteFile(badRefs, []byte(`{"references":[{"name":"a"}]}`), 0o644)
 	out := filepath.Join(dir, "out.json")
+	nullJSON := filepath.Join(dir, "null.json")
+	os.Symlink(os.DevNull, nullJSON)
 	tests := []struct {
 		args []string
 		want string
@@ -224,6 +226,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"--cpu", "--name", "m", "--table", out, "--window", "-1s", "--", "true"}, "--window -1s"},
 		{[]string{"--cpu", "--reference-block", "--table", out}, "--reference-block measures the jobs of --references"},
 		{[]string{"--cpu", "--name", "m", "--table", filepath.Join(dir, "t.csv"), "--", "true"}, "name the table .json"},
+		{[]string{"--cpu", "--name", "m", "--table", filepath.Join(dir, "t.tbl"), "--", "true"}, `must end in ".json"`},
+		{[]string{"--cpu", "--name", "m", "--table", nullJSON, "--", "true"}, "read back to resume"},
 		// A command that cannot start was found only when measured, and recorded failed (exit 1).
 		{[]string{"--cpu", "--name", "m", "--table", out, "--", filepath.Join(dir, "missing")}, "run: command cannot start: job ('m', 1): stat "},
 		{[]string{"--cpu", "--name", "m", "--table", out, "--", "no-such-trainer"}, "no-such-trainer: no such program in the job's PATH"},

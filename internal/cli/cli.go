@@ -149,13 +149,13 @@ func LoadTableFrom(in io.Reader, warn io.Writer, path string) (*table.Table, err
 	return t, nil
 }
 
-// SaveTable writes t to path atomically: as CSV (table convert's) when the name ends in
+// SaveTable writes t to path as WriteFile does: as CSV (table convert's) when the name ends in
 // ".csv", in Gavel's JSON format otherwise, so that an output named for a spreadsheet is one.
-func SaveTable(t *table.Table, path string) error {
+func SaveTable(ctx context.Context, t *table.Table, path string) error {
 	if strings.EqualFold(filepath.Ext(path), ".csv") {
-		return table.WriteFileAtomic(path, t.WriteCSV)
+		return WriteFile(ctx, path, t.WriteCSV)
 	}
-	return t.Save(path)
+	return WriteFile(ctx, path, t.Write)
 }
 
 // CheckTable reads the table at path (from in when path is "-"), JSON or CSV, and returns
@@ -178,9 +178,9 @@ func CheckTable(in io.Reader, path string) (*table.Table, table.Problems, error)
 // CheckOutput fails, as bad usage (exit status 2), when the file that flag of command names
 // cannot be written (see table.CheckWritable): commands call it before their work, which can
 // take minutes or hours, so that a mistyped output path loses nothing. An empty path (no
-// output asked for) passes.
+// output asked for) and /dev/null (WriteFile discards the output) pass.
 func CheckOutput(command, flag, path string) error {
-	if path == "" {
+	if path == "" || IsDevNull(path) {
 		return nil
 	}
 	if path == "-" { // "-" reads standard input elsewhere; as a file name it would surprise

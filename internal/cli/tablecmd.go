@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -346,7 +347,7 @@ default table is converted. Output goes to stdout, or atomically to --out.`,
   %[1]s table convert gavel.csv --to json --out gavel.json
   cat examples/partial.json | %[1]s table convert - --to csv`, bin),
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			path := ""
 			if len(args) == 1 {
 				path = args[0]
@@ -354,7 +355,7 @@ default table is converted. Output goes to stdout, or atomically to --out.`,
 					return UsageError("table convert: FILE is empty; omit it for the embedded table, or give - for stdin")
 				}
 			}
-			return TableConvert(streams, path, to, out)
+			return TableConvert(cmd.Context(), streams, path, to, out)
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "output format: csv or json (required)")
@@ -363,7 +364,7 @@ default table is converted. Output goes to stdout, or atomically to --out.`,
 }
 
 // TableConvert runs `table convert`.
-func TableConvert(streams *IO, path, to, out string) error {
+func TableConvert(ctx context.Context, streams *IO, path, to, out string) error {
 	if to != "csv" && to != "json" {
 		return UsageError("--to must be csv or json, not %q", to)
 	}
@@ -379,7 +380,7 @@ func TableConvert(streams *IO, path, to, out string) error {
 		write = t.WriteCSV
 	}
 	if out != "" {
-		return table.WriteFileAtomic(out, write)
+		return WriteFile(ctx, out, write)
 	}
 	return write(streams.Out)
 }

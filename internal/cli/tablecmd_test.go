@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -96,10 +97,10 @@ func TestTableConvertRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, jsonPath := filepath.Join(dir, "t.csv"), filepath.Join(dir, "t.json")
 	streams, _, _ := TestIO()
-	if err := TableConvert(streams, "", "csv", csvPath); err != nil {
+	if err := TableConvert(context.Background(), streams, "", "csv", csvPath); err != nil {
 		t.Fatal(err)
 	}
-	if err := TableConvert(streams, csvPath, "json", jsonPath); err != nil {
+	if err := TableConvert(context.Background(), streams, csvPath, "json", jsonPath); err != nil {
 		t.Fatal(err)
 	}
 	back, err := table.Load(jsonPath)
@@ -109,7 +110,7 @@ func TestTableConvertRoundTrip(t *testing.T) {
 	if !back.Equal(table.Default()) {
 		t.Error("default -> csv -> json changed the table")
 	}
-	if err := TableConvert(streams, "", "xml", ""); ExitCode(err) != 2 {
+	if err := TableConvert(context.Background(), streams, "", "xml", ""); ExitCode(err) != 2 {
 		t.Errorf("--to xml: exit %d, want 2", ExitCode(err))
 	}
 
@@ -121,7 +122,7 @@ func TestTableConvertRoundTrip(t *testing.T) {
 	lines := strings.SplitAfter(string(data), "\n")
 	bad := filepath.Join(dir, "bad.csv")
 	os.WriteFile(bad, []byte(string(data)+lines[4]), 0o644)
-	err = TableConvert(streams, bad, "json", "")
+	err = TableConvert(context.Background(), streams, bad, "json", "")
 	want := fmt.Sprintf("%s:%d:", bad, len(lines)) // the last line, after the final newline's empty piece
 	if ExitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("repeated CSV row: exit %d, %v; want exit 2 naming %s", ExitCode(err), err, want)
