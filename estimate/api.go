@@ -396,8 +396,9 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	}
 	refs := blockReferences(blocks)
 	var all []Suggestion
-	var noRef error // the first block with missing pairs and no references
-	anyMissing, blocksPicked, calibrated := false, 0, true
+	var picked []blockPicks // the blocks Suggest picked from
+	var noRef error         // the first block with missing pairs and no references
+	anyMissing, calibrated := false, true
 	for x, d := range blocks {
 		if d.Missing() == 0 {
 			continue
@@ -431,7 +432,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 			}
 		}
 		if len(ms) > 0 {
-			blocksPicked++
+			picked = append(picked, blockPicks{d, r, ms})
 		}
 		calibrated = calibrated && r.SumError != nil
 		all = append(all, suggestions(d, ms)...)
@@ -442,11 +443,14 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	if !anyMissing {
 		notes = append(notes, "the table has no missing pairs; nothing to suggest")
 	}
+	if len(picked) > 1 && calibrated { // one block's picks already keep the shares
+		if all, err = withinShares(all, picked, budget, o.Aim); err != nil {
+			return nil, nil, err
+		}
+	}
 	// Best first across blocks; stable, so each block's order is kept on ties.
 	slices.SortStableFunc(all, func(a, b Suggestion) int { return cmp.Compare(b.Score, a.Score) })
-	if blocksPicked > 1 && calibrated { // one block's picks already keep the shares
-		all = withinShares(all, budget)
-	} else if len(all) > budget {
+	if len(all) > budget {
 		all = all[:budget]
 	}
 	if anyMissing && len(all) < budget {
@@ -540,31 +544,64 @@ func referencePairs(d *Data, blocks []*Data, refs [][]int, budget int) ([]Measur
 	return ms, note
 }
 
-// withinShares returns the first budget of the ranked suggestions of several blocks (from
-// calibrated estimates), skipping those that would take a capped kind of pick (feasibility
-// doubt, reliance, consistency check) past its share of budget. Each block's Suggest keeps the
-// shares of its own picks, but every block gets the whole budget, so without this a table of
-// several scale factors would fill the budget with those kinds, whose scores rank high. A kept
-// pick may have been chosen by its block after a skipped one; the block's counts assumed that
-// one measured, a small approximation.
-func withinShares(ranked []Suggestion, budget int) []Suggestion {
-	left := map[string]int{
-		ReasonFeasibility: max(1, int(feasShare*float64(budget))),
-		ReasonRely:        int(relyShare * float64(budget)),
-		ReasonCheck:       max(1, int(checkShare*float64(budget))),
+// blockPicks are the picks Suggest made in block d from its estimate r.
+type blockPicks struct {
+	d  *Data
+	r  *Result
+	ms []Measurement
+}
+
+// withinShares keeps the capped kinds of pick (feasibility doubt, reliance, consistency check)
+// of several blocks within the shares of budget, and returns every block's suggestions (those of
+// blocks without references, in all, as they are). Each block's Suggest keeps the shares of its
+// own picks, but every block gets the whole budget, so a table of several scale factors would
+// fill the budget with those kinds, whose scores rank high. The best of them across blocks keep
+// the shares; each block then picks again with what it kept of each kind as its cap, so that a
+// capped pick left out is replaced by the block's next best pick of another kind (the budget is
+// filled while missing pairs remain), and its later picks do not count the one left out as
+// measured.
+func withinShares(all []Suggestion, picked []blockPicks, budget int, aim Aim) ([]Suggestion, error) {
+	type ranked struct {
+		m      Measurement
+		block  int
+		reason string
+	}
+	var capped []ranked
+	for b, p := range picked {
+		for _, m := range p.ms {
+			if m.Reason == ReasonFeasibility || m.Reason == ReasonRely || m.Reason == ReasonCheck {
+				capped = append(capped, ranked{m, b, m.Reason})
+			}
+		}
+	}
+	slices.SortStableFunc(capped, func(a, b ranked) int { return cmp.Compare(b.m.Score, a.m.Score) })
+	left := budgetShares(budget, aim)
+	caps := make([]shares, len(picked))
+	for _, c := range capped {
+		n, kept := &left.feas, &caps[c.block].feas
+		switch c.reason {
+		case ReasonRely:
+			n, kept = &left.rely, &caps[c.block].rely
+		case ReasonCheck:
+			n, kept = &left.checks, &caps[c.block].checks
+		}
+		if *n > 0 {
+			*n--
+			*kept++
+		}
 	}
 	var out []Suggestion
-	for _, s := range ranked {
-		if len(out) == budget {
-			break
+	for _, s := range all {
+		if s.Reason == ReasonReference { // from referencePairs, not a block's Suggest
+			out = append(out, s)
 		}
-		if n, capped := left[s.Reason]; capped {
-			if n == 0 {
-				continue
-			}
-			left[s.Reason] = n - 1
-		}
-		out = append(out, s)
 	}
-	return out
+	for b, p := range picked {
+		ms, err := suggest(p.d, p.r, budget, aim, nil, &caps[b])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, suggestions(p.d, ms)...)
+	}
+	return out, nil
 }

@@ -133,7 +133,27 @@ const uncWeight = 3
 // That is the balanced aim ([AimBalanced]); with [AimDecisions] the feasibility, reliance and
 // check terms are left out and pairs predicted infeasible are not candidates.
 func Suggest(d *Data, r *Result, budget int, aim Aim) ([]Measurement, error) {
-	return suggest(d, r, budget, aim, nil)
+	return suggest(d, r, budget, aim, nil, nil)
+}
+
+// shares are the most picks a Suggest call makes for each capped reason.
+type shares struct{ feas, rely, checks int }
+
+// budgetShares are the shares of a call of budget picks.
+func budgetShares(budget int, aim Aim) shares {
+	if aim == AimDecisions {
+		return shares{}
+	}
+	// Feasibility doubt takes at most a share of the picks: measuring a doubtful pair mostly
+	// finds it infeasible, which says nothing about rates. Reliance takes its own share: those
+	// pairs are rarely near the line, so measuring them seldom fixes a packing decision; it
+	// fixes the rates a planner acts on. Rounded down: a call of a few picks is left to the
+	// flip probability alone.
+	return shares{
+		feas:   max(1, int(feasShare*float64(budget))),
+		rely:   int(relyShare * float64(budget)),
+		checks: max(1, int(checkShare*float64(budget))),
+	}
 }
 
 // sameShape reports an estimate r that is not of block d: suggestions read from it would name
@@ -152,8 +172,9 @@ func sameShape(d *Data, r *Result) error {
 }
 
 // suggest is Suggest choosing only among the pairs pool allows (every missing pair when pool is
-// nil): [Active] on a partial truth can measure only what the truth has.
-func suggest(d *Data, r *Result, budget int, aim Aim, pool func(w, i, k int) bool) ([]Measurement, error) {
+// nil): [Active] on a partial truth can measure only what the truth has. caps, when not nil,
+// replace the budget's shares.
+func suggest(d *Data, r *Result, budget int, aim Aim, pool func(w, i, k int) bool, caps *shares) ([]Measurement, error) {
 	if budget < 0 {
 		return nil, fmt.Errorf("budget %d: must be 0 or more", budget)
 	}
@@ -168,17 +189,12 @@ func suggest(d *Data, r *Result, budget int, aim Aim, pool func(w, i, k int) boo
 	cands := st.candidates(pool)
 	var out []Measurement
 	taken := make([]bool, len(cands))
-	// Feasibility doubt takes at most a share of the picks: measuring a doubtful pair mostly
-	// finds it infeasible, which says nothing about rates.
-	feasLeft := max(1, int(feasShare*float64(budget)))
-	// Reliance takes its own share: those pairs are rarely near the line, so measuring them
-	// seldom fixes a packing decision; it fixes the rates a planner acts on.
-	// Rounded down: a call of a few picks is left to the flip probability alone.
-	relyLeft := int(relyShare * float64(budget))
-	st.checksLeft = max(1, int(checkShare*float64(budget)))
-	if aim == AimDecisions {
-		feasLeft, relyLeft, st.checksLeft = 0, 0, 0
+	sh := budgetShares(budget, aim)
+	if caps != nil {
+		sh = *caps
 	}
+	feasLeft, relyLeft := sh.feas, sh.rely
+	st.checksLeft = sh.checks
 	rank := ranking{st: st, cands: cands, taken: taken}
 	for len(out) < budget {
 		best, bestV := rank.best(feasLeft > 0, relyLeft > 0)
@@ -899,7 +915,7 @@ func Active(ctx context.Context, truth, partial *Data, method Method, budget, ba
 		if err != nil {
 			return nil, err
 		}
-		ms, err := suggest(d, r, take, aim, pool)
+		ms, err := suggest(d, r, take, aim, pool, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -246,10 +246,27 @@ func TestSuggestTableKeepsSharesAcrossBlocks(t *testing.T) {
 		}
 		d.WriteTo(tab)
 	}
-	for _, budget := range []int{5, 10, 20} {
-		ms, _, err := SuggestTable(context.Background(), tab, budget, Options{Seed: 1})
+	// Budgets near the number of missing pairs fill up: a capped pick left out is replaced.
+	missing := 0
+	for w := range h.Partial.State {
+		for i := range h.Partial.State[w] {
+			for k := i; k < len(h.Partial.State[w]); k++ {
+				if h.Partial.State[w][i][k] == table.Missing {
+					missing += 3 // in each of the three blocks
+				}
+			}
+		}
+	}
+	for _, budget := range []int{5, 10, 20, missing - 40, missing + 10} {
+		ms, notes, err := SuggestTable(context.Background(), tab, budget, Options{Seed: 1})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if budget > 20 {
+			if want := min(budget, missing); len(ms) != want || (budget < missing) == hasNote(notes, "pairs to suggest") {
+				t.Errorf("budget %d of %d missing pairs: %d picks (notes %q), want %d", budget, missing, len(ms), notes, want)
+			}
+			continue
 		}
 		n := map[string]int{}
 		blocks := map[int]bool{}
