@@ -116,8 +116,9 @@ func TestScoreHandComputed(t *testing.T) {
 	if math.Abs(m.PackingAgreement-1.0/2) > 1e-12 || m.Pairs != 3 || m.ScoredPairs != 2 {
 		t.Errorf("agreement %v over %d of %d pairs, want 1/2 over 2 of 3", m.PackingAgreement, m.ScoredPairs, m.Pairs)
 	}
-	if m.InfeasibleRecall != 0 || m.InfeasiblePrecision != 1 {
-		t.Errorf("infeasible precision %v recall %v, want 1 and 0", m.InfeasiblePrecision, m.InfeasibleRecall)
+	if m.InfeasibleRecall != 0 || m.InfeasiblePrecision != 1 || m.PredictedInfeasible != 0 || m.TrueInfeasible != 1 {
+		t.Errorf("infeasible precision %v over %d recall %v over %d, want 1 (none predicted) and 0 over 1",
+			m.InfeasiblePrecision, m.PredictedInfeasible, m.InfeasibleRecall, m.TrueInfeasible)
 	}
 
 	// Predicting (0,1) infeasible gives it no rate: it leaves MAE, MAPE and agreement (where
@@ -128,8 +129,9 @@ func TestScoreHandComputed(t *testing.T) {
 		t.Errorf("with (0,1) predicted infeasible: MAE %v MAPE %v agreement %v over %d pairs, want 0, 0, 1 over 1",
 			m.MAE, m.MAPE, m.PackingAgreement, m.ScoredPairs)
 	}
-	if m.InfeasiblePrecision != 0 || m.InfeasibleRecall != 0 {
-		t.Errorf("with (0,1) predicted infeasible: precision %v recall %v, want 0 and 0", m.InfeasiblePrecision, m.InfeasibleRecall)
+	if m.InfeasiblePrecision != 0 || m.InfeasibleRecall != 0 || m.PredictedInfeasible != 1 || m.TrueInfeasible != 1 {
+		t.Errorf("with (0,1) predicted infeasible: precision %v over %d recall %v over %d, want 0 over 1 and 0 over 1",
+			m.InfeasiblePrecision, m.PredictedInfeasible, m.InfeasibleRecall, m.TrueInfeasible)
 	}
 	if m.ScoredEntries != 2 {
 		t.Errorf("scored entries %d, want 2 ((0,0) and (1,0))", m.ScoredEntries)
@@ -879,13 +881,14 @@ func TestPairwiseSumErrorIndependentOfParallelism(t *testing.T) {
 
 // A downstream ratio of 0 (an allocation that leaves a job with nothing, the case the ratio is
 // there to catch) is written per seed and in the mean; without a downstream score the field is
-// left out everywhere, and the estimated-only metrics never carry it.
+// null everywhere (the contract names it: a reader of methods.ours.downstream_ratio finds it),
+// and in the estimated-only metrics it is always null.
 func TestEvaluateWritesZeroDownstream(t *testing.T) {
 	truth := gavelBlock(t)
 	for _, tc := range []struct {
 		name       string
 		downstream func(*Data, *Result) (float64, error)
-		want       int // "downstream_ratio" keys in the JSON: mean, std, two seeds
+		want       int // zero "downstream_ratio"s in the JSON: mean, std, two seeds
 	}{
 		{"zero", func(*Data, *Result) (float64, error) { return 0, nil }, 4},
 		{"none", nil, 0},
@@ -899,7 +902,7 @@ func TestEvaluateWritesZeroDownstream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Count(string(b), `"downstream_ratio":0`); got != tc.want || strings.Count(string(b), `"downstream_ratio"`) != tc.want {
+		if got := strings.Count(string(b), `"downstream_ratio":0`); got != tc.want || strings.Count(string(b), `"downstream_ratio":null`) != 5-tc.want {
 			t.Errorf("%s: %d zero downstream ratios in %s, want %d", tc.name, got, b, tc.want)
 		}
 	}

@@ -111,11 +111,16 @@ type Metrics struct {
 	PackingAgreement    float64 `json:"packing_agreement"`
 	InfeasiblePrecision float64 `json:"infeasible_precision"`
 	InfeasibleRecall    float64 `json:"infeasible_recall"`
-	// DownstreamRatio is nil when not computed; a pointer, so that a ratio of 0 (a job left with
-	// nothing, the worst case) is still written.
-	DownstreamRatio *float64 `json:"downstream_ratio,omitempty"`
+	// DownstreamRatio is nil, written as null, when not computed.
+	DownstreamRatio *float64 `json:"downstream_ratio"`
 	Entries         int      `json:"entries"` // scored entries, infeasible ones included
 	Pairs           int      `json:"pairs"`   // scored unordered pairs, infeasible ones included
+	// PredictedInfeasible and TrueInfeasible count the scored entries predicted and truly
+	// infeasible, over which infeasible precision and recall are taken: a precision of 1 with
+	// none predicted, or a recall of 1 with none to find, holds trivially (over seeds, rounded
+	// means).
+	PredictedInfeasible int `json:"predicted_infeasible_entries"`
+	TrueInfeasible      int `json:"true_infeasible_entries"`
 	// ScoredEntries is how many of Entries are feasible in the truth and the estimate (MAE's
 	// denominator; MAPE's leaves out true rates of 0.05 or less), and ScoredPairs how many of
 	// Pairs (packing agreement's). They depend on the method (one that calls an entry infeasible
@@ -220,6 +225,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 // false negative counts of infeasible predictions. No predicted infeasible pair means no false
 // alarm (precision 1); none to find means none missed (recall 1).
 func (m *Metrics) setInfeasible(tp, fp, fn int) {
+	m.PredictedInfeasible, m.TrueInfeasible = tp+fp, tp+fn
 	m.InfeasiblePrecision, m.InfeasibleRecall = 1, 1
 	if tp+fp > 0 {
 		m.InfeasiblePrecision = float64(tp) / float64(tp+fp)
@@ -436,6 +442,8 @@ func meanStd(xs []Metrics) (mean, std Metrics) {
 		func(m *Metrics) *int { return &m.Pairs },
 		func(m *Metrics) *int { return &m.ScoredEntries },
 		func(m *Metrics) *int { return &m.ScoredPairs },
+		func(m *Metrics) *int { return &m.PredictedInfeasible },
+		func(m *Metrics) *int { return &m.TrueInfeasible },
 	} {
 		v, _ := meanStdOf(len(xs), func(x int) float64 { return float64(*f(&xs[x])) })
 		*f(&mean) = int(math.Round(v))

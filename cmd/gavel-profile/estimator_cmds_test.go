@@ -242,8 +242,8 @@ func TestEvaluateCmdPartialTable(t *testing.T) {
 	}
 	for _, m := range estimate.DefaultMethods(0) {
 		rep, ok := got.Methods[m.Name()]
-		if _, down := rep["downstream_ratio"]; !ok || down || rep["entries"] == 0.0 {
-			t.Errorf("method %s: %v; want scored entries and no downstream_ratio", m.Name(), rep)
+		if down, has := rep["downstream_ratio"]; !ok || !has || down != nil || rep["entries"] == 0.0 {
+			t.Errorf("method %s: %v; want scored entries and downstream_ratio null", m.Name(), rep)
 		}
 	}
 }
@@ -666,7 +666,7 @@ func TestEvaluateCmdNotesWorkerTypesLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("worker types k80 (25 job types have isolated rates there, not %s) not evaluated", jobs[0].Model)
-	if !strings.Contains(stderr, "worker types p100,v100;") || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], want) {
+	if !strings.Contains(stderr, "worker types p100,v100;") || len(got.Notes) != 2 || !strings.Contains(got.Notes[0], want) || got.Notes[1] != "downstream_ratio left out (--policy none)" {
 		t.Errorf("notes %q, stderr %q: want p100 and v100 evaluated and a note naming k80", got.Notes, stderr)
 	}
 }

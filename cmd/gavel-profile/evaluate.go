@@ -159,6 +159,8 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	opts := estimate.EvalOptions{References: o.references, Fraction: o.fraction, Seeds: seeds, Active: o.active, Aim: aim}
 	if o.policy != "none" {
 		opts.Downstream = estimate.Downstream(ctx, o.policy, o.gpus)
+	} else {
+		notes = append(notes, "downstream_ratio left out (--policy none)")
 	}
 	ev, err := estimate.Evaluate(ctx, truth, opts)
 	if err != nil {
