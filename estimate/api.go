@@ -45,8 +45,10 @@ type Report struct {
 	// cannot run alone on the worker type (isolated rate 0): facts, not estimates, so they are
 	// not in Entries.
 	KnownInfeasible int `json:"known_infeasible"`
-	// LeftMissing counts the entries still missing in the returned table: pairs with a job that
-	// has no isolated rate on the worker type, and blocks without a reference job type.
+	// LeftMissing counts the entries of the selected worker types (Options.Workers) still missing
+	// in the returned table: pairs with a job that has no isolated rate on the worker type, and
+	// blocks without a reference job type. The missing entries of worker types not selected are
+	// left as they are and counted in a note, not here.
 	LeftMissing int      `json:"left_missing"`
 	Notes       []string `json:"notes,omitempty"`
 }

@@ -24,8 +24,12 @@ func CosineDistance(a, b []float64) float64 {
 }
 
 // NearestCosine returns the row of refs with the smallest cosine distance to row, the first on
-// ties, as Gavel's estimator does. ok is false when row is zero (Gavel then picks at random).
+// ties, as Gavel's estimator does. ok is false when row is zero (Gavel then picks at random) or
+// refs is nil.
 func NearestCosine(row []float64, refs mat.Matrix) (best int, ok bool) {
+	if refs == nil {
+		return 0, false
+	}
 	r, c := refs.Dims()
 	if len(row) != c {
 		panic("fingerprint: row length differs from the reference rows")

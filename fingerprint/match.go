@@ -78,9 +78,9 @@ type Neighbor struct {
 type Result struct {
 	Neighbors []Neighbor // nearest first; ties by index
 	// Confidence in [0, 1]: high when the nearest reference is clearly closer than the next and
-	// the match rests on many observed entries. It is (1 − d₁/d₂)·n/(n+4), where d₁ ≤ d₂ are the
-	// two smallest distances and n the number of entries compared; 1 with a single reference
-	// at distance 0.
+	// the match rests on many observed entries. It is c·n/(n+4), where n is the number of entries
+	// compared and c is 1 − d₁/d₂ for the two smallest distances d₁ ≤ d₂ (0 when both are 0),
+	// or, with a single reference, 1 at distance 0 and 1/2 farther.
 	Confidence float64
 	Compared   int // observed entries compared with the nearest reference
 }
@@ -143,6 +143,9 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 		compared[i] = n
 	}
 	if len(ns) == 0 {
+		if d == Cosine && zeroRow(row) {
+			return Result{}, fmt.Errorf("fingerprint: the row's observed entries are all 0, and a cosine distance needs a direction")
+		}
 		return Result{}, fmt.Errorf("fingerprint: no reference shares an observed entry with the row")
 	}
 	sort.SliceStable(ns, func(a, b int) bool { return ns[a].Distance < ns[b].Distance })
@@ -160,6 +163,20 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	res.Confidence *= nc / (nc + 4)
 	res.Neighbors = Nearest(ns, k)
 	return res, nil
+}
+
+// zeroRow reports whether row has an observed entry and all its observed entries are 0.
+func zeroRow(row []float64) bool {
+	seen := false
+	for _, v := range row {
+		if observed(v) {
+			if v != 0 {
+				return false
+			}
+			seen = true
+		}
+	}
+	return seen
 }
 
 // Nearest sorts ns by distance (stably: ties keep their order), keeps the k closest and weighs

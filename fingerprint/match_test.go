@@ -66,8 +66,32 @@ func TestConfidenceFallsWithNoise(t *testing.T) {
 }
 
 func TestMatchNoOverlap(t *testing.T) {
-	if _, err := Match([]float64{math.NaN()}, [][]float64{{1}}, Settings{K: 1}); err == nil {
-		t.Error("no shared entry: want an error")
+	if _, err := Match([]float64{math.NaN()}, [][]float64{{1}}, Settings{K: 1}); err == nil || !strings.Contains(err.Error(), "no reference shares") {
+		t.Errorf("no shared entry: %v, want an error saying so", err)
+	}
+	// A zero row shares entries but has no cosine distance to anything.
+	if _, err := Match([]float64{0, 0, math.NaN()}, [][]float64{{1, 2, 3}}, Settings{}); err == nil || !strings.Contains(err.Error(), "all 0") {
+		t.Errorf("zero row under cosine: %v, want an error saying its entries are 0", err)
+	}
+}
+
+// Confidence as documented: (1 − d₁/d₂)·n/(n+4), and with one reference 1 (distance 0) or 1/2
+// times n/(n+4).
+func TestMatchConfidence(t *testing.T) {
+	for _, tc := range []struct {
+		row  []float64
+		refs [][]float64
+		want float64
+	}{
+		{[]float64{1, 2, 3, 4}, [][]float64{{1, 2, 3, 4}}, 1 * 4.0 / 8},
+		{[]float64{1, 2, 3, 4}, [][]float64{{2, 2, 3, 4}}, 0.5 * 4.0 / 8},
+		// Mean absolute differences 0.25 and 1 over 4 entries.
+		{[]float64{1, 2, 3, 4}, [][]float64{{2, 3, 4, 5}, {2, 2, 3, 4}}, (1 - 0.25/1) * 4.0 / 8},
+	} {
+		res, err := Match(tc.row, tc.refs, Settings{Distance: MeanAbs})
+		if err != nil || math.Abs(res.Confidence-tc.want) > 1e-12 {
+			t.Errorf("Match(%v, %v): confidence %v (err %v), want %v", tc.row, tc.refs, res.Confidence, err, tc.want)
+		}
 	}
 }
 
@@ -78,6 +102,9 @@ func TestNearestCosineLikeGavel(t *testing.T) {
 	}
 	if _, ok := NearestCosine([]float64{0, 0}, refs); ok {
 		t.Error("zero row: want ok = false")
+	}
+	if _, ok := NearestCosine([]float64{1, 1}, nil); ok {
+		t.Error("no references: want ok = false")
 	}
 }
 
