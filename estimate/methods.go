@@ -89,8 +89,8 @@ type Method interface {
 // PartnerMean is the baseline that predicts i's rate next to k on w as the mean rate of every
 // job measured next to k on w (the partner's mean effect), or the mean of all measured entries
 // on w when k has none (1/2 when w has none either). Entry (i, k) is predicted infeasible when
-// most of k's measured entries on w are, and then so is (k, i): a pair is infeasible for both
-// jobs or neither.
+// most of k's measured entries on w are (most of w's when k has none), and then so is (k, i): a
+// pair is infeasible for both jobs or neither.
 type PartnerMean struct{}
 
 // Name returns "partner_mean".
@@ -103,12 +103,15 @@ func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	}
 	r := newResult(d)
 	for w := range d.Workers {
-		all, nall := 0.0, 0
+		all, nall, infAll := 0.0, 0, 0
 		for i := range d.Jobs {
 			for k := range d.Jobs {
-				if d.State[w][i][k] == table.Measured {
+				switch d.State[w][i][k] {
+				case table.Measured:
 					all += d.Norm[w][i][k]
 					nall++
+				case table.Infeasible:
+					infAll++
 				}
 			}
 		}
@@ -130,6 +133,9 @@ func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
 			mean := wmean
 			if n > 0 {
 				mean = sum / float64(n)
+			}
+			if n == 0 && inf == 0 { // nothing known of k: w's majority
+				n, inf = nall, infAll
 			}
 			for i := range d.Jobs {
 				r.Norm[w][i][k] = mean

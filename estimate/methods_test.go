@@ -41,6 +41,36 @@ func TestPartnerMeanInfeasibleSymmetric(t *testing.T) {
 	}
 }
 
+// A partner with nothing measured takes its worker type's majority: where every measured pair
+// was infeasible (multi-GPU jobs in Gavel's table), its pairs were predicted to fit, at 1/2.
+func TestPartnerMeanUnknownPartnerTakesMajority(t *testing.T) {
+	d := NewData([]string{"fits", "full"}, []table.JobType{{Model: "a", ScaleFactor: 1}, {Model: "b", ScaleFactor: 1},
+		{Model: "c", ScaleFactor: 1}})
+	for w, s := range []table.State{table.Measured, table.Infeasible} {
+		for i := range 2 {
+			d.Iso[w][i] = 1
+			for k := range 2 {
+				d.State[w][i][k] = s
+				if s == table.Measured {
+					d.Norm[w][i][k] = 0.6
+				}
+			}
+		}
+		d.Iso[w][2] = 1 // c: isolated rate only
+	}
+	r, err := PartnerMean{}.Estimate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w, want := range []bool{false, true} {
+		for _, p := range [][2]int{{2, 2}, {0, 2}, {2, 0}} {
+			if got := r.Infeasible[w][p[0]][p[1]]; got != want {
+				t.Errorf("%s: entry %v infeasible %v, want %v", d.Workers[w], p, got, want)
+			}
+		}
+	}
+}
+
 // On the holdout protocol every pair must come out infeasible for both jobs or neither (94
 // asymmetric entries on seed 0 before the fix).
 func TestPartnerMeanInfeasibleSymmetricOnHoldout(t *testing.T) {
