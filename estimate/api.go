@@ -564,15 +564,14 @@ type blockPicks struct {
 // measured.
 func withinShares(all []Suggestion, picked []blockPicks, budget int, aim Aim) ([]Suggestion, error) {
 	type ranked struct {
-		m      Measurement
-		block  int
-		reason string
+		m     Measurement
+		block int
 	}
 	var capped []ranked
 	for b, p := range picked {
 		for _, m := range p.ms {
 			if m.Reason == ReasonFeasibility || m.Reason == ReasonRely || m.Reason == ReasonCheck {
-				capped = append(capped, ranked{m, b, m.Reason})
+				capped = append(capped, ranked{m, b})
 			}
 		}
 	}
@@ -581,7 +580,7 @@ func withinShares(all []Suggestion, picked []blockPicks, budget int, aim Aim) ([
 	caps := make([]shares, len(picked))
 	for _, c := range capped {
 		n, kept := &left.feas, &caps[c.block].feas
-		switch c.reason {
+		switch c.m.Reason {
 		case ReasonRely:
 			n, kept = &left.rely, &caps[c.block].rely
 		case ReasonCheck:
