@@ -498,6 +498,20 @@ func TestEstimateChecksOutFirst(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, ".gavel-out-check-*")); len(left) > 0 {
 		t.Errorf("check files left behind: %v", left)
 	}
+	// --out naming the table itself, or through a link, would pass estimates for measurements.
+	in, _ := partialTable(t)
+	before, _ := os.ReadFile(in)
+	link := filepath.Join(dir, "same.json")
+	os.Symlink(in, link)
+	for _, out := range []string{in, link} {
+		_, _, err := execCmd(newEstimateCmd, "--table", in, "--out", out)
+		if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "is the --table file") {
+			t.Errorf("--out %s of --table %s: %v (exit %d), want exit 2", out, in, err, cli.ExitCode(err))
+		}
+	}
+	if after, _ := os.ReadFile(in); !bytes.Equal(before, after) {
+		t.Error("the table was changed")
+	}
 	// A writable --out passes the check (and fails on the missing table).
 	_, _, err := execCmd(newEstimateCmd, "--table", filepath.Join(dir, "missing.json"), "--out", filepath.Join(dir, "ok.json"))
 	if err == nil || !strings.Contains(err.Error(), "missing.json") {
