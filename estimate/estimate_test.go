@@ -966,3 +966,23 @@ func partnerMeanHoldout(t *testing.T, truth *Data) (*Data, *Result) {
 	}
 	return h.Partial, r
 }
+
+// A rate undefined on a seed (its denominator 0: every pair of the seed measured, nothing
+// predicted infeasible) is left out of the mean, not averaged in as Score's 0 or 1.
+func TestMeanStdSkipsUndefinedRates(t *testing.T) {
+	defined := Metrics{MAE: 0.1, MAPE: 0.2, RawMAPE: 0.2, PackingAgreement: 1, InfeasiblePrecision: 0.5, InfeasibleRecall: 1,
+		ScoredEntries: 6, apeEntries: 6, ScoredPairs: 3, PredictedInfeasible: 2, TrueInfeasible: 1}
+	undefined := Metrics{InfeasiblePrecision: 1, InfeasibleRecall: 1} // Score's values with nothing to score
+	mean, std := meanStd([]Metrics{defined, undefined})
+	if mean.MAE != 0.1 || mean.MAPE != 0.2 || mean.RawMAPE != 0.2 || mean.PackingAgreement != 1 ||
+		mean.InfeasiblePrecision != 0.5 || mean.InfeasibleRecall != 1 || std.PackingAgreement != 0 {
+		t.Errorf("mean %+v, std %+v: want the defined seed's rates, no spread", mean, std)
+	}
+	if mean.ScoredPairs != 2 { // the counts stay rounded means (1.5)
+		t.Errorf("scored pairs %d, want 2", mean.ScoredPairs)
+	}
+	// Undefined everywhere: Score's convention stays.
+	if mean, _ = meanStd([]Metrics{undefined, undefined}); mean.PackingAgreement != 0 || mean.InfeasiblePrecision != 1 {
+		t.Errorf("nothing defined: %+v, want agreement 0 and precision 1", mean)
+	}
+}

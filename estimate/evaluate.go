@@ -128,6 +128,7 @@ type Metrics struct {
 	// it counts for are undefined and written as 0.
 	ScoredEntries int `json:"scored_entries"`
 	ScoredPairs   int `json:"scored_pairs"`
+	apeEntries    int // MAPE's and RawMAPE's denominator
 }
 
 // Score measures r against truth on every entry (w, i, k) except those where both jobs are
@@ -212,7 +213,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 			}
 		}
 	}
-	m.ScoredEntries = nAbs
+	m.ScoredEntries, m.apeEntries = nAbs, nApe
 	m.MAE = ratio(absSum, nAbs)
 	m.MAPE = ratio(apeSum, nApe)
 	m.RawMAPE = ratio(rawSum, nApe)
@@ -417,17 +418,32 @@ func onlyReferences(d *Data, refs []int) *Data {
 	return out
 }
 
-// meanStd returns the mean and (population) standard deviation of each rate of xs (the
-// downstream ratio when every seed has one); Entries, Pairs, ScoredEntries and ScoredPairs are
-// rounded means. (Score's Entries and Pairs are the same for every seed, the references' pairs
-// being all measured; ScoreMissing's differ with the measurements.)
+// meanStd returns the mean and (population) standard deviation of each rate of xs over the
+// seeds where it is defined (its denominator is not 0; over every seed when it is nowhere
+// defined, keeping Score's convention), and of the downstream ratio when every seed has one;
+// Entries, Pairs, ScoredEntries and ScoredPairs are rounded means. (Score's Entries and Pairs
+// are the same for every seed, the references' pairs being all measured; ScoreMissing's differ
+// with the measurements, and a seed whose measurements left no pair estimated had an undefined
+// agreement of 0 averaged in.)
 func meanStd(xs []Metrics) (mean, std Metrics) {
 	rates := func(m *Metrics) []*float64 {
 		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
 	}
+	counts := func(m *Metrics) []int {
+		return []int{m.ScoredEntries, m.apeEntries, m.apeEntries, m.ScoredPairs, m.PredictedInfeasible, m.TrueInfeasible}
+	}
 	mp, sp := rates(&mean), rates(&std)
 	for f := range mp {
-		*mp[f], *sp[f] = meanStdOf(len(xs), func(x int) float64 { return *rates(&xs[x])[f] })
+		var defined []Metrics
+		for _, x := range xs {
+			if counts(&x)[f] > 0 {
+				defined = append(defined, x)
+			}
+		}
+		if len(defined) == 0 {
+			defined = xs
+		}
+		*mp[f], *sp[f] = meanStdOf(len(defined), func(x int) float64 { return *rates(&defined[x])[f] })
 	}
 	down := true
 	for _, x := range xs {

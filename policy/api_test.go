@@ -160,6 +160,11 @@ func TestInputErrors(t *testing.T) {
 		{"missing type", func(p *Problem) { p.Jobs[0].Type = jt("Nope") }, `job "0": job type ('Nope', 1) is not in the throughput table`},
 		{"sf too big", func(p *Problem) { p.Jobs[0].Type.ScaleFactor = 2 }, `scale factor 2 exceeds`},
 		{"negative weight", func(p *Problem) { p.Jobs[1].Weight = -1 }, `job "1": weight -1`},
+		// Of two bad jobs the first given is named, not the first by id.
+		{"first bad in given order", func(p *Problem) {
+			p.Jobs[0], p.Jobs[1] = p.Jobs[1], p.Jobs[0]
+			p.Jobs[0].Weight, p.Jobs[1].Type = -1, jt("Nope")
+		}, `job "1": weight -1`},
 		// A weight far from 1 made the LP fail ("numerical trouble", exit 1) or lose its accuracy.
 		{"tiny weight", func(p *Problem) { p.Jobs[1].Weight = 1e-300 }, `job "1": weight 1e-300 is outside 0.001..1000`},
 		{"huge weight", func(p *Problem) { p.Jobs[0].Weight = 1e9 }, `job "0": weight 1e+09 is outside 0.001..1000`},

@@ -141,7 +141,7 @@ func newInstance(p *Problem) (*instance, error) {
 	sort.SliceStable(in.jobs, func(a, b int) bool { return in.jobs[a].ID < in.jobs[b].ID })
 	for i, j := range in.jobs {
 		if err := in.addJob(i, j); err != nil {
-			return nil, err
+			return nil, in.firstJobError(p.Jobs, err)
 		}
 	}
 	if err := checkJobEntities(in.jobs, p.Entities); err != nil {
@@ -169,6 +169,19 @@ func (in *instance) setCluster(c Cluster) error {
 		return inputErr("cluster is empty: no worker type has GPUs")
 	}
 	return nil
+}
+
+// firstJobError returns the error of the first of the given jobs, in the caller's order, that
+// addJob refuses on its own, so that a jobs file's first bad entry is the one named; err (of
+// jobs in id order) when none is (a duplicate id).
+func (in *instance) firstJobError(given []Job, err error) error {
+	for _, j := range given {
+		alone := &instance{p: in.p, idx: map[string]int{}, workers: in.workers, cap: in.cap, total: in.total}
+		if e := alone.addJob(0, j); e != nil {
+			return e
+		}
+	}
+	return err
 }
 
 // addJob validates job j, the i-th in id order, and adds its single.
