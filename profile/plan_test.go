@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -729,5 +730,34 @@ func TestSidecarLeavesNamesReadable(t *testing.T) {
 	back, err := LoadSidecar(path)
 	if err != nil || !reflect.DeepEqual(back.Measurements, s.Measurements) {
 		t.Errorf("read back %+v (err %v), want %+v", back, err, s)
+	}
+}
+
+// A planned measurement the table holds without a record in the sidecar (an estimate written
+// over the table, a merged table) is not measured again, and a note says so; one this runner
+// measured is skipped quietly on a rerun.
+func TestRunNotesUnrecordedEntries(t *testing.T) {
+	a, b := jt("a"), jt("b")
+	r := newRunner(t, 1, map[table.JobType]Command{a: workload("-rate", "200"), b: workload("-rate", "200")})
+	var notes []string
+	r.Logf = func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	tbl := table.New()
+	tbl.SetIsolated("cpu", a, 100)
+	tbl.SetPair("cpu", a, a, 60, 60)
+	if err := tbl.Save(r.TablePath); err != nil {
+		t.Fatal(err)
+	}
+	tasks := []Task{{WorkerType: "cpu", Job: a}, {WorkerType: "cpu", Job: a, Partner: a}, {WorkerType: "cpu", Job: b}}
+	recs, err := r.Run(context.Background(), tasks)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("first run: %d records, %v; want b measured", len(recs), err)
+	}
+	want := "note: 2 planned measurements (cpu: ('a', 1), ...) are in the table without a record in " + SidecarPath(r.TablePath)
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], want) {
+		t.Errorf("notes %q, want one starting %q", notes, want)
+	}
+	notes = nil
+	if _, err := r.Run(context.Background(), tasks[2:]); err != nil || len(notes) != 0 {
+		t.Errorf("rerun of a measured task: notes %q (err %v), want none", notes, err)
 	}
 }

@@ -193,8 +193,12 @@ func (r *Runner) checkSharing(side *Sidecar, sharing Sharing) error {
 // prepare drops the tasks the table holds, checks that every job has a command, loads what the
 // table and sidecar know about the jobs, and decides at once the tasks that cannot run here.
 func (p *pass) prepare(tbl *table.Table, side *Sidecar, tasks []Task) (todo []Task, early []Record, err error) {
+	var unrecorded []Task
 	for _, t := range tasks {
 		if done(tbl, t) {
+			if !side.recorded(t) {
+				unrecorded = append(unrecorded, t)
+			}
 			continue
 		}
 		for _, j := range []table.JobType{t.Job, t.Partner} {
@@ -216,6 +220,15 @@ func (p *pass) prepare(tbl *table.Table, side *Sidecar, tasks []Task) (todo []Ta
 			continue
 		}
 		todo = append(todo, t)
+	}
+	if n := len(unrecorded); n > 0 {
+		// An estimate written over the table looks like this, and would never be measured.
+		first := unrecorded[0].String()
+		if n > 1 {
+			first += ", ..."
+		}
+		p.r.logf("note: %d planned measurements (%s) are in the table without a record in %s: made elsewhere (a merged or estimated table?), they are not measured again; remove them from the table to measure them",
+			n, first, SidecarPath(p.r.TablePath))
 	}
 	return todo, early, nil
 }

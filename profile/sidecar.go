@@ -219,6 +219,20 @@ func (s *Sidecar) add(rec Record) {
 	}
 }
 
+// recorded reports whether s holds a finished (ok or infeasible) measurement of task t.
+func (s *Sidecar) recorded(t Task) bool {
+	for _, r := range s.Measurements {
+		if r.Status == StatusFailed || r.WorkerType != t.WorkerType {
+			continue
+		}
+		a, b := r.JobType(), r.PartnerType()
+		if a == t.Job && b == t.Partner || t.IsPair() && a == t.Partner && b == t.Job {
+			return true
+		}
+	}
+	return false
+}
+
 // peakMemory returns the largest peak memory recorded for j running alone on w (0 if none).
 func (s *Sidecar) peakMemory(w string, j table.JobType) uint64 {
 	var peak uint64
