@@ -476,7 +476,9 @@ func TestAutoMethod(t *testing.T) {
 	} {
 		var got []lp.Method
 		pol := mustNew(t, tc.name, WithSolver(methodRecorder{&got}))
-		if _, err := pol.Allocate(context.Background(), wide); err == nil || len(got) != 1 || got[0] != tc.want {
+		// Water filling retries a level LP the solver fails on with the other methods.
+		retries := strings.Contains(tc.name, "water_filling")
+		if _, err := pol.Allocate(context.Background(), wide); err == nil || len(got) == 0 || got[0] != tc.want || len(got) != 1 && !retries {
 			t.Errorf("%s: methods %v (err %v), want %v", tc.name, got, err, tc.want)
 		}
 	}

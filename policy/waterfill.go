@@ -71,6 +71,13 @@ func waterFilling(md mode) allocator {
 				return nil, &lp.StatusError{Status: lp.Numerical, Detail: "water filling: unfrozen jobs but none with weight"}
 			}
 			res, err := b.solveAtLevels(ctx, opt, &st)
+			if err != nil && x != nil && solverTrouble(err) {
+				// The last level LP's x meets every level reached: keep it rather than lose
+				// the allocation (and a simulation with it) to one LP the solver fails on.
+				warnings = append(warnings, fmt.Sprintf("water filling: the LP solver failed on the level LP of iteration %d (%v); %s kept at the levels reached",
+					iter+1, err, in.idList(active)))
+				break
+			}
 			if err != nil {
 				return nil, fmt.Errorf("water filling level LP (iteration %d): %w", iter+1, err)
 			}
@@ -260,13 +267,14 @@ func (in *instance) iterationWeights(groups []entityGroup, frozen []bool) []floa
 // x was pulled inside capacity and each level lowered to what x achieves
 // (and every round cut, roundcuts.go: cuts are added only while each
 // earlier LP's x was proven realizable, and a realizable x meets them all).
-// When the solver still reports "infeasible" (rates spread over orders of
-// magnitude, rows met only to its tolerance after scaling), it retries with
-// the other method (barrier with presolve, or dual simplex), then with the
-// levels lowered by a relative wfRelax, far below what counts as a rise.
+// When the solver still reports "infeasible" or numerical trouble (rates
+// spread over orders of magnitude, rows met only to its tolerance after
+// scaling), it retries with the other method (barrier with presolve, or
+// dual simplex), then with the levels lowered by a relative wfRelax, far
+// below what counts as a rise.
 func (b *builder) solveAtLevels(ctx context.Context, opt *options, st *SolveStats) (*lp.Result, error) {
 	res, err := b.solve(ctx, opt, st)
-	if !errors.Is(err, lp.ErrInfeasible) {
+	if !solverTrouble(err) {
 		return res, err
 	}
 	other := *opt
@@ -274,7 +282,7 @@ func (b *builder) solveAtLevels(ctx context.Context, opt *options, st *SolveStat
 	if b.method(opt) == lp.Barrier {
 		other.method = MethodDual
 	}
-	if res, err = b.solve(ctx, &other, st); !errors.Is(err, lp.ErrInfeasible) {
+	if res, err = b.solve(ctx, &other, st); !solverTrouble(err) {
 		return res, err
 	}
 	for _, r := range b.levelRows {
@@ -282,11 +290,17 @@ func (b *builder) solveAtLevels(ctx context.Context, opt *options, st *SolveStat
 		b.m.SetRowBounds(r, lb-wfRelax*math.Max(1, math.Abs(lb)), ub)
 	}
 	for _, o := range []*options{opt, &other} {
-		if res, err = b.solve(ctx, o, st); !errors.Is(err, lp.ErrInfeasible) {
+		if res, err = b.solve(ctx, o, st); !solverTrouble(err) {
 			return res, err
 		}
 	}
 	return nil, err
+}
+
+// solverTrouble reports an LP the solver failed on though it has a solution:
+// a water-filling LP is never truly infeasible (see solveAtLevels).
+func solverTrouble(err error) bool {
+	return errors.Is(err, lp.ErrInfeasible) || errors.Is(err, lp.ErrNumerical)
 }
 
 // withinCapacity returns x clipped to [0, 1] and scaled down where the
@@ -333,11 +347,15 @@ func (in *instance) withinCapacity(x [][]float64) [][]float64 {
 	return x
 }
 
-// idList names jobs by id, for warnings.
+// idList names jobs by id, for warnings: the first 8, and how many in all.
 func (in *instance) idList(jobs []int) string {
-	ids := make([]string, len(jobs))
-	for k, i := range jobs {
-		ids[k] = fmt.Sprintf("%q", in.jobs[i].ID)
+	const shown = 8
+	var ids []string
+	for _, i := range jobs[:min(len(jobs), shown)] {
+		ids = append(ids, fmt.Sprintf("%q", in.jobs[i].ID))
+	}
+	if len(jobs) > shown {
+		return fmt.Sprintf("jobs %s, ... (%d in all)", strings.Join(ids, ", "), len(jobs))
 	}
 	return "jobs " + strings.Join(ids, ", ")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gavelkit/gavel/policy/lp"
 	"github.com/gavelkit/gavel/table"
 )
 
@@ -138,4 +139,61 @@ func wideRateSeeds(extra ...uint64) []uint64 {
 		seeds = append(seeds, seed)
 	}
 	return seeds
+}
+
+// fromNthFailSolver solves with COIN but fails every call from number fail on (from 1) with
+// numerical trouble, and the first retry of call fail too when once is set.
+type fromNthFailSolver struct {
+	fail  int
+	once  bool
+	calls *int
+}
+
+func (f fromNthFailSolver) Solve(ctx context.Context, m *lp.Model, o lp.Options) (*lp.Result, error) {
+	*f.calls++
+	if *f.calls == f.fail || !f.once && *f.calls > f.fail {
+		return nil, &lp.StatusError{Status: lp.Numerical}
+	}
+	return lp.Default().Solve(ctx, m, o)
+}
+
+// A level LP the solver fails on ("numerical trouble" ended a 500-job simulation) is retried
+// with the other method, which gives the allocation unchanged; one that keeps failing leaves
+// the jobs not yet frozen at the levels the last LP reached, with a warning, and an allocation
+// that meets every constraint and is no worse than max-min's.
+func TestWaterFillingSolverTrouble(t *testing.T) {
+	tb := table.Default()
+	p := &Problem{Table: tb, Cluster: Cluster{"v100": 8, "p100": 8, "k80": 8}, Jobs: defaultJobs(tb, 12)}
+	want := mustAllocate(t, "max_min_fairness_water_filling_perf", p)
+	las := mustAllocate(t, "max_min_fairness_perf", p)
+	calls := 0
+	got := mustAllocate(t, "max_min_fairness_water_filling_perf", p, WithSolver(fromNthFailSolver{fail: 1, once: true, calls: &calls}))
+	for id, e := range want.Effective {
+		if !approx(got.Effective[id], e, 1e-6) {
+			t.Errorf("retried: job %s at %v, want %v", id, got.Effective[id], e)
+		}
+	}
+	kept := 0
+	for fail := 2; fail < 40; fail++ {
+		calls = 0
+		pol, _ := New("max_min_fairness_water_filling_perf", WithSolver(fromNthFailSolver{fail: fail, calls: &calls}))
+		a, err := pol.Allocate(context.Background(), p)
+		if err != nil {
+			if !strings.Contains(err.Error(), "bottleneck test") {
+				t.Errorf("failing from LP %d: %v, want an allocation or a failed bottleneck test", fail, err)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(a.Warnings, func(w string) bool { return strings.Contains(w, "kept at the levels reached") }) {
+			continue // every level LP came before the failures
+		}
+		kept++
+		checkFeasible(t, p, a)
+		if a.Objective < las.Objective*(1-1e-6) {
+			t.Errorf("failing from LP %d: objective %v below max-min's %v", fail, a.Objective, las.Objective)
+		}
+	}
+	if kept == 0 {
+		t.Error("no level LP failed: the test did not reach the fallback")
+	}
 }
