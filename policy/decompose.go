@@ -46,8 +46,8 @@ var (
 	// covers; Decompose returns it as an *UnrealizableError.
 	ErrUnrealizable = errors.New("no sequence of rounds realizes the targets")
 	// ErrDecomposeLimit reports a decomposition cut short by its column
-	// limit (see Decompose).
-	ErrDecomposeLimit = errors.New("decomposition needs more rounds than allowed")
+	// limit or its pricing MILPs' node budget (see Decompose).
+	ErrDecomposeLimit = errors.New("decomposition needs more rounds or search than allowed")
 )
 
 // UnrealizableError proves targets unrealizable: Σ_k Coef[k]·x_k ≤ Bound
@@ -81,6 +81,20 @@ const (
 	decomposeLimit      = 800
 )
 
+// searchBudget is how much search the pricing MILPs of one Decompose
+// (DecomposeNearest: each of its decompositions) may do in all: counts, not
+// a clock, so that the answer does not depend on the machine's load. The
+// decompositions of policies' allocations of 40-80 jobs on 5 worker types
+// took at most about 10,000 branch-and-bound nodes and 40,000 simplex
+// iterations (4 s); unrealizable finish-time fairness allocations of 40 and
+// 60 mixed-size jobs there took 3.9 million nodes (89 s) and 650,000
+// iterations in 200,000 nodes (past 3 minutes), where the policy took 0.02
+// s. Time per node varies 7-fold between those, per iteration 2-fold.
+type searchBudget struct{ nodes, iterations int }
+
+// newSearchBudget returns a fresh budget for lpEnv.budget.
+func newSearchBudget() *searchBudget { return &searchBudget{nodes: 100_000, iterations: 200_000} }
+
 // decomposeTol is the total uncovered target a decomposition may leave:
 // rounding, as policies solve to 1e-9 a row (below it a round's weight is
 // not worth running anyway).
@@ -101,7 +115,8 @@ const coverBonus = 1e-2
 // targets left uncovered, and a pricing MILP finds the round with the
 // largest value at the master's duals. It fails with an
 // *UnrealizableError when no round would cover more, with ErrDecomposeLimit
-// after 800 rounds, and with ErrInput for more than DecomposeMaxTargets
+// after 800 rounds or when its pricing MILPs have used up their search
+// (searchBudget), and with ErrInput for more than DecomposeMaxTargets
 // positive targets, a negative or non-finite one or a slot of no GPUs. The
 // master is an lp.Session: built without cgo there is no decomposition
 // (lp.NewSession's error).
@@ -125,7 +140,7 @@ func Decompose(ctx context.Context, slots []Slot, targets []float64, gpus map[st
 		return nil, inputErr("%d positive targets, at most %d", positive, DecomposeMaxTargets)
 	}
 	rs, caps := indexSlots(slots, gpus)
-	d, err := decompose(ctx, lpEnv{}, rs, caps, targets, nil)
+	d, err := decompose(ctx, lpEnv{budget: newSearchBudget()}, rs, caps, targets, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -169,10 +184,12 @@ type roundSlot struct {
 }
 
 // lpEnv is how decompose solves its LPs and MILPs: each within timeLimit
-// (0: none), counted in st (nil: not counted).
+// (0: none), counted in st (nil: not counted), the MILPs together within
+// budget (nil: no limit), which each solve lowers.
 type lpEnv struct {
 	timeLimit time.Duration
 	st        *SolveStats
+	budget    *searchBudget
 }
 
 // solve solves m (through sess when it is not nil) and counts it.
@@ -245,6 +262,9 @@ func generate(ctx context.Context, env lpEnv, master *lp.Session, lead int, pric
 			return d, res, ErrDecomposeLimit
 		}
 		q, err := pricing.improving(ctx, res.Duals, target)
+		if errors.Is(err, ErrDecomposeLimit) {
+			return d, res, err
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -397,9 +417,24 @@ func (p *pricing) best(ctx context.Context, value []float64) ([]int, error) {
 	for k, v := range value {
 		p.m.SetObj(k, v)
 	}
-	res, err := p.env.solve(ctx, p.m, nil, lp.Options{Plain: true})
+	o := lp.Options{Plain: true}
+	b := p.env.budget
+	if b != nil {
+		if b.nodes <= 0 || b.iterations <= 0 {
+			return nil, fmt.Errorf("%w (its search budget)", ErrDecomposeLimit)
+		}
+		o.MaxNodes = b.nodes
+	}
+	res, err := p.env.solve(ctx, p.m, nil, o)
+	if errors.Is(err, lp.ErrNodeLimit) {
+		return nil, fmt.Errorf("%w (its search budget)", ErrDecomposeLimit)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if b != nil {
+		b.nodes -= res.Nodes
+		b.iterations -= res.Iterations
 	}
 	var q []int
 	for k := range value {

@@ -430,3 +430,32 @@ func TestRoundCutsNeedCOIN(t *testing.T) {
 		t.Errorf("LPs: %d with another solver (want 2), %d with COIN (want 6 or more)", other.Stats.LPs, coin.Stats.LPs)
 	}
 }
+
+// The pricing MILPs stop at the search budget: with none left, targets that need a MILP to
+// settle give ErrDecomposeLimit (not a verdict) with the rounds found; with the default budget
+// the same targets are settled, as by enumeration (TestDecomposeAgainstEnumeration).
+func TestDecomposeSearchBudget(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	limited := 0
+	for n := 0; n < 100; n++ {
+		slots, gpus, _, targets := randomTargets(rng)
+		rs, caps := indexSlots(slots, gpus)
+		_, full := decompose(context.Background(), lpEnv{budget: newSearchBudget()}, rs, caps, targets, nil)
+		if full != nil && !errors.Is(full, ErrUnrealizable) {
+			t.Fatalf("case %d, default budget: %v", n, full)
+		}
+		d, err := decompose(context.Background(), lpEnv{budget: &searchBudget{}}, rs, caps, targets, nil)
+		switch {
+		case errors.Is(err, ErrDecomposeLimit):
+			limited++
+			if d == nil {
+				t.Errorf("case %d: no rounds come with the budget's error", n)
+			}
+		case err != nil && !errors.Is(err, ErrUnrealizable):
+			t.Fatalf("case %d, no budget: %v", n, err)
+		}
+	}
+	if limited == 0 {
+		t.Error("no case needed a MILP: the test does not reach the budget")
+	}
+}

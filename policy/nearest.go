@@ -46,7 +46,7 @@ func DecomposeNearest(ctx context.Context, slots []Slot, targets []float64, gpus
 	if ierr != nil {
 		return nil, ierr
 	}
-	near, nerr := nearest(ctx, lpEnv{}, rs, caps, targets, groups)
+	near, nerr := nearest(ctx, lpEnv{budget: newSearchBudget()}, rs, caps, targets, groups)
 	if nerr != nil {
 		return nil, fmt.Errorf("%w; the nearest rounds: %w", err, nerr)
 	}

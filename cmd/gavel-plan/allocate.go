@@ -54,8 +54,9 @@ gives: the packed ones carry odd-set rows and, with jobs of several GPUs,
 cover and clique rows against the commonest cases, but not against all
 (other knapsack facets; a triangle of pairs beside a gang; a job's time over
 several types). allocate checks the allocation with the round mechanism's
-decomposition (up to 150 targets and 800 columns) and warns when no rounds give it
-(--json "realizable": false; null when not checked), saying, where it can,
+decomposition (up to 150 targets, 800 columns and a budget of search, some seconds)
+and warns when no rounds give it (--json "realizable": false; null when not
+checked), saying, where it can,
 how much of its allocated throughput any rounds leave some job short, at
 least (--json "nearest_loss", a fraction; absent when not known).
 
@@ -138,9 +139,9 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 
 // check checks a with the round mechanism's decomposition (see
 // rounds.Check; nothing known when the topology cannot be built). The
-// decomposition's own bounds (at most 150 targets and 800 columns, a few
-// seconds) limit it, not a clock: a time limit made the answer depend on
-// how busy the machine was.
+// decomposition's own bounds (at most 150 targets, 800 columns and a search
+// budget of its pricing MILPs, seconds; see policy.Decompose) limit it, not
+// a clock: a time limit made the answer depend on how busy the machine was.
 func (ps *problemSetup) check(ctx context.Context, a *policy.Allocation) rounds.Realizability {
 	topo, err := rounds.NewTopology(ps.problem.Cluster, nil)
 	if err != nil {

@@ -398,6 +398,9 @@ func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 	if lim > 0 {
 		C.Cbc_setMaximumSeconds(model, C.double(lim))
 	}
+	if opt.MaxNodes > 0 {
+		C.Cbc_setMaximumNodes(model, C.int(opt.MaxNodes))
+	}
 	if opt.Plain {
 		for _, name := range []string{"preprocess", "cuts", "heuristics"} {
 			cbcSet(model, name, "off")
@@ -405,7 +408,8 @@ func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 	}
 	coinCall(func() { C.Cbc_solve(model) })
 	st, sec := int(C.Cbc_status(model)), int(C.Cbc_secondaryStatus(model))
-	detail := fmt.Sprintf("cbc status %d, secondary %d", st, sec)
+	nodes := int(C.Cbc_getNodeCount(model))
+	detail := fmt.Sprintf("cbc status %d, secondary %d, %d nodes", st, sec, nodes)
 	switch {
 	case C.Cbc_isProvenOptimal(model) != 0:
 	case C.Cbc_isProvenInfeasible(model) != 0 || sec == 1:
@@ -414,11 +418,13 @@ func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 		return nil, &StatusError{Status: Unbounded, Detail: detail}
 	case C.Cbc_isSecondsLimitReached(model) != 0 || sec == 4:
 		return nil, &StatusError{Status: TimeLimit, Detail: detail}
+	case C.Cbc_isNodeLimitReached(model) != 0 || sec == 3:
+		return nil, &StatusError{Status: NodeLimit, Detail: detail}
 	default:
 		return nil, &StatusError{Status: Numerical, Detail: detail}
 	}
 	res := &Result{Status: Optimal, Objective: float64(C.Cbc_getObjValue(model)),
-		Iterations: int(C.Cbc_getIterationCount(model))}
+		Iterations: int(C.Cbc_getIterationCount(model)), Nodes: nodes}
 	n := m.NumCols()
 	res.X = make([]float64, n)
 	if n > 0 {

@@ -382,3 +382,32 @@ func TestSIGINTAfterSolve(t *testing.T) {
 		t.Fatal("SIGINT after a solve never reached Go's handler")
 	}
 }
+
+// A node cap stops branch and bound where it is reached, on any machine: a knapsack whose
+// relaxation is fractional everywhere needs many nodes without cuts and heuristics; capped
+// below that count the solve fails with ErrNodeLimit, and capped above it is optimal.
+func TestMILPMaxNodes(t *testing.T) {
+	m := NewModel(Maximize)
+	var idx []int
+	var w []float64
+	for i := range 24 {
+		idx = append(idx, m.AddCol(0, 1, float64(2*i+3)))
+		m.SetInteger(idx[i])
+		w = append(w, float64(2*i+2))
+	}
+	m.AddRow(-Inf, 101, idx, w) // odd capacity, even weights: never filled exactly
+	r, err := COIN{}.Solve(context.Background(), m, Options{Plain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Nodes < 3 {
+		t.Fatalf("%d nodes: the test needs a MILP that branches", r.Nodes)
+	}
+	if _, err := (COIN{}).Solve(context.Background(), m, Options{Plain: true, MaxNodes: 1}); !errors.Is(err, ErrNodeLimit) {
+		t.Errorf("capped at 1 of %d nodes: %v, want ErrNodeLimit", r.Nodes, err)
+	}
+	again, err := COIN{}.Solve(context.Background(), m, Options{Plain: true, MaxNodes: r.Nodes + 10})
+	if err != nil || !near(again.Objective, r.Objective) {
+		t.Errorf("capped above its %d nodes: %v (objective %v), want %v", r.Nodes, err, again, r.Objective)
+	}
+}

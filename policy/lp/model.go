@@ -250,6 +250,10 @@ type Options struct {
 	// 80-column matching MILP with them, 3 ms without. The result is
 	// optimal either way. LPs ignore it.
 	Plain bool
+	// MaxNodes caps a MILP's branch-and-bound nodes (0 = none): a solve that reaches it
+	// without proving a solution optimal fails with ErrNodeLimit. Unlike a time limit it
+	// stops at the same point on any machine, however loaded. LPs ignore it.
+	MaxNodes int
 }
 
 // Status is a solve outcome.
@@ -262,6 +266,7 @@ const (
 	Unbounded
 	TimeLimit
 	Numerical
+	NodeLimit
 )
 
 // String returns the status's name, for errors.
@@ -277,6 +282,8 @@ func (s Status) String() string {
 		return "time limit"
 	case Numerical:
 		return "numerical trouble"
+	case NodeLimit:
+		return "node limit"
 	}
 	return fmt.Sprintf("Status(%d)", int(s))
 }
@@ -287,6 +294,7 @@ var (
 	ErrUnbounded  = errors.New("unbounded")
 	ErrTimeLimit  = errors.New("time limit reached")
 	ErrNumerical  = errors.New("numerical trouble")
+	ErrNodeLimit  = errors.New("node limit reached")
 )
 
 // StatusError is returned for every non-optimal outcome.
@@ -312,6 +320,8 @@ func (e *StatusError) Unwrap() error {
 		return ErrUnbounded
 	case TimeLimit:
 		return ErrTimeLimit
+	case NodeLimit:
+		return ErrNodeLimit
 	default:
 		return ErrNumerical
 	}
@@ -324,6 +334,7 @@ type Result struct {
 	X          []float64 // primal values per column
 	Duals      []float64 // row duals: d(objective)/d(row bound), in the model's sense (nil for MILPs)
 	Iterations int
+	Nodes      int // branch-and-bound nodes of a MILP
 	Seconds    float64
 }
 
