@@ -45,9 +45,12 @@ The objective is the policy's own (its meaning is printed with it). Max-min
 fairness normalizes as Gavel does, by the proportional rate sum_w
 rate_w*n_w/N (the job's rate on an average GPU, full time): its term is
 scale_factor*effective/(weight*proportional). When there are more jobs than
-GPUs this differs from normalized by a constant: on the default job set
-(8 jobs) on v100=2,p100=2,k80=2 (N = 6 GPUs), normalized = term * 8/6 for
-every job.
+GPUs, all of one GPU and weight 1, this differs from normalized by a constant:
+on the default job set (8 jobs) on v100=2,p100=2,k80=2 (N = 6 GPUs),
+normalized = term * 8/6 for every job. Otherwise the two differ job by job
+(up to the largest scale factor, 8x): max-min equalizes the terms, so a gang
+can get less than an equal split (normalized below 1) while GPUs it could use
+sit idle; water filling then raises every job that can still rise.
 
 Gavel's LPs (and so these policies) can ask for time no sequence of rounds
 gives: the packed ones carry odd-set rows and, with jobs of several GPUs,
