@@ -978,8 +978,9 @@ func TestMeanStdSkipsUndefinedRates(t *testing.T) {
 		mean.InfeasiblePrecision != 0.5 || mean.InfeasibleRecall != 1 || std.PackingAgreement != 0 {
 		t.Errorf("mean %+v, std %+v: want the defined seed's rates, no spread", mean, std)
 	}
-	if mean.ScoredPairs != 2 { // the counts stay rounded means (1.5)
-		t.Errorf("scored pairs %d, want 2", mean.ScoredPairs)
+	// The counts are means over the seeds that have some: a rate with a mean has a count.
+	if mean.ScoredPairs != 3 || mean.PredictedInfeasible != 2 || mean.TrueInfeasible != 1 {
+		t.Errorf("counts %d, %d, %d, want those of the defined seed: 3, 2, 1", mean.ScoredPairs, mean.PredictedInfeasible, mean.TrueInfeasible)
 	}
 	// Undefined everywhere: Score's convention stays.
 	if mean, _ = meanStd([]Metrics{undefined, undefined}); mean.PackingAgreement != 0 || mean.InfeasiblePrecision != 1 {

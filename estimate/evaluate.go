@@ -420,11 +420,12 @@ func onlyReferences(d *Data, refs []int) *Data {
 
 // meanStd returns the mean and (population) standard deviation of each rate of xs over the
 // seeds where it is defined (its denominator is not 0; over every seed when it is nowhere
-// defined, keeping Score's convention), and of the downstream ratio when every seed has one;
-// Entries, Pairs, ScoredEntries and ScoredPairs are rounded means. (Score's Entries and Pairs
-// are the same for every seed, the references' pairs being all measured; ScoreMissing's differ
-// with the measurements, and a seed whose measurements left no pair estimated had an undefined
-// agreement of 0 averaged in.)
+// defined, keeping Score's convention), and of the downstream ratio when every seed has one.
+// The counts (Entries, Pairs, ScoredEntries, ScoredPairs, PredictedInfeasible, TrueInfeasible)
+// are rounded means over the seeds where they are not 0, so a defined rate never comes with a
+// count of 0. (Score's Entries and Pairs are the same for every seed, the references' pairs
+// being all measured; ScoreMissing's differ with the measurements, and a seed whose
+// measurements left no pair estimated had an undefined agreement of 0 averaged in.)
 func meanStd(xs []Metrics) (mean, std Metrics) {
 	rates := func(m *Metrics) []*float64 {
 		return []*float64{&m.MAE, &m.MAPE, &m.RawMAPE, &m.PackingAgreement, &m.InfeasiblePrecision, &m.InfeasibleRecall}
@@ -461,7 +462,15 @@ func meanStd(xs []Metrics) (mean, std Metrics) {
 		func(m *Metrics) *int { return &m.PredictedInfeasible },
 		func(m *Metrics) *int { return &m.TrueInfeasible },
 	} {
-		v, _ := meanStdOf(len(xs), func(x int) float64 { return float64(*f(&xs[x])) })
+		// Over the seeds where it is not 0, as the rates it counts for are averaged, so that a
+		// rate with a mean has a count that is not 0.
+		var nz []float64
+		for _, x := range xs {
+			if n := float64(*f(&x)); n > 0 {
+				nz = append(nz, n)
+			}
+		}
+		v, _ := meanStdOf(len(nz), func(x int) float64 { return nz[x] })
 		*f(&mean) = int(math.Round(v))
 	}
 	std.Entries, std.Pairs = mean.Entries, mean.Pairs // counts, not spreads, as std has always carried

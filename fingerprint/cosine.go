@@ -30,6 +30,9 @@ func NearestCosine(row []float64, refs mat.Matrix) (best int, ok bool) {
 	if refs == nil {
 		return 0, false
 	}
+	if d, ok := refs.(*mat.Dense); ok && (d == nil || d.IsEmpty()) {
+		return 0, false
+	}
 	r, c := refs.Dims()
 	if len(row) != c {
 		panic("fingerprint: row length differs from the reference rows")

@@ -134,8 +134,10 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	}
 	var ns []Neighbor
 	compared := map[int]int{}
+	shared := false
 	for i, ref := range refs {
 		dist, n := d.Between(row, ref)
+		shared = shared || n > 0
 		if math.IsNaN(dist) {
 			continue
 		}
@@ -143,8 +145,8 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 		compared[i] = n
 	}
 	if len(ns) == 0 {
-		if d == Cosine && zeroRow(row) {
-			return Result{}, fmt.Errorf("fingerprint: the row's observed entries are all 0, and a cosine distance needs a direction")
+		if shared { // only a cosine distance is undefined on shared entries
+			return Result{}, fmt.Errorf("fingerprint: on the entries each reference shares with the row, one of the two is all 0, and a cosine distance needs a direction")
 		}
 		return Result{}, fmt.Errorf("fingerprint: no reference shares an observed entry with the row")
 	}
@@ -163,20 +165,6 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	res.Confidence *= nc / (nc + 4)
 	res.Neighbors = Nearest(ns, k)
 	return res, nil
-}
-
-// zeroRow reports whether row has an observed entry and all its observed entries are 0.
-func zeroRow(row []float64) bool {
-	seen := false
-	for _, v := range row {
-		if observed(v) {
-			if v != 0 {
-				return false
-			}
-			seen = true
-		}
-	}
-	return seen
 }
 
 // Nearest sorts ns by distance (stably: ties keep their order), keeps the k closest and weighs

@@ -69,9 +69,19 @@ func TestMatchNoOverlap(t *testing.T) {
 	if _, err := Match([]float64{math.NaN()}, [][]float64{{1}}, Settings{K: 1}); err == nil || !strings.Contains(err.Error(), "no reference shares") {
 		t.Errorf("no shared entry: %v, want an error saying so", err)
 	}
-	// A zero row shares entries but has no cosine distance to anything.
-	if _, err := Match([]float64{0, 0, math.NaN()}, [][]float64{{1, 2, 3}}, Settings{}); err == nil || !strings.Contains(err.Error(), "all 0") {
-		t.Errorf("zero row under cosine: %v, want an error saying its entries are 0", err)
+	// A zero row shares entries but has no cosine distance to anything; what counts is the
+	// shared entries.
+	for _, tc := range []struct {
+		row, ref []float64
+		want     string
+	}{
+		{[]float64{0, 0, math.NaN()}, []float64{1, 2, 3}, "all 0"},
+		{[]float64{0, 5}, []float64{1, math.NaN()}, "all 0"},
+		{[]float64{0, math.NaN()}, []float64{math.NaN(), 1}, "no reference shares"},
+	} {
+		if _, err := Match(tc.row, [][]float64{tc.ref}, Settings{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Match(%v, %v): %v, want an error saying %q", tc.row, tc.ref, err, tc.want)
+		}
 	}
 }
 
@@ -103,8 +113,11 @@ func TestNearestCosineLikeGavel(t *testing.T) {
 	if _, ok := NearestCosine([]float64{0, 0}, refs); ok {
 		t.Error("zero row: want ok = false")
 	}
-	if _, ok := NearestCosine([]float64{1, 1}, nil); ok {
-		t.Error("no references: want ok = false")
+	var none *mat.Dense
+	for _, refs := range []mat.Matrix{nil, none, &mat.Dense{}} {
+		if _, ok := NearestCosine([]float64{1, 1}, refs); ok {
+			t.Errorf("no references (%T): want ok = false", refs)
+		}
 	}
 }
 

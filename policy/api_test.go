@@ -165,6 +165,11 @@ func TestInputErrors(t *testing.T) {
 			p.Jobs[0], p.Jobs[1] = p.Jobs[1], p.Jobs[0]
 			p.Jobs[0].Weight, p.Jobs[1].Type = -1, jt("Nope")
 		}, `job "1": weight -1`},
+		{"first bad entity in given order", func(p *Problem) {
+			p.Jobs[0], p.Jobs[1] = p.Jobs[1], p.Jobs[0]
+			p.Entities = map[string]Entity{"e": {Weight: 1}}
+			p.Jobs[0].Entity, p.Jobs[1].Weight = "nope", -1
+		}, `job "1": entity "nope" is not defined`},
 		// A weight far from 1 made the LP fail ("numerical trouble", exit 1) or lose its accuracy.
 		{"tiny weight", func(p *Problem) { p.Jobs[1].Weight = 1e-300 }, `job "1": weight 1e-300 is outside 0.001..1000`},
 		{"huge weight", func(p *Problem) { p.Jobs[0].Weight = 1e9 }, `job "0": weight 1e+09 is outside 0.001..1000`},

@@ -145,7 +145,7 @@ func newInstance(p *Problem) (*instance, error) {
 		}
 	}
 	if err := checkJobEntities(in.jobs, p.Entities); err != nil {
-		return nil, err
+		return nil, in.firstJobError(p.Jobs, err)
 	}
 	in.iso = in.isolated(in.rate)
 	in.equal = in.equalShares()
@@ -172,12 +172,15 @@ func (in *instance) setCluster(c Cluster) error {
 }
 
 // firstJobError returns the error of the first of the given jobs, in the caller's order, that
-// addJob refuses on its own, so that a jobs file's first bad entry is the one named; err (of
-// jobs in id order) when none is (a duplicate id).
+// addJob or the entity check refuses on its own, so that a jobs file's first bad entry is the
+// one named; err (of jobs in id order) when none is (a duplicate id).
 func (in *instance) firstJobError(given []Job, err error) error {
 	for _, j := range given {
 		alone := &instance{p: in.p, idx: map[string]int{}, workers: in.workers, cap: in.cap, total: in.total}
 		if e := alone.addJob(0, j); e != nil {
+			return e
+		}
+		if e := checkJobEntities([]Job{j}, in.p.Entities); e != nil {
 			return e
 		}
 	}

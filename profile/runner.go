@@ -106,10 +106,8 @@ func (r *Runner) Run(ctx context.Context, tasks []Task) ([]Record, error) {
 	if err := r.Settings.Validate(); err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
 	}
-	if !strings.HasSuffix(r.TablePath, ".json") {
-		// The sidecar is named from it: out.json's is out.measurements.json, and out's would
-		// be out.json's too.
-		return nil, fmt.Errorf("table %s: %w", r.TablePath, ErrTableName)
+	if err := CheckTableName(r.TablePath); err != nil {
+		return nil, err
 	}
 	unlock, err := lockTable(r.TablePath)
 	if err != nil {
@@ -318,8 +316,22 @@ func kindOf(t Task) Kind {
 // ErrTableBusy is returned when another run holds the table's lock.
 var ErrTableBusy = errors.New("table is being written by another gavel-profile run")
 
-// ErrTableName is returned for a table path whose name does not end in ".json".
+// ErrTableName is returned for a table path whose name, or the name of the file it links to,
+// does not end in ".json".
 var ErrTableName = errors.New(`a table's name must end in ".json" (its sidecar is named from it)`)
+
+// CheckTableName fails with ErrTableName unless path, and the file it names through any
+// symlinks, end in ".json": the sidecar and lock are named from that file, and out's sidecar
+// would be out.json's too.
+func CheckTableName(path string) error {
+	if !strings.HasSuffix(path, ".json") {
+		return fmt.Errorf("table %s: %w", path, ErrTableName)
+	}
+	if f := tableFile(path); !strings.HasSuffix(f, ".json") {
+		return fmt.Errorf("table %s (a link to %s): %w", path, f, ErrTableName)
+	}
+	return nil
+}
 
 // lockTable takes an exclusive lock on the table's file + ".lock", so that two runs cannot
 // interleave their writes to one table, even when one names it through a symlink. The lock

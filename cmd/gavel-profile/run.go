@@ -252,8 +252,11 @@ func checkRunFlags(opts runOptions) error {
 	if strings.EqualFold(filepath.Ext(opts.tablePath), ".csv") {
 		return cli.UsageError("run: --table %s: measurements are merged into Gavel's JSON format; name the table .json (gavel-plan table convert turns a CSV table into one)", opts.tablePath)
 	}
-	if !strings.HasSuffix(opts.tablePath, ".json") || cli.IsDevNull(opts.tablePath) {
-		return cli.UsageError("run: --table %s: %v; it is read back to resume a run", opts.tablePath, profile.ErrTableName)
+	if cli.IsDevNull(opts.tablePath) {
+		return cli.UsageError("run: --table %s is the null device; the table is read back to resume a run", opts.tablePath)
+	}
+	if err := profile.CheckTableName(opts.tablePath); err != nil {
+		return cli.UsageError("run: --table: %v", err)
 	}
 	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
 		return err

@@ -204,6 +204,8 @@ func TestRunUsageErrors(t *testing.T) {
 	out := filepath.Join(dir, "out.json")
 	nullJSON := filepath.Join(dir, "null.json")
 	os.Symlink(os.DevNull, nullJSON)
+	toPlain := filepath.Join(dir, "to-plain.json") // would share plain.json's sidecar
+	os.Symlink("plain", toPlain)
 	tests := []struct {
 		args []string
 		want string
@@ -227,7 +229,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"--cpu", "--reference-block", "--table", out}, "--reference-block measures the jobs of --references"},
 		{[]string{"--cpu", "--name", "m", "--table", filepath.Join(dir, "t.csv"), "--", "true"}, "name the table .json"},
 		{[]string{"--cpu", "--name", "m", "--table", filepath.Join(dir, "t.tbl"), "--", "true"}, `must end in ".json"`},
-		{[]string{"--cpu", "--name", "m", "--table", nullJSON, "--", "true"}, "read back to resume"},
+		{[]string{"--cpu", "--name", "m", "--table", nullJSON, "--", "true"}, "is the null device"},
+		{[]string{"--cpu", "--name", "m", "--table", toPlain, "--", "true"}, `(a link to ` + filepath.Join(dir, "plain") + `): a table's name must end in ".json"`},
 		// A command that cannot start was found only when measured, and recorded failed (exit 1).
 		{[]string{"--cpu", "--name", "m", "--table", out, "--", filepath.Join(dir, "missing")}, "run: command cannot start: job ('m', 1): stat "},
 		{[]string{"--cpu", "--name", "m", "--table", out, "--", "no-such-trainer"}, "no-such-trainer: no such program in the job's PATH"},

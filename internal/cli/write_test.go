@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -54,6 +55,19 @@ func TestWriteFile(t *testing.T) {
 				t.Errorf("temporary files left: %v", names)
 			}
 		})
+	}
+
+	// A signal the process ignores (nohup's SIGHUP) stays ignored during the write.
+	signal.Ignore(syscall.SIGHUP)
+	defer signal.Reset(syscall.SIGHUP)
+	err := WriteFile(context.Background(), path, func(w io.Writer) error {
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		time.Sleep(50 * time.Millisecond)
+		_, err := io.WriteString(w, "after the hangup\n")
+		return err
+	})
+	if got, _ := os.ReadFile(path); err != nil || string(got) != "after the hangup\n" {
+		t.Errorf("ignored SIGHUP during the write: %v, file %.40q", err, got)
 	}
 
 	link := filepath.Join(dir, "null.json")
