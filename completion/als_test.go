@@ -109,8 +109,18 @@ func TestCrossValidatePicksPlantedRank(t *testing.T) {
 	if len(scores) != 6 {
 		t.Fatalf("%d scores, want 6", len(scores))
 	}
-	if s.Rank < 2 {
-		t.Errorf("chose rank %d, want at least the planted 2 (scores %+v)", s.Rank, scores)
+	if s.Rank != 2 {
+		t.Errorf("chose rank %d, want the planted 2 (scores %+v)", s.Rank, scores)
+	}
+	// The choice is the grid point of least RMSE, the simpler model on ties.
+	best := scores[0]
+	for _, c := range scores[1:] {
+		if c.RMSE < best.RMSE-1e-12 || math.Abs(c.RMSE-best.RMSE) <= 1e-12 && (c.Rank < best.Rank || c.Rank == best.Rank && c.Lambda > best.Lambda) {
+			best = c
+		}
+	}
+	if s.Rank != best.Rank || s.Lambda != best.Lambda {
+		t.Errorf("chose rank %d, lambda %v; the least RMSE is rank %d, lambda %v (scores %+v)", s.Rank, s.Lambda, best.Rank, best.Lambda, scores)
 	}
 }
 

@@ -162,6 +162,41 @@ func TestGavelAllReferencesIsExact(t *testing.T) {
 	}
 }
 
+// Gavel's estimator matches a job to the reference whose row its measurements follow (cosine)
+// and copies that reference's rates: X measured as B is next to every reference, and Y as C,
+// get B's and C's rates with each other and themselves.
+func TestGavelMatchesAndCopiesReference(t *testing.T) {
+	jobs := []table.JobType{{Model: "A", ScaleFactor: 1}, {Model: "B", ScaleFactor: 1}, {Model: "C", ScaleFactor: 1},
+		{Model: "X", ScaleFactor: 1}, {Model: "Y", ScaleFactor: 1}}
+	d := NewData([]string{"w"}, jobs)
+	norm := [3][3]float64{{0.9, 0.5, 0.7}, {0.4, 0.8, 0.3}, {0.6, 0.6, 0.95}} // A, B, C next to A, B, C
+	for i := range 3 {
+		for k := range 3 {
+			d.Norm[0][i][k], d.State[0][i][k] = norm[i][k], table.Measured
+		}
+	}
+	const B, C, X, Y = 1, 2, 3, 4
+	for job, like := range map[int]int{X: B, Y: C} {
+		for k := range 3 {
+			d.Norm[0][job][k], d.State[0][job][k] = norm[like][k], table.Measured
+			d.Norm[0][k][job], d.State[0][k][job] = norm[k][like], table.Measured
+		}
+	}
+	for i := range jobs {
+		d.Iso[0][i] = 1
+	}
+	r, err := Gavel{Seed: 1}.Estimate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []struct{ i, k, a, b int }{{X, X, B, B}, {Y, Y, C, C}, {X, Y, B, C}, {Y, X, C, B}} {
+		if got := r.Norm[0][e.i][e.k]; got != norm[e.a][e.b] {
+			t.Errorf("%s next to %s: %v, want %s's rate next to %s, %v", jobs[e.i].Model, jobs[e.k].Model, got,
+				jobs[e.a].Model, jobs[e.b].Model, norm[e.a][e.b])
+		}
+	}
+}
+
 func TestMethodsBeatNothingOnHoldout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits the model")
@@ -253,6 +288,23 @@ func TestTableFillsMissingAndReports(t *testing.T) {
 	ea, eb, _ := out.Pair("v100", jobs[12], jobs[0])
 	if ra != ea || rb != eb {
 		t.Errorf("measured pair changed: %v,%v → %v,%v", ra, rb, ea, eb)
+	}
+	// Each listed entry is what the table holds, on the job's side: its normalized rate times
+	// the job's isolated rate, within [0.02, 1] as the README says.
+	for _, e := range rep.Entries {
+		a, b := table.JobType{Model: e.Job, ScaleFactor: e.ScaleFactor}, table.JobType{Model: e.Partner, ScaleFactor: e.ScaleFactor}
+		rateA, _, s := out.Pair(e.WorkerType, a, b)
+		iso, _ := out.Isolated(e.WorkerType, a)
+		switch {
+		case e.Infeasible:
+			if s != table.Infeasible {
+				t.Fatalf("%+v: the table holds state %v", e, s)
+			}
+		case s != table.Measured || math.Abs(rateA-e.Normalized*iso) > 1e-9*iso || rateA != e.Rate:
+			t.Fatalf("%+v: the table holds %v for the job (isolated %v)", e, rateA, iso)
+		case e.Normalized < 0.02 || e.Normalized > 1:
+			t.Fatalf("%+v: normalized rate outside [0.02, 1]", e)
+		}
 	}
 }
 
@@ -807,6 +859,45 @@ func TestPairwiseCautionLowersBySpread(t *testing.T) {
 	}
 	if checked == 0 || lowered == 0 {
 		t.Errorf("%d entries checked, %d lowered; want some of each", checked, lowered)
+	}
+}
+
+// The Neighbors estimate is mixed in log space with its weight: log(mixed) = (1 − α)·log(plain)
+// + α·log(neighbors) on every estimated entry the clamps to [0.02, 1] leave alone.
+func TestPairwiseMixesNeighbors(t *testing.T) {
+	truth := gavelBlock(t)
+	h, _ := Protocol(truth, 16, 0.2, 6)
+	d := h.Partial
+	const alpha = 0.5
+	plain, err := Pairwise{Seed: 6, Neighbors: -1, Caution: -1}.Estimate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := Pairwise{Seed: 6, Neighbors: alpha, Caution: -1}.Estimate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := Neighbors{K: 3, Distance: fingerprint.MeanAbsLog}.Estimate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for w := range d.Workers {
+		for i := range d.Jobs {
+			for k := range d.Jobs {
+				p, q, n := plain.Norm[w][i][k], mixed.Norm[w][i][k], nb.Norm[w][i][k]
+				if d.State[w][i][k] != table.Missing || nb.Infeasible[w][i][k] || p >= 1 || p <= floorNorm || q >= 1 || q <= floorNorm {
+					continue
+				}
+				if want := (1-alpha)*math.Log(p) + alpha*math.Log(n); math.Abs(math.Log(q)-want) > 1e-9 {
+					t.Fatalf("entry (%d, %d, %d): log %.6f, want %.6f (plain %.6f, neighbors %.6f)", w, i, k, math.Log(q), want, p, n)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no entry checked")
 	}
 }
 

@@ -268,6 +268,37 @@ func TestSimulateCost(t *testing.T) {
 	}
 }
 
+// A pair's members share its GPU's cost: two jobs that keep 0.9 of their rate together run
+// packed on one GPU for the hour their 3,240 steps take, which costs one GPU-hour, half each.
+func TestSimulateCostOfPair(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"a": 1, "b": 1}, 1)
+	a, b := table.JobType{Model: "a", ScaleFactor: 1}, table.JobType{Model: "b", ScaleFactor: 1}
+	tbl.SetPair("g", a, b, 0.9, 0.9)
+	pol, err := policy.New("max_min_fairness_packed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []policy.Job{{ID: "a", Type: a, TotalSteps: 3240}, {ID: "b", Type: b, TotalSteps: 3240}}
+	res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 1}, Policy: pol,
+		Prices: policy.Prices{"g": 2}}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(res.Cost-2) > 1e-6 {
+		t.Errorf("cost %v, want 2 (one GPU-hour at $2)", res.Cost)
+	}
+	sum := 0.0
+	for _, j := range res.Jobs {
+		sum += j.Cost
+		if math.Abs(j.Cost-1) > 1e-6 || math.Abs(j.JCT-3600) > 1e-6 {
+			t.Errorf("job %s: cost %v after %v s, want 1 after 3600 s", j.ID, j.Cost, j.JCT)
+		}
+	}
+	if math.Abs(sum-res.Cost) > 1e-9 {
+		t.Errorf("jobs' costs sum to %v, the total is %v", sum, res.Cost)
+	}
+}
+
 func TestParseTraceErrors(t *testing.T) {
 	good := "A3C\tcmd\t/tmp\t--steps\t0\t100\t1\t1\t-1\t0\n"
 	tests := []struct{ name, in, want string }{
