@@ -46,7 +46,7 @@ var (
 	// covers; Decompose returns it as an *UnrealizableError.
 	ErrUnrealizable = errors.New("no sequence of rounds realizes the targets")
 	// ErrDecomposeLimit reports a decomposition cut short by its column
-	// limit or its pricing MILPs' node budget (see Decompose).
+	// limit or its pricing MILPs' search budget (see Decompose).
 	ErrDecomposeLimit = errors.New("decomposition needs more rounds or search than allowed")
 )
 
