@@ -58,3 +58,33 @@ func TestSimulateEveryPolicy(t *testing.T) {
 		}
 	}
 }
+
+// With a GPU for each job, every policy gives each job its GPU all the time, so each finishes
+// exactly when its steps at its rate take: 3,600 s and 1,800 s here (a simulator running jobs
+// slower, or a round lost, would show).
+func TestSimulateEveryPolicyExactWhenUncontended(t *testing.T) {
+	tbl := oneTypeTable(map[string]float64{"a": 2, "b": 1}, 1)
+	jobs := []policy.Job{{ID: "a", Type: table.JobType{Model: "a", ScaleFactor: 1}, TotalSteps: 7200},
+		{ID: "b", Type: table.JobType{Model: "b", ScaleFactor: 1}, TotalSteps: 1800}}
+	want := map[string]float64{"a": 3600, "b": 1800}
+	for _, name := range policy.Names() {
+		p, err := policy.New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Simulate(context.Background(), Config{Table: tbl, Cluster: policy.Cluster{"g": 2}, Policy: p,
+			Prices: policy.Prices{"g": 1}}, jobs)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for _, j := range res.Jobs {
+			if math.Abs(j.JCT-want[j.ID]) > 1e-6 {
+				t.Errorf("%s: job %s JCT %v, want %v", name, j.ID, j.JCT, want[j.ID])
+			}
+		}
+		if len(res.Jobs) != 2 {
+			t.Errorf("%s: %d jobs finished", name, len(res.Jobs))
+		}
+	}
+}
