@@ -79,8 +79,23 @@ func TestPackedAllocationHasNoOverfullOddSet(t *testing.T) {
 		if ex, s := worstOddSet(ids, pairTimes(a)); ex > 1e-6 {
 			t.Errorf("%s: pairs inside %v take %.4f more than (|S|-1)/2 of the time", name, s, ex)
 		}
-		if name == "max_min_fairness_packed" && (a.Objective < 0.599414-1e-5 || a.Objective > 0.599414+1e-6) {
-			t.Errorf("%s: objective %.6f, want 0.599414 (the LP without odd-set rows) within 1e-5", name, a.Objective)
+		if name != "max_min_fairness_packed" {
+			continue
+		}
+		// The rows cost nothing here: the objective is the LP's without them (solved now,
+		// with the rows off), to within 1e-5, and never above it.
+		without, _ := New(name)
+		without.(*named).opt.oddSetRounds = -1
+		w, err := without.Allocate(context.Background(), &Problem{Table: table.Default(),
+			Cluster: Cluster{"v100": 3, "p100": 3, "k80": 3}, Jobs: jf.Jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Objective < w.Objective-1e-5 || a.Objective > w.Objective+1e-6 {
+			t.Errorf("%s: objective %.6f, want the LP's without odd-set rows, %.6f, within 1e-5", name, a.Objective, w.Objective)
+		}
+		if ex, _ := worstOddSet(ids, pairTimes(w)); ex < 0.04 {
+			t.Errorf("without the rows a set is over by only %.4f: the instance no longer tests them", ex)
 		}
 	}
 }
