@@ -445,7 +445,8 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	if !anyMissing {
 		notes = append(notes, "the table has no missing pairs; nothing to suggest")
 	}
-	if len(picked) > 1 && calibrated { // one block's picks already keep the shares
+	// One block's picks already keep the shares, and the decisions aim has none.
+	if len(picked) > 1 && calibrated && o.Aim != AimDecisions {
 		if all, err = withinShares(all, picked, budget, o.Aim); err != nil {
 			return nil, nil, err
 		}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -129,20 +128,6 @@ The output counts the estimated entries per worker type; --list prints each one
 	return cmd
 }
 
-// sameFile reports whether paths a and b name one existing file (through links, or as two
-// spellings of one path).
-func sameFile(a, b string) bool {
-	if a == "-" || b == "-" {
-		return false
-	}
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
-}
-
 func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if o.table == "" || o.out == "" {
 		return cli.UsageError("estimate: --table and --out are required")
@@ -150,7 +135,7 @@ func runEstimate(ctx context.Context, o estimateOptions, io *cli.IO) error {
 	if err := cli.CheckOutput("estimate", "--out", o.out); err != nil {
 		return err
 	}
-	if sameFile(o.table, o.out) {
+	if cli.SameFile(o.table, o.out) {
 		// The table does not mark estimates: written over the measurements, they would pass for
 		// measured, and run and suggest would never measure those pairs.
 		return cli.UsageError("estimate: --out %s is the --table file: estimates written there would pass for measurements; write them to another file", o.out)

@@ -55,11 +55,18 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 }
 
 // IsDevNull reports whether path is the null device, directly or through links.
-func IsDevNull(path string) bool {
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+func IsDevNull(path string) bool { return SameFile(path, os.DevNull) }
+
+// SameFile reports whether paths a and b name one existing file (through links, or as two
+// spellings of one path); "-" (standard input) is no file.
+func SameFile(a, b string) bool {
+	if a == "-" || b == "-" {
 		return false
 	}
-	null, err := os.Stat(os.DevNull)
-	return err == nil && os.SameFile(fi, null)
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
