@@ -19,8 +19,29 @@ func benchProblem(n int) *Problem {
 	return p
 }
 
+// mixedProblem is benchProblem with weights 1-4 and gangs: jobs of 1, 2, 4
+// and 8 GPUs (half of them of one), on 2n/3 GPUs of each type. Water filling
+// freezes few jobs a level on it.
+func mixedProblem(n int) *Problem {
+	tb := table.Default()
+	var types []table.JobType
+	for _, sf := range []int{1, 1, 1, 2, 4, 8} {
+		types = append(types, tb.JobTypesWithScaleFactor(sf)...)
+	}
+	per := max(8, 2*n/3)
+	p := &Problem{Table: tb, Cluster: Cluster{"k80": per, "p100": per, "v100": per}}
+	for i := 0; i < n; i++ {
+		p.Jobs = append(p.Jobs, Job{ID: fmt.Sprintf("j%04d", i), Type: types[(i*37)%len(types)],
+			Weight: float64(1 + (i*13)%4), TotalSteps: float64(1000 * (1 + i%5))})
+	}
+	return p
+}
+
 func benchPolicy(b *testing.B, name string, n int, opts ...Option) {
-	p := benchProblem(n)
+	benchAllocate(b, benchProblem(n), name, opts...)
+}
+
+func benchAllocate(b *testing.B, p *Problem, name string, opts ...Option) {
 	pol, err := New(name, opts...)
 	if err != nil {
 		b.Fatal(err)
@@ -40,6 +61,12 @@ func BenchmarkLASPacked128Top8(b *testing.B) {
 }
 func BenchmarkWaterFillingPerf128(b *testing.B) {
 	benchPolicy(b, "max_min_fairness_water_filling_perf", 128)
+}
+func BenchmarkWaterFillingMixed200(b *testing.B) {
+	benchAllocate(b, mixedProblem(200), "max_min_fairness_water_filling_perf")
+}
+func BenchmarkWaterFillingPackedMixed200(b *testing.B) {
+	benchAllocate(b, mixedProblem(200), "max_min_fairness_water_filling_packed", WithMaxPartners(8))
 }
 func BenchmarkFTFPerf128(b *testing.B)       { benchPolicy(b, "finish_time_fairness_perf", 128) }
 func BenchmarkMakespanPacked64(b *testing.B) { benchPolicy(b, "min_total_duration_packed", 64) }

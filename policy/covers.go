@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -84,7 +85,11 @@ func (in *instance) violatedCovers(x [][]float64) []cover {
 		if len(gangs)*len(items)*(int(in.cap[w])+2) > coverWork {
 			gangs = []int{-1}
 		}
+		byRatio := in.byCostPerGPU(x, w, items)
 		for _, g := range gangs {
+			if in.coverBound(x, w, g, byRatio) >= 1-coverTol+coverSafe {
+				continue
+			}
 			cv, ok := in.coverDP(x, w, g, items)
 			if ok && !seen[cv.key()] {
 				seen[cv.key()] = true
@@ -93,6 +98,58 @@ func (in *instance) violatedCovers(x [][]float64) []cover {
 		}
 	}
 	return out
+}
+
+// coverSafe keeps coverBound's pruning on the safe side of rounding: the
+// bound sums in another order than coverDP.
+const coverSafe = 1e-12
+
+// byCostPerGPU returns items sorted by cost per GPU on w, (1 - x_cw)/sf_c,
+// ties by index: the order of coverBound's fractional knapsack.
+func (in *instance) byCostPerGPU(x [][]float64, w int, items []int) []int {
+	out := slices.Clone(items)
+	ratio := func(c int) float64 { return (1 - x[c][w]) / float64(in.combos[c].sf) }
+	slices.SortFunc(out, func(a, b int) int {
+		if r := cmp.Compare(ratio(a), ratio(b)); r != 0 {
+			return r
+		}
+		return cmp.Compare(a, b)
+	})
+	return out
+}
+
+// coverBound returns a lower bound on the cost coverDP would find for
+// gang g (or any cover, g = -1) on w: the fractional knapsack, which takes
+// the cheapest GPUs first and may take part of an item. Every cover is a
+// solution of it, so when the bound is not below 1 no cover's row is
+// violated and the dynamic program, the costly part of a separation (most
+// separations find nothing), need not run. +Inf when the items cannot
+// exceed the type's GPUs.
+func (in *instance) coverBound(x [][]float64, w, g int, byRatio []int) float64 {
+	rem := float64(int(in.cap[w]) + 1)
+	total := 0.0
+	if g >= 0 {
+		total = 1 - x[g][w]
+		rem -= float64(in.combos[g].sf)
+	}
+	for _, c := range byRatio {
+		if rem <= 0 {
+			break
+		}
+		if c == g {
+			continue
+		}
+		sf, cost := float64(in.combos[c].sf), 1-x[c][w]
+		if sf >= rem {
+			return total + cost*rem/sf
+		}
+		total += cost
+		rem -= sf
+	}
+	if rem > 0 {
+		return math.Inf(1)
+	}
+	return total
 }
 
 // coverWork bounds the dynamic programs of one separation on one type

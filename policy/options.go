@@ -20,6 +20,9 @@ type options struct {
 	// oddSetRounds caps a packed LP's odd-set re-solves: 0 = the default
 	// (the oddSetRounds constant), negative = none (tests).
 	oddSetRounds int
+	// stallFreezeAll makes water filling freeze every active job when its
+	// level LPs stall, the rule before the fifteenth session (tests compare).
+	stallFreezeAll bool
 }
 
 func (o *options) solver() lp.Solver {
