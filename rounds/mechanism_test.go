@@ -1,12 +1,15 @@
 package rounds
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"testing"
 
 	"github.com/gavelkit/gavel/policy"
+	"github.com/gavelkit/gavel/table"
 	"pgregory.net/rapid"
 )
 
@@ -83,6 +86,14 @@ func checkPlan(t fataler, s *State, p *RoundPlan) {
 			}
 			if !a.Combination.IsPair() && j.Rates[a.WorkerType] <= 0 {
 				t.Fatalf("%v placed on %s where its rate is 0", a.Combination, a.WorkerType)
+			}
+		}
+		if a.Combination.IsPair() {
+			if s.PairRates == nil {
+				t.Fatalf("pair %v planned without pair rates", a.Combination)
+			}
+			if ra, rb := s.PairRates(a.WorkerType, s.Jobs[a.Combination.A], s.Jobs[a.Combination.B]); ra <= 0 || rb <= 0 {
+				t.Fatalf("pair %v placed on %s where it cannot share a GPU (rates %v, %v)", a.Combination, a.WorkerType, ra, rb)
 			}
 		}
 		for _, g := range a.GPUs {
@@ -234,5 +245,95 @@ func TestPlanNoHeadOfLineBlocking(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[first small]" {
 		t.Errorf("ran %v, want [first small]", got)
+	}
+}
+
+// Packed allocations by a real policy, on a table whose pairs are measured
+// on some worker types, infeasible on others and missing on the rest, give
+// plans that never put a pair where it cannot share a GPU, with the walk
+// and with decomposed rounds, over rounds that record what ran; so does an
+// allocation that gives every pair time on every type.
+func TestPackedPlansKeepPairStates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 14))
+	pol, err := policy.New("max_min_fairness_packed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := 0
+	for n := 0; n < 12; n++ {
+		tbl := table.New()
+		workers := []string{"x", "y", "z"}[:2+rng.IntN(2)]
+		cluster := policy.Cluster{}
+		for _, w := range workers {
+			cluster[w] = 1 + rng.IntN(4)
+		}
+		var types []table.JobType
+		for k := 0; k < 4; k++ {
+			jt := table.JobType{Model: fmt.Sprintf("m%d", k), ScaleFactor: []int{1, 1, 2}[rng.IntN(3)]}
+			types = append(types, jt)
+			for _, w := range workers {
+				tbl.SetIsolated(w, jt, 0.5+rng.Float64())
+			}
+		}
+		for a, ta := range types {
+			for _, tb := range types[a:] {
+				for _, w := range workers {
+					switch rng.IntN(3) {
+					case 0:
+						r, _ := tbl.Isolated(w, ta)
+						q, _ := tbl.Isolated(w, tb)
+						tbl.SetPair(w, ta, tb, r*(0.5+0.4*rng.Float64()), q*(0.5+0.4*rng.Float64()))
+					case 1:
+						tbl.SetInfeasible(w, ta, tb)
+					}
+				}
+			}
+		}
+		var jobs []policy.Job
+		for i := 0; i < 3+rng.IntN(6); i++ {
+			jobs = append(jobs, policy.Job{ID: fmt.Sprintf("j%d", i), Type: types[rng.IntN(len(types))], TotalSteps: 1000})
+		}
+		alloc, err := pol.Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: cluster, Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo, err := NewTopology(cluster, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An allocation that names pairs everywhere, their infeasible and
+		// missing states included: the mechanism must not follow it there.
+		every := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+		for i := range jobs {
+			for _, k := range jobs[i+1:] {
+				x := map[string]float64{}
+				for _, w := range workers {
+					x[w] = 0.2
+				}
+				every.Fractions[policy.PairOf(jobs[i].ID, k.ID)] = x
+			}
+		}
+		for _, c := range []struct {
+			alloc     *policy.Allocation
+			decompose bool
+		}{{alloc, false}, {alloc, true}, {every, false}} {
+			alloc, decompose := c.alloc, c.decompose
+			ledger := NewLedger(DefaultRoundSeconds)
+			st := &State{Topology: topo, Jobs: JobsFromTable(tbl, topo.WorkerTypes(), jobs), PairRates: TablePairRates(tbl),
+				History: ledger, Options: Options{Decompose: decompose}}
+			for r := 0; r < 8; r++ {
+				p := Plan(st, alloc, float64(r)*DefaultRoundSeconds)
+				checkPlan(t, st, p)
+				for _, a := range p.Assignments {
+					if a.Combination.IsPair() {
+						pairs++
+					}
+				}
+				commitRound(st, ledger, alloc, p, DefaultRoundSeconds)
+			}
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("no pair was planned; the test checks nothing")
 	}
 }
