@@ -37,6 +37,33 @@ func mixedProblem(n int) *Problem {
 	return p
 }
 
+// fiveTypeProblem is mixedProblem's jobs on 512 GPUs of five made-up
+// worker types, copies of the default table's scaled: a (k80), b (p100),
+// c (v100), d (p100 x 0.8), e (v100 x 1.7).
+func fiveTypeProblem(n int) *Problem {
+	d := table.Default()
+	tb := table.New()
+	for k, w := range []string{"a", "b", "c", "d", "e"} {
+		src, mul := []string{"k80", "p100", "v100", "p100", "v100"}[k], []float64{1, 1, 1, 0.8, 1.7}[k]
+		for _, j := range d.JobTypes() {
+			if r, ok := d.Isolated(src, j); ok {
+				tb.SetIsolated(w, j, r*mul)
+			}
+			for _, o := range d.Partners(src, j) {
+				if ra, rb, st := d.Pair(src, j, o); st == table.Infeasible {
+					tb.SetInfeasible(w, j, o)
+				} else {
+					tb.SetPair(w, j, o, ra*mul, rb*mul)
+				}
+			}
+		}
+	}
+	p := mixedProblem(n)
+	p.Table = tb
+	p.Cluster = Cluster{"a": 64, "b": 96, "c": 128, "d": 96, "e": 128}
+	return p
+}
+
 func benchPolicy(b *testing.B, name string, n int, opts ...Option) {
 	benchAllocate(b, benchProblem(n), name, opts...)
 }
@@ -67,6 +94,15 @@ func BenchmarkWaterFillingMixed200(b *testing.B) {
 }
 func BenchmarkWaterFillingPackedMixed200(b *testing.B) {
 	benchAllocate(b, mixedProblem(200), "max_min_fairness_water_filling_packed", WithMaxPartners(8))
+}
+func BenchmarkWaterFillingFiveTypes200(b *testing.B) {
+	benchAllocate(b, fiveTypeProblem(200), "max_min_fairness_water_filling_perf")
+}
+func BenchmarkWaterFillingPackedFiveTypes200(b *testing.B) {
+	benchAllocate(b, fiveTypeProblem(200), "max_min_fairness_water_filling_packed", WithMaxPartners(8))
+}
+func BenchmarkWaterFillingPackedFiveTypes500(b *testing.B) {
+	benchAllocate(b, fiveTypeProblem(500), "max_min_fairness_water_filling_packed", WithMaxPartners(8))
 }
 func BenchmarkFTFPerf128(b *testing.B)       { benchPolicy(b, "finish_time_fairness_perf", 128) }
 func BenchmarkMakespanPacked64(b *testing.B) { benchPolicy(b, "min_total_duration_packed", 64) }

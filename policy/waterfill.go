@@ -33,6 +33,9 @@ import (
 // active jobs keep "rising" without a bottleneck for wfStalls iterations,
 // those that cannot rise by half of wfProbe are frozen and the others rise
 // on (all of them when none is that slow), with a warning (see wfStalls).
+// Cut rows a bottleneck test adds (gang covers, odd sets) can break the
+// levels reached; when its LP then has no solution, filling starts again
+// with them (fill, wfRestarts).
 func waterFilling(md mode) allocator {
 	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
 		in, err := prepare(p, md, opt)
@@ -40,86 +43,20 @@ func waterFilling(md mode) allocator {
 			return orEmpty(err)
 		}
 		rate, prop := in.lasView(md)
-		m := in.m()
-		level := make([]float64, m)
-		frozen := make([]bool, m)
-		nFrozen := 0
 		var st SolveStats
 		var x [][]float64
-		groups := in.entityGroups()
-		stall := 0
 		var warnings []string
-		for iter := 0; nFrozen < m; iter++ {
-			if iter > (wfStalls+2)*m+10 {
-				return nil, &lp.StatusError{Status: lp.Numerical, Detail: fmt.Sprintf("water filling made no progress after %d iterations", iter)}
-			}
-			wts := in.iterationWeights(groups, frozen)
-			// Level LP: the largest common rise c of the active jobs, each at
-			// speed w_i/sf_i, with every job kept at or above its level.
-			b := in.newBuilder(lp.Maximize)
-			b.tightRows = true
-			c := b.m.AddCol(0, lp.Inf, 1)
-			var active []int
-			for i := range in.jobs {
-				idx, val := b.expr(i, rate, 1/prop[i])
-				if !frozen[i] && wts[i] > 0 {
-					active = append(active, i)
-					idx = append(idx, c)
-					val = append(val, -wts[i]/in.sf(i))
-				}
-				b.levelRows = append(b.levelRows, b.m.AddRow(level[i], lp.Inf, idx, val))
-			}
-			if len(active) == 0 {
-				return nil, &lp.StatusError{Status: lp.Numerical, Detail: "water filling: unfrozen jobs but none with weight"}
-			}
-			res, err := b.solveAtLevels(ctx, opt, &st)
-			if err != nil && x != nil && solverTrouble(err) {
-				// The last level LP's x meets every level reached: keep it rather than lose
-				// the allocation (and a simulation with it) to one LP the solver fails on.
-				warnings = append(warnings, fmt.Sprintf("water filling: the LP solver failed on the level LP of iteration %d (%v); %s kept at the levels reached",
-					iter+1, err, in.idList(active)))
+		for try := 0; ; try++ {
+			var recut bool
+			x, warnings, recut, err = in.fill(ctx, opt, &st, rate, prop)
+			// A bottleneck test found gang covers or odd sets that the levels
+			// reached break: fill again, with them from the start.
+			if !recut || try == wfRestarts {
 				break
 			}
-			if err != nil {
-				return nil, fmt.Errorf("water filling level LP (iteration %d): %w", iter+1, err)
-			}
-			x = in.withinCapacity(b.fractions(res))
-			cv := math.Max(0, res.Objective)
-			for _, i := range active {
-				level[i] += cv * wts[i] / in.sf(i)
-			}
-			// The solver meets rows only to its tolerance. x was pulled inside
-			// the capacity and time rows; lower each level to what that x
-			// achieves (a change of about 1e-9), so that x is an exactly
-			// feasible point of every later LP.
-			for i, e := range in.throughputAt(x, rate) {
-				level[i] = math.Min(level[i], e/prop[i])
-			}
-			bott, err := in.bottlenecks(ctx, opt, &st, rate, prop, level, active, wfRaise)
-			if err != nil {
-				return nil, fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
-			}
-			if len(bott) == 0 {
-				stall++
-				if stall <= wfStalls {
-					continue
-				}
-				// The jobs that can rise only a little hold the others back; the
-				// others rise again once these are frozen.
-				if bott, err = in.bottlenecks(ctx, opt, &st, rate, prop, level, active, wfProbe/2); err != nil {
-					return nil, fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
-				}
-				slow := len(bott) > 0
-				if !slow || opt.stallFreezeAll {
-					bott = active
-				}
-				warnings = append(warnings, in.stallWarning(bott, slow))
-			}
-			stall = 0
-			for _, i := range bott {
-				frozen[i] = true
-				nFrozen++
-			}
+		}
+		if err != nil {
+			return nil, err
 		}
 		var warn string
 		if md == agnostic {
@@ -144,13 +81,114 @@ func waterFilling(md mode) allocator {
 // slow says they were the jobs that could rise only a little.
 func (in *instance) stallWarning(jobs []int, slow bool) string {
 	if slow {
-		return fmt.Sprintf("water filling: %s could rise only by less than %.0e of their levels, which the level LPs kept finding "+
-			"(the LP solver's tolerance, scaled); frozen at their levels after %d such rounds, so that the others could rise",
-			in.idList(jobs), wfProbe/2, wfStalls)
+		return fmt.Sprintf("water filling: %s could rise only by less than %.0e of their levels (of 1, below a level of 1), "+
+			"which the level LPs kept finding (the LP solver's tolerance, scaled); frozen at their levels after %d such rounds, "+
+			"so that the others could rise", in.idList(jobs), wfProbe/2, wfStalls)
 	}
 	return fmt.Sprintf("water filling: %s kept rising only by amounts the LP solver's tolerance allows "+
 		"(rates spread over orders of magnitude); frozen at their levels after %d such rounds", in.idList(jobs), wfStalls)
 }
+
+// fill raises the jobs level by level (see waterFilling) and returns the
+// last level LP's x. recut reports a bottleneck test that the solver
+// failed on after adding cut rows (gang covers, odd sets) that the levels
+// reached break: no point meets them at those levels, so filling must start
+// again with them.
+func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate rateFunc, prop []float64) (x [][]float64, warnings []string, recut bool, err error) {
+	m := in.m()
+	level := make([]float64, m)
+	frozen := make([]bool, m)
+	nFrozen := 0
+	groups := in.entityGroups()
+	stall, ncuts := 0, 0
+	for iter := 0; nFrozen < m; iter++ {
+		if iter > (wfStalls+2)*m+10 {
+			return nil, nil, false, &lp.StatusError{Status: lp.Numerical, Detail: fmt.Sprintf("water filling made no progress after %d iterations", iter)}
+		}
+		wts := in.iterationWeights(groups, frozen)
+		// Level LP: the largest common rise c of the active jobs, each at
+		// speed w_i/sf_i, with every job kept at or above its level.
+		b := in.newBuilder(lp.Maximize)
+		b.tightRows = true
+		c := b.m.AddCol(0, lp.Inf, 1)
+		var active []int
+		for i := range in.jobs {
+			idx, val := b.expr(i, rate, 1/prop[i])
+			if !frozen[i] && wts[i] > 0 {
+				active = append(active, i)
+				idx = append(idx, c)
+				val = append(val, -wts[i]/in.sf(i))
+			}
+			b.levelRows = append(b.levelRows, b.m.AddRow(level[i], lp.Inf, idx, val))
+		}
+		if len(active) == 0 {
+			return nil, nil, false, &lp.StatusError{Status: lp.Numerical, Detail: "water filling: unfrozen jobs but none with weight"}
+		}
+		res, err := b.solveAtLevels(ctx, opt, st)
+		if err != nil && x != nil && solverTrouble(err) {
+			// The last level LP's x meets every level reached: keep it rather than lose
+			// the allocation (and a simulation with it) to one LP the solver fails on.
+			warnings = append(warnings, fmt.Sprintf("water filling: the LP solver failed on the level LP of iteration %d (%v); %s kept at the levels reached",
+				iter+1, err, in.idList(active)))
+			break
+		}
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("water filling level LP (iteration %d): %w", iter+1, err)
+		}
+		x = in.withinCapacity(b.fractions(res))
+		in.cutsAdded(&ncuts)
+		cv := math.Max(0, res.Objective)
+		for _, i := range active {
+			level[i] += cv * wts[i] / in.sf(i)
+		}
+		// The solver meets rows only to its tolerance. x was pulled inside
+		// the capacity and time rows; lower each level to what that x
+		// achieves (a change of about 1e-9), so that x is an exactly
+		// feasible point of every later LP.
+		for i, e := range in.throughputAt(x, rate) {
+			level[i] = math.Min(level[i], e/prop[i])
+		}
+		bott, err := in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfRaise)
+		if err != nil {
+			return nil, nil, errors.Is(err, lp.ErrInfeasible) && in.cutsAdded(&ncuts), fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
+		}
+		if len(bott) == 0 {
+			stall++
+			if stall <= wfStalls {
+				continue
+			}
+			// The jobs that can rise only a little hold the others back; the
+			// others rise again once these are frozen.
+			if bott, err = in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfProbe/2); err != nil {
+				return nil, nil, errors.Is(err, lp.ErrInfeasible) && in.cutsAdded(&ncuts), fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
+			}
+			slow := len(bott) > 0
+			if !slow || opt.stallFreezeAll {
+				bott = active
+			}
+			warnings = append(warnings, in.stallWarning(bott, slow && !opt.stallFreezeAll))
+		}
+		stall = 0
+		for _, i := range bott {
+			frozen[i] = true
+			nFrozen++
+		}
+	}
+	return x, warnings, false, nil
+}
+
+// cutsAdded reports whether the instance has more cut rows (odd sets,
+// covers, round cuts) than *n, and sets *n to their number.
+func (in *instance) cutsAdded(n *int) bool {
+	k := len(in.oddSets) + len(in.covers) + len(in.roundCuts)
+	more := k > *n
+	*n = k
+	return more
+}
+
+// wfRestarts is how many times water filling starts again after a
+// bottleneck test found cut rows the levels reached break (see fill).
+const wfRestarts = 3
 
 // wfRelax is how far (relative) solveAtLevels lowers the levels of an LP
 // the solver wrongly calls infeasible: above its tolerance (1e-9), well
@@ -167,7 +205,10 @@ const wfRelax = 1e-8
 // Those that cannot rise by half of wfProbe are then frozen; freezing every
 // active job, as before the fifteenth session, left jobs that could rise
 // far (on 3,000 random wide-rate instances, 14 allocations gained, up to
-// 1.90 -> 3.93 for a job, and none lost).
+// 1.90 -> 3.93 for a job, and none lost; with entities, whose weights pass
+// to the jobs left, 19 of 4,000 lost). When no job is that slow every
+// active job is still frozen, which can leave some far below what they
+// could reach (26 of 81 stalls on those instances).
 const wfStalls = 3
 
 // A job counts as able to rise above its level when it can gain more than
@@ -175,16 +216,22 @@ const wfStalls = 3
 const wfRaise = 1e-6
 
 // wfProbe caps each y_i of the bottleneck test (relative, like wfRaise).
-// Any cap above wfRaise gives the same bottlenecks, but a small one lets
-// every job that can rise reach it in the same LP: raises that small hardly
-// compete for GPUs. With y_i up to 1 the LP raised a few jobs a long way
-// and left the others for the next LPs (measured: 200 weighted jobs of 1-8
-// GPUs on five types, 321 LPs and 2.5 s, or 524 LPs and 24 s packed; with
-// 1e-4, 180 LPs and 0.9 s, 236 LPs and 4.7 s, and the same allocation
-// where neither run stalled). A hundred times wfRaise, so that a rise is
-// told from the solver's tolerance, and half of it tells the jobs that hold
-// the others back when the level LPs stall (see wfStalls); 1e-3 stalled
-// more often (74 warnings against 55 on 3,000 wide-rate instances).
+// In exact arithmetic any cap above wfRaise gives the same bottlenecks, but
+// a small one lets every job that can rise reach it in the same LP: rises
+// that small hardly compete for GPUs. With y_i up to 1 the LP raised a few
+// jobs a long way and left the others for the next LPs (measured: 200
+// weighted jobs of 1-8 GPUs on five types, 321 LPs and 2.5 s, or 524 LPs
+// and 24 s packed; with 1e-4, 180 LPs and 0.9 s, 236 LPs and 4.7 s). The
+// allocations agree to the solver's tolerance on well-conditioned tables;
+// with rates spread over orders of magnitude, where which job counts as
+// able to rise depends on that tolerance, either cap comes out ahead on
+// some instances (a reviewer: 24 worse, 7 better of 3,000 packed). A
+// hundred times wfRaise, so that a rise is told from the solver's
+// tolerance, and half of it tells the jobs that hold the others back when
+// the level LPs stall (see wfStalls). 1e-3 gave as many stall warnings
+// (81 on 3,000 wide-rate instances, fewer of them freezing every active
+// job: 7 against 26) and as many better as worse allocations; it stalled
+// on the five-type instance above (packed 9.6 s).
 const wfProbe = 1e-4
 
 // bottlenecks returns the jobs of cand that cannot rise above their level
@@ -301,7 +348,8 @@ func (in *instance) iterationWeights(groups []entityGroup, frozen []bool) []floa
 }
 
 // solveAtLevels solves a water-filling LP whose rows b.levelRows keep
-// every job at its level. Such an LP is never truly infeasible: the
+// every job at its level. Such an LP is not truly infeasible (unless its
+// re-solves add cut rows that break the levels; see fill): the
 // previous level LP's x, with the new columns at 0, meets every row, since
 // x was pulled inside capacity and each level lowered to what x achieves
 // (and every round cut, roundcuts.go: cuts are added only while each
