@@ -241,3 +241,18 @@ func TestCliqueFamilyValid(t *testing.T) {
 		t.Fatal("no clique rows made: the sample exercises nothing")
 	}
 }
+
+// Covers violated by a hair are still found: the bound that skips the
+// search (coverBound) must not round them away. A 4-GPU gang at full time
+// and a 1-GPU job at delta on 4 GPUs: together they take 1 + delta > 1.
+func TestViolatedCoversNearThreshold(t *testing.T) {
+	for _, delta := range []float64{1e-3, 1e-5, 1e-7} {
+		in := &instance{workers: []string{"w"}, cap: []float64{4},
+			combos: []combo{{a: 0, b: -1, sf: 4}, {a: 1, b: -1, sf: 1}}}
+		x := [][]float64{{1}, {delta}}
+		got := in.violatedCovers(x)
+		if len(got) != 1 || !slices.Equal(got[0].combos, []int{0, 1}) {
+			t.Errorf("delta %v: covers %v, want [0 1]", delta, got)
+		}
+	}
+}
