@@ -76,6 +76,9 @@ func TestReadJobs(t *testing.T) {
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 0}]}`, `jobs[0] (id "a"): no steps left to run`},
 		{`{"entities": {"e": {"weight": 1}}, "jobs": [{"id": "a", "type": "A", "entity": "f"}]}`, `jobs[0] (id "a"): entity "f"`},
 		{`{"entities": {"e": {"weight": 1, "policy": "lifo"}}, "jobs": [{"id": "a", "type": "A"}]}`, `entity "e": policy "lifo"`},
+		// As a job's weight (an entity at 1e300 ended in "numerical trouble").
+		{`{"entities": {"e": {"weight": 1e300}}, "jobs": [{"id": "a", "type": "A", "entity": "e"}]}`, `entity "e": weight 1e+300 is outside 0.001..1000`},
+		{`{"entities": {"e": {"weight": 0}}, "jobs": []}`, `entity "e": weight 0 must be positive`},
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "color": 1}]}`, `jobs[1] (id "b"): unknown field "color"`},
 		// A wrongly typed field names the entry, not only the Go struct.
 		{`{"jobs": [{"id": "a", "type": "A", "total_steps": 1}, {"id": "b", "type": "A", "total_steps": "many"}]}`, `jobs[1] (id "b"): "total_steps": want a number, got a string`},

@@ -270,8 +270,8 @@ func checkJobEntities(jobs []Job, entities map[string]Entity) error {
 		if !ok {
 			return jobErr(j.ID, "entity %q is not defined", j.Entity)
 		}
-		if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
-			return inputErr("entity %q: weight %v must be positive", j.Entity, e.Weight)
+		if err := CheckWeight(e.Weight); err != nil {
+			return inputErr("entity %q: %v", j.Entity, err)
 		}
 		if e.Policy != "" && e.Policy != EntityFairness && e.Policy != EntityFIFO {
 			return inputErr("entity %q: policy %q: want %q or %q", j.Entity, e.Policy, EntityFairness, EntityFIFO)

@@ -166,8 +166,8 @@ func checkEntities(es map[string]Entity) error {
 	sort.Strings(names)
 	for _, name := range names {
 		e := es[name]
-		if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
-			return fmt.Errorf("entity %q: weight %v must be positive", name, e.Weight)
+		if err := CheckWeight(e.Weight); err != nil {
+			return fmt.Errorf("entity %q: %w", name, err)
 		}
 		if e.Policy == "" {
 			e.Policy = EntityFairness

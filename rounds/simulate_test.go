@@ -339,7 +339,11 @@ func TestParseTrace(t *testing.T) {
 	if len(jobs) != 2 || jobs[0] != want[0] || jobs[1] != want[1] {
 		t.Errorf("ParseTrace = %+v, want %+v", jobs, want)
 	}
-	// Round trip through FormatTrace.
+	// Round trip through FormatTrace, fractional weights and arrival times
+	// included (a weight of 0.5 was written as 0).
+	jobs = append(jobs, TraceJob{Job: policy.Job{ID: "2", Type: table.JobType{Model: "A3C", ScaleFactor: 1}, Weight: 0.5,
+		TotalSteps: 10, Arrival: 1500.123456789}, Line: 4},
+		TraceJob{Job: policy.Job{ID: "3", Type: table.JobType{Model: "A3C", ScaleFactor: 1}, Weight: 2.5, TotalSteps: 10, Arrival: 1e7}, Line: 5})
 	var b strings.Builder
 	if err := FormatTrace(&b, jobs); err != nil {
 		t.Fatal(err)

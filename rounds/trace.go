@@ -137,8 +137,10 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 		if j.SLOFactor > 0 {
 			slo = j.SLOFactor
 		}
-		fmt.Fprintf(bw, "%s\t\t\t\t0\t%d\t%d\t%d\t%g\t%f\n", j.Type.Model, int64(j.TotalSteps), j.Type.ScaleFactor,
-			int64(j.EffectiveWeight()), slo, j.Arrival)
+		// Weights and arrival times as written in full: ParseTrace reads
+		// them back exactly (a weight of 0.5 truncated to 0 was refused).
+		fmt.Fprintf(bw, "%s\t\t\t\t0\t%d\t%d\t%s\t%g\t%s\n", j.Type.Model, int64(j.TotalSteps), j.Type.ScaleFactor,
+			strconv.FormatFloat(j.EffectiveWeight(), 'f', -1, 64), slo, strconv.FormatFloat(j.Arrival, 'f', -1, 64))
 	}
 	return bw.Flush()
 }
