@@ -77,16 +77,21 @@ func waterFilling(md mode) allocator {
 	}
 }
 
-// stallWarning says why water filling froze jobs that had no bottleneck:
-// slow says they were the jobs that could rise only a little.
-func (in *instance) stallWarning(jobs []int, slow bool) string {
-	if slow {
-		return fmt.Sprintf("water filling: %s could rise only by less than %.0e of their levels (of 1, below a level of 1), "+
+// stallWarnings says why water filling froze jobs that had no bottleneck:
+// slow could rise only a little, all were frozen with every other active
+// job as none was that slow.
+func (in *instance) stallWarnings(slow, all []int) []string {
+	var out []string
+	if len(slow) > 0 {
+		out = append(out, fmt.Sprintf("water filling: %s could rise only by less than %.0e of their levels (of 1, below a level of 1), "+
 			"which the level LPs kept finding (the LP solver's tolerance, scaled); frozen at their levels after %d such rounds, "+
-			"so that the others could rise", in.idList(jobs), wfProbe/2, wfStalls)
+			"so that the others could rise", in.idList(slow), wfProbe/2, wfStalls))
 	}
-	return fmt.Sprintf("water filling: %s kept rising only by amounts the LP solver's tolerance allows "+
-		"(rates spread over orders of magnitude); frozen at their levels after %d such rounds", in.idList(jobs), wfStalls)
+	if len(all) > 0 {
+		out = append(out, fmt.Sprintf("water filling: %s kept rising only by amounts the LP solver's tolerance allows "+
+			"(seen with rates spread over orders of magnitude, gangs and entities); frozen at their levels after %d such rounds", in.idList(all), wfStalls))
+	}
+	return out
 }
 
 // fill raises the jobs level by level (see waterFilling) and returns the
@@ -101,6 +106,13 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 	nFrozen := 0
 	groups := in.entityGroups()
 	stall, ncuts := 0, 0
+	// Jobs frozen in stalls, for one warning each way rather than one a stall.
+	var slowFrozen, allFrozen []int
+	defer func() {
+		if err == nil {
+			warnings = append(warnings, in.stallWarnings(slowFrozen, allFrozen)...)
+		}
+	}()
 	for iter := 0; nFrozen < m; iter++ {
 		if iter > (wfStalls+2)*m+10 {
 			return nil, nil, false, &lp.StatusError{Status: lp.Numerical, Detail: fmt.Sprintf("water filling made no progress after %d iterations", iter)}
@@ -162,11 +174,12 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 			if bott, err = in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfProbe/2); err != nil {
 				return nil, nil, errors.Is(err, lp.ErrInfeasible) && in.cutsAdded(&ncuts), fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
 			}
-			slow := len(bott) > 0
-			if !slow || opt.stallFreezeAll {
+			if len(bott) > 0 && !opt.stallFreezeAll {
+				slowFrozen = append(slowFrozen, bott...)
+			} else {
 				bott = active
+				allFrozen = append(allFrozen, active...)
 			}
-			warnings = append(warnings, in.stallWarning(bott, slow && !opt.stallFreezeAll))
 		}
 		stall = 0
 		for _, i := range bott {
