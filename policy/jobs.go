@@ -42,7 +42,7 @@ type jsonJobsFile struct {
 // total_steps present (scale_factor defaults to 1, weight to 1), ids
 // unique and free of '+' (it joins pair ids), scale factor ≥ 1, weight within
 // MinWeight..MaxWeight, finite non-negative numbers, steps_done < total_steps,
-// entities known with a positive weight and policy "fairness" or "fifo".
+// entities known with a weight CheckWeight takes and policy "fairness" or "fifo".
 // Errors name the entry: jobs[i] (its position in the file) and its id;
 // JSON that does not parse is named by line and column.
 func ReadJobs(r io.Reader) (*JobsFile, error) { return readJobs(r, "jobs file", false) }

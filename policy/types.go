@@ -128,7 +128,7 @@ func (j Job) StepsRemaining() float64 {
 	return math.Max(0, j.TotalSteps-j.StepsDone)
 }
 
-// MinWeight and MaxWeight bound a job's weight. Only the ratios of weights
+// MinWeight and MaxWeight bound a job's (and an entity's) weight. Only the ratios of weights
 // shape an allocation, but the LPs' tolerances are absolute: measured on
 // max-min fairness (agnostic, perf, packed), weights within 1e-3..1e3 leave
 // the LP's objective within 1e-6 of the smallest job's term; 1e-4..1e4 within
@@ -139,7 +139,7 @@ const (
 	MaxWeight = 1e3
 )
 
-// CheckWeight says why w cannot be a job's weight (nil when it can): it must
+// CheckWeight says why w cannot be a job's or an entity's weight (nil when it can): it must
 // be a finite number within MinWeight..MaxWeight.
 func CheckWeight(w float64) error {
 	switch {

@@ -46,17 +46,23 @@ func waterFilling(md mode) allocator {
 		var st SolveStats
 		var x [][]float64
 		var warnings []string
-		for try := 0; ; try++ {
+		restarts := 0
+		for ; ; restarts++ {
 			var recut bool
 			x, warnings, recut, err = in.fill(ctx, opt, &st, rate, prop)
 			// A bottleneck test found gang covers or odd sets that the levels
-			// reached break: fill again, with them from the start.
-			if !recut || try == wfRestarts {
+			// reached break: fill again, with them from the start. (st counts
+			// the LPs of every try.)
+			if !recut || restarts == wfRestarts {
 				break
 			}
 		}
 		if err != nil {
 			return nil, err
+		}
+		if restarts > 0 {
+			warnings = append(warnings, fmt.Sprintf("water filling started again %d time(s): a bottleneck test found gang covers "+
+				"or odd sets (rows no round can break) that the levels reached broke", restarts))
 		}
 		var warn string
 		if md == agnostic {

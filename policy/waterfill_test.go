@@ -271,6 +271,9 @@ func TestWaterFillingRecutsAfterBottleneckCuts(t *testing.T) {
 		p := mixedGangProblem(seed)
 		wf := mustAllocate(t, "max_min_fairness_water_filling_packed", p)
 		checkFeasible(t, p, wf)
+		if !slices.ContainsFunc(wf.Warnings, func(w string) bool { return strings.Contains(w, "started again") }) {
+			t.Errorf("seed %d: warnings %q do not say water filling started again", seed, wf.Warnings)
+		}
 		las := mustAllocate(t, "max_min_fairness_packed", p)
 		lowest := slices.Min(slices.Collect(maps.Values(wf.Terms)))
 		if lowest < las.Objective*(1-1e-3) {

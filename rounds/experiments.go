@@ -191,8 +191,8 @@ func Hierarchical(ctx context.Context, cfg HierarchicalConfig) (*HierarchicalRes
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x68696572))
 	res := &HierarchicalResult{Entities: map[string]policy.Entity{}, MeanTotal: map[string]float64{}}
 	for e, w := range cfg.EntityWeights {
-		if w <= 0 {
-			return nil, fmt.Errorf("hierarchical: entity weight %v must be positive", w)
+		if err := policy.CheckWeight(w); err != nil {
+			return nil, fmt.Errorf("hierarchical: entity e%d: %w", e, err)
 		}
 		res.Entities["e"+strconv.Itoa(e)] = policy.Entity{Weight: w, Policy: policy.EntityFairness}
 	}
