@@ -21,7 +21,7 @@ type options struct {
 	// (the oddSetRounds constant), negative = none (tests).
 	oddSetRounds int
 	// stallFreezeAll makes water filling freeze every active job when its
-	// level LPs stall, the rule before the fifteenth session (tests compare).
+	// level LPs stall, the earlier rule (tests compare with it).
 	stallFreezeAll bool
 }
 

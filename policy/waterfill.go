@@ -124,21 +124,7 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 			return nil, nil, false, &lp.StatusError{Status: lp.Numerical, Detail: fmt.Sprintf("water filling made no progress after %d iterations", iter)}
 		}
 		wts := in.iterationWeights(groups, frozen)
-		// Level LP: the largest common rise c of the active jobs, each at
-		// speed w_i/sf_i, with every job kept at or above its level.
-		b := in.newBuilder(lp.Maximize)
-		b.tightRows = true
-		c := b.m.AddCol(0, lp.Inf, 1)
-		var active []int
-		for i := range in.jobs {
-			idx, val := b.expr(i, rate, 1/prop[i])
-			if !frozen[i] && wts[i] > 0 {
-				active = append(active, i)
-				idx = append(idx, c)
-				val = append(val, -wts[i]/in.sf(i))
-			}
-			b.levelRows = append(b.levelRows, b.m.AddRow(level[i], lp.Inf, idx, val))
-		}
+		b, active := in.levelLP(rate, prop, level, wts, frozen)
 		if len(active) == 0 {
 			return nil, nil, false, &lp.StatusError{Status: lp.Numerical, Detail: "water filling: unfrozen jobs but none with weight"}
 		}
@@ -167,25 +153,23 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 			level[i] = math.Min(level[i], e/prop[i])
 		}
 		bott, err := in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfRaise)
-		if err != nil {
-			return nil, nil, errors.Is(err, lp.ErrInfeasible) && in.cutsAdded(&ncuts), fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
-		}
-		if len(bott) == 0 {
-			stall++
-			if stall <= wfStalls {
-				continue
-			}
+		if err == nil && len(bott) == 0 && stall == wfStalls {
 			// The jobs that can rise only a little hold the others back; the
 			// others rise again once these are frozen.
-			if bott, err = in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfProbe/2); err != nil {
-				return nil, nil, errors.Is(err, lp.ErrInfeasible) && in.cutsAdded(&ncuts), fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
-			}
-			if len(bott) > 0 && !opt.stallFreezeAll {
+			bott, err = in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfProbe/2)
+			if err == nil && len(bott) > 0 && !opt.stallFreezeAll {
 				slowFrozen = append(slowFrozen, bott...)
 			} else {
 				bott = active
 				allFrozen = append(allFrozen, active...)
 			}
+		}
+		if err != nil {
+			return nil, nil, errors.Is(err, lp.ErrInfeasible) && in.cutsAdded(&ncuts), fmt.Errorf("water filling bottleneck test (iteration %d): %w", iter+1, err)
+		}
+		if len(bott) == 0 {
+			stall++
+			continue
 		}
 		stall = 0
 		for _, i := range bott {
@@ -194,6 +178,25 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 		}
 	}
 	return x, warnings, false, nil
+}
+
+// levelLP builds the LP of the largest common rise c of the active jobs
+// (not frozen, with weight), each at speed w_i/sf_i, with every job kept at
+// or above its level (b.levelRows), and returns it with those jobs.
+func (in *instance) levelLP(rate rateFunc, prop, level, wts []float64, frozen []bool) (b *builder, active []int) {
+	b = in.newBuilder(lp.Maximize)
+	b.tightRows = true
+	c := b.m.AddCol(0, lp.Inf, 1)
+	for i := range in.jobs {
+		idx, val := b.expr(i, rate, 1/prop[i])
+		if !frozen[i] && wts[i] > 0 {
+			active = append(active, i)
+			idx = append(idx, c)
+			val = append(val, -wts[i]/in.sf(i))
+		}
+		b.levelRows = append(b.levelRows, b.m.AddRow(level[i], lp.Inf, idx, val))
+	}
+	return b, active
 }
 
 // cutsAdded reports whether the instance has more cut rows (odd sets,
@@ -222,7 +225,7 @@ const wfRelax = 1e-8
 // rises (seen: 1e-8 taken, 3% given, in every iteration), and hold every
 // other active job to the same crawl. Waiting longer only repeats that.
 // Those that cannot rise by half of wfProbe are then frozen; freezing every
-// active job, as before the fifteenth session, left jobs that could rise
+// active job, the earlier rule, left jobs that could rise
 // far (on 3,000 random wide-rate instances, 14 allocations gained, up to
 // 1.90 -> 3.93 for a job, and none lost; with entities, whose weights pass
 // to the jobs left, 19 of 4,000 lost). When no job is that slow every
