@@ -23,6 +23,11 @@ type Options struct {
 	// cross-validated sum error, as the active protocol does.
 	Method Method
 	Aim    Aim // what SuggestTable spends its budget on; the zero value is AimBalanced
+	// Uncertainty makes Table report each estimated entry's Uncertainty. With the default
+	// method it fits the bootstrap members and cross-validation folds SuggestTable fits (13
+	// single fits more, with the ensemble's 3; the estimate itself is unchanged); a method
+	// that gives no calibrated errors gets a note instead.
+	Uncertainty bool
 }
 
 // Entry is one estimated entry of a table.
@@ -34,6 +39,8 @@ type Entry struct {
 	Normalized  float64 `json:"normalized"`
 	Rate        float64 `json:"rate"`
 	Infeasible  bool    `json:"infeasible"`
+	// Uncertainty is set when Options.Uncertainty asks for it, on entries predicted feasible.
+	Uncertainty *Uncertainty `json:"uncertainty,omitempty"`
 }
 
 // Report says what [Table] did.
@@ -60,6 +67,22 @@ func (o Options) method() Method {
 	return Pairwise{Seed: o.Seed}
 }
 
+// calibrated returns m with the bootstrap fits and cross-validation folds that suggest's ranking
+// and Uncertainty need, where m is a [Pairwise] that does not set them.
+func calibrated(m Method) Method {
+	pw, ok := m.(Pairwise)
+	if !ok {
+		return m
+	}
+	if pw.Bootstrap == 0 {
+		pw.Bootstrap = activeBootstrap
+	}
+	if pw.Calibrate == 0 {
+		pw.Calibrate = activeFolds
+	}
+	return pw
+}
+
 // Table returns a copy of t with every missing pair filled in by the estimator (our pairwise
 // model unless o.Method says otherwise), and a report of the entries it estimated (ordered
 // entries: (job, partner) and (partner, job) count separately).
@@ -81,6 +104,10 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 	}
 	out := t.Clone()
 	rep := &Report{Entries: []Entry{}}
+	method := o.method()
+	if o.Uncertainty {
+		method = calibrated(method)
+	}
 	var noRef error // the first block skipped for want of references
 	estimated := false
 	for _, sf := range l.sfs {
@@ -120,11 +147,19 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 				}
 				continue
 			}
-			r, err := o.method().Estimate(ctx, d)
+			r, err := method.Estimate(ctx, d)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
-			rep.fill(out, d, r)
+			var unc func(w, i, k int) (Uncertainty, Uncertainty)
+			switch {
+			case !o.Uncertainty:
+			case r.EntryError == nil || r.SumError == nil:
+				rep.Notes = append(rep.Notes, name+": no uncertainty: the method gives no calibrated errors (nothing to fit, or not the pairwise model)")
+			default:
+				unc = uncertainty(d, r)
+			}
+			rep.fill(out, d, r, unc)
 			estimated = true
 		}
 		for _, x := range outs {
@@ -298,13 +333,14 @@ func (rep *Report) fillOutside(out, t *table.Table, x *outside) {
 }
 
 // fill writes r's estimate of every pair d is missing into out and records each estimated
-// entry ((job, partner) and (partner, job) separately) in rep.
+// entry ((job, partner) and (partner, job) separately) in rep, with its uncertainty where unc
+// is not nil and the pair is predicted feasible.
 //
 // A large table has millions of such entries (about 4 million for 1,000 job types on 4 worker
 // types), so they are counted first and rep.Entries grown once: appending them one at a time
 // copied the growing slice over and over and dominated the time of Table after the fit. The
 // table (filled a worker type per goroutine) and the report are filled concurrently.
-func (rep *Report) fill(out *table.Table, d *Data, r *Result) {
+func (rep *Report) fill(out *table.Table, d *Data, r *Result, unc func(w, i, k int) (Uncertainty, Uncertainty)) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		out.FillPairs(d.Workers, d.Jobs, func(w, i, k int) (float64, float64, bool) {
@@ -323,9 +359,15 @@ func (rep *Report) fill(out *table.Table, d *Data, r *Result) {
 					continue
 				}
 				b := d.Jobs[k]
-				rep.add(Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Normalized: e.normA, Rate: e.rateA, Infeasible: e.infeasible})
+				ea := Entry{WorkerType: wt, Job: a.Model, Partner: b.Model, ScaleFactor: sf, Normalized: e.normA, Rate: e.rateA, Infeasible: e.infeasible}
+				eb := Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Normalized: e.normB, Rate: e.rateB, Infeasible: e.infeasible}
+				if unc != nil && !e.infeasible {
+					ua, ub := unc(w, i, k)
+					ea.Uncertainty, eb.Uncertainty = &ua, &ub
+				}
+				rep.add(ea)
 				if i != k {
-					rep.add(Entry{WorkerType: wt, Job: b.Model, Partner: a.Model, ScaleFactor: sf, Normalized: e.normB, Rate: e.rateB, Infeasible: e.infeasible})
+					rep.add(eb)
 				}
 			}
 		}
@@ -400,7 +442,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	var all []Suggestion
 	var picked []blockPicks // the blocks Suggest picked from
 	var noRef error         // the first block with missing pairs and no references
-	anyMissing, calibrated := false, true
+	anyMissing, allCalibrated := false, true
 	for x, d := range blocks {
 		if d.Missing() == 0 {
 			continue
@@ -417,7 +459,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		}
 		method := o.Method
 		if method == nil {
-			method = Pairwise{Seed: o.Seed, Bootstrap: activeBootstrap, Calibrate: activeFolds}
+			method = calibrated(o.method())
 		}
 		r, err := method.Estimate(ctx, d)
 		if err != nil {
@@ -436,7 +478,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		if len(ms) > 0 {
 			picked = append(picked, blockPicks{d, r, ms})
 		}
-		calibrated = calibrated && r.SumError != nil
+		allCalibrated = allCalibrated && r.SumError != nil
 		all = append(all, suggestions(d, ms)...)
 	}
 	if noRef != nil && budget > 0 && !slices.ContainsFunc(refs, func(r []int) bool { return len(r) > 0 }) {
@@ -446,7 +488,7 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 		notes = append(notes, "the table has no missing pairs; nothing to suggest")
 	}
 	// One block's picks already keep the shares, and the decisions aim has none.
-	if len(picked) > 1 && calibrated && o.Aim != AimDecisions {
+	if len(picked) > 1 && allCalibrated && o.Aim != AimDecisions {
 		if all, err = withinShares(all, picked, budget, o.Aim); err != nil {
 			return nil, nil, err
 		}

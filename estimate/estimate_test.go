@@ -948,9 +948,9 @@ func TestPairwiseStopsWhenCancelled(t *testing.T) {
 	}
 }
 
-// The calibration folds run concurrently; the sum error must not depend on how many run at
-// once (they are added up in fold order).
-func TestPairwiseSumErrorIndependentOfParallelism(t *testing.T) {
+// The calibration folds run concurrently; the errors must not depend on how many run at once
+// (they are added up in fold order).
+func TestPairwiseCVErrorsIndependentOfParallelism(t *testing.T) {
 	truth := gavelBlock(t)
 	h, err := Protocol(truth, 16, 0.2, 4)
 	if err != nil {
@@ -958,15 +958,15 @@ func TestPairwiseSumErrorIndependentOfParallelism(t *testing.T) {
 	}
 	p := Pairwise{Seed: 4, Calibrate: 5}
 	prev := runtime.GOMAXPROCS(1)
-	serial, err := p.sumError(context.Background(), h.Partial)
+	serial, serialEntry, err := p.cvErrors(context.Background(), h.Partial)
 	runtime.GOMAXPROCS(4)
-	parallel, err2 := p.sumError(context.Background(), h.Partial)
+	parallel, parallelEntry, err2 := p.cvErrors(context.Background(), h.Partial)
 	runtime.GOMAXPROCS(prev)
 	if err != nil || err2 != nil {
 		t.Fatal(err, err2)
 	}
-	if !slices.Equal(serial, parallel) {
-		t.Errorf("sum error with 1 CPU %v, with 4 %v", serial, parallel)
+	if !slices.Equal(serial, parallel) || !slices.Equal(serialEntry, parallelEntry) {
+		t.Errorf("sum error with 1 CPU %v, with 4 %v; entry error %v, %v", serial, parallel, serialEntry, parallelEntry)
 	}
 }
 

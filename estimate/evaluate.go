@@ -146,6 +146,10 @@ type Metrics struct {
 //
 // Entries that were measured count too (they are exact for every method that keeps them).
 // Entries the truth lacks are not scored, nor pairs with either of them.
+// mapeFloor is the true normalized rate at or below which an entry is left out of MAPE (its
+// percentage error would swamp the mean).
+const mapeFloor = 0.05
+
 func Score(truth *Data, r *Result, refs []int) Metrics { return score(truth, nil, r, refs) }
 
 // ScoreMissing is Score restricted to the entries partial did not know (the estimated ones);
@@ -190,7 +194,7 @@ func score(truth, partial *Data, r *Result, refs []int) Metrics {
 					t, e := truth.Norm[w][i][k], r.Norm[w][i][k]
 					absSum += math.Abs(e - t)
 					nAbs++
-					if t > 0.05 {
+					if t > mapeFloor {
 						apeSum += math.Abs(e-t) / t
 						iso := truth.Iso[w][i]
 						rawSum += math.Abs(e*iso-t*iso) / (t * iso)

@@ -22,6 +22,9 @@ type Result struct {
 	// SumError is, per worker type, the cross-validated RMS error of a pair's predicted sum of
 	// normalized rates (what the packing decision compares with 1); nil when not estimated.
 	SumError []float64
+	// EntryError is, per worker type, the cross-validated RMS error of an entry's log normalized
+	// rate (entries whose true rate is above 0.05); nil when not estimated.
+	EntryError []float64
 	// InfeasibleScore is the feasibility model's score (about 0 feasible, 1 infeasible; 0.5 is
 	// the decision threshold); nil when the method has none.
 	InfeasibleScore [][][]float64

@@ -57,9 +57,10 @@ type Pairwise struct {
 	PriorK int
 	Seed   uint64
 	// Bootstrap, when positive, fits that many extra members, each on a bootstrap resample of
-	// the measured pairs (a pair's two entries travel together), and averages them with the
-	// Ensemble fits on all the data; their disagreement is what Spread then reports, an
-	// uncertainty that grows where a job's estimate rests on few measurements.
+	// the measured pairs (a pair's two entries travel together); the estimate is unchanged (the
+	// mean of the Ensemble fits on all the data), and the members' disagreement around it is
+	// what Spread then reports, an uncertainty that grows where a job's estimate rests on few
+	// measurements.
 	Bootstrap int
 	// Caution lowers each estimated entry, in log space, by Caution times the standard
 	// deviation of the Ensemble fits around their mean (bootstrap members excluded, so it does
@@ -77,9 +78,10 @@ type Pairwise struct {
 	Caution float64
 	// Calibrate, when positive, is the number of cross-validation folds over the measured
 	// pairs outside the reference block used to estimate, per worker type, the error of a
-	// pair's predicted sum of normalized rates (Result.SumError); the estimate is unchanged. Each
+	// pair's predicted sum of normalized rates and that of an entry's log normalized rate
+	// (Result.SumError, Result.EntryError); the estimate is unchanged. Each
 	// fold is a single fit, so Caution (which lowers by the spread of several) does not act there:
-	// SumError is the error of the estimate before that lowering.
+	// they are errors of the estimate before that lowering.
 	Calibrate int
 }
 
@@ -211,7 +213,7 @@ func (p Pairwise) estimate(ctx context.Context, d *Data, infeasible bool) (*Resu
 		return nil, err
 	}
 	if p.Calibrate > 0 {
-		if r.SumError, err = p.sumError(ctx, d); err != nil {
+		if r.SumError, r.EntryError, err = p.cvErrors(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -229,7 +231,7 @@ const fallbackNorm = 0.5
 
 // withoutRates is [Pairwise]'s estimate of a block with no feasible measured pair (every scale
 // factor above 1 of Gavel's table: multi-GPU jobs never share there), where there is nothing to
-// fit rates to: see noRates. SumError, when asked for, is its prior.
+// fit rates to: see noRates. SumError, when asked for, is its prior; EntryError stays nil.
 func (p Pairwise) withoutRates(ctx context.Context, d *Data) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -237,7 +239,8 @@ func (p Pairwise) withoutRates(ctx context.Context, d *Data) (*Result, error) {
 	r := noRates(d)
 	if p.Calibrate > 0 {
 		var err error
-		if r.SumError, err = p.sumError(ctx, d); err != nil {
+		// No EntryError: an entry error from no fitted rate would say the guess is exact.
+		if r.SumError, _, err = p.cvErrors(ctx, d); err != nil {
 			return nil, err
 		}
 	}
@@ -645,19 +648,24 @@ func heldOutPairs(d *Data, seed uint64) [][3]int {
 }
 
 // sumErrorPrior is the pair-sum error a worker type starts from, as one pseudo-observation, so a
-// worker type with few held-out pairs is not taken to be exact.
-const sumErrorPrior = 0.05
+// worker type with few held-out pairs is not taken to be exact; entryErrorPrior is the same for
+// an entry's log normalized rate.
+const (
+	sumErrorPrior   = 0.05
+	entryErrorPrior = 0.05
+)
 
-// sumError estimates, per worker type, the RMS error of the predicted sum of a pair's two
-// normalized rates (the packing decision's margin) by cross-validation: the measured pairs
-// outside the reference block are split into p.Calibrate folds, each held out in turn and
+// cvErrors estimates, per worker type, the RMS error of the predicted sum of a pair's two
+// normalized rates (the packing decision's margin) and that of an entry's log normalized rate
+// (entries whose true rate is above 0.05, as MAPE counts them) by cross-validation: the measured
+// pairs outside the reference block are split into p.Calibrate folds, each held out in turn and
 // predicted by a single fit on the rest.
-func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
+func (p Pairwise) cvErrors(ctx context.Context, d *Data) (sum, entry []float64, err error) {
 	ps := heldOutPairs(d, p.Seed)
 	folds := min(p.Calibrate, len(ps))
 	held := make([][][3]int, folds)
-	errSum := make([][]float64, folds) // per fold, each held-out pair's error of the sum
-	errs := make([]error, folds)
+	errs := make([][]foldErr, folds) // per fold, each held-out pair's errors
+	ferr := make([]error, folds)
 	// Folds are independent single fits (one goroutine's work each), so they run concurrently,
 	// one per CPU; the first fold to fail stops the others, and its error is the one returned
 	// (theirs would only say they were stopped). They are added up in fold order, so the result
@@ -674,10 +682,10 @@ func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			held[f], errSum[f], errs[f] = p.foldError(ctx, d, ps, f)
-			if errs[f] != nil && !errors.Is(errs[f], completion.ErrNoObservations) {
+			held[f], errs[f], ferr[f] = p.foldError(ctx, d, ps, f)
+			if ferr[f] != nil && !errors.Is(ferr[f], completion.ErrNoObservations) {
 				once.Do(func() {
-					first = fmt.Errorf("calibration fold %d of %d: %w", f+1, folds, errs[f])
+					first = fmt.Errorf("calibration fold %d of %d: %w", f+1, folds, ferr[f])
 					cancel()
 				})
 			}
@@ -685,30 +693,43 @@ func (p Pairwise) sumError(ctx context.Context, d *Data) ([]float64, error) {
 	}
 	wg.Wait()
 	if first != nil {
-		return nil, first
+		return nil, nil, first
 	}
 	W := len(d.Workers)
-	ss := make([]float64, W)
-	cnt := make([]int, W)
+	ss, cnt := make([]float64, W), make([]int, W)
+	es, ecnt := make([]float64, W), make([]int, W)
 	for f := 0; f < folds; f++ {
-		if errs[f] != nil {
+		if ferr[f] != nil {
 			continue // ErrNoObservations: the fold held out everything measured
 		}
 		for x, q := range held[f] {
-			ss[q[0]] += errSum[f][x] * errSum[f][x]
+			e := errs[f][x]
+			ss[q[0]] += e.sum * e.sum
 			cnt[q[0]]++
+			for _, l := range e.logs {
+				es[q[0]] += l * l
+				ecnt[q[0]]++
+			}
 		}
 	}
-	out := make([]float64, W)
-	for w := range out {
-		out[w] = math.Sqrt((ss[w] + sumErrorPrior*sumErrorPrior) / float64(cnt[w]+1))
+	sum, entry = make([]float64, W), make([]float64, W)
+	for w := range sum {
+		sum[w] = math.Sqrt((ss[w] + sumErrorPrior*sumErrorPrior) / float64(cnt[w]+1))
+		entry[w] = math.Sqrt((es[w] + entryErrorPrior*entryErrorPrior) / float64(ecnt[w]+1))
 	}
-	return out, nil
+	return sum, entry, nil
+}
+
+// foldErr is a held-out pair's errors: of its predicted sum, and of the log of each of its
+// entries whose true normalized rate is above 0.05 (none, one or two).
+type foldErr struct {
+	sum  float64
+	logs []float64
 }
 
 // foldError holds out fold f of ps (every p.Calibrate-th pair from f), predicts it with a single
-// fit on the rest, and returns the held-out pairs and the errors of their predicted sums.
-func (p Pairwise) foldError(ctx context.Context, d *Data, ps [][3]int, f int) ([][3]int, []float64, error) {
+// fit on the rest, and returns the held-out pairs and their errors.
+func (p Pairwise) foldError(ctx context.Context, d *Data, ps [][3]int, f int) ([][3]int, []foldErr, error) {
 	dd := d.Clone()
 	var held [][3]int
 	for x := f; x < len(ps); x += p.Calibrate {
@@ -722,10 +743,19 @@ func (p Pairwise) foldError(ctx context.Context, d *Data, ps [][3]int, f int) ([
 	if err != nil {
 		return nil, nil, err
 	}
-	e := make([]float64, len(held))
+	e := make([]foldErr, len(held))
 	for x, q := range held {
 		w, i, k := q[0], q[1], q[2]
-		e[x] = rf.Norm[w][i][k] + rf.Norm[w][k][i] - d.Norm[w][i][k] - d.Norm[w][k][i]
+		e[x].sum = rf.Norm[w][i][k] + rf.Norm[w][k][i] - d.Norm[w][i][k] - d.Norm[w][k][i]
+		for _, ab := range [][2]int{{i, k}, {k, i}} {
+			a, b := ab[0], ab[1]
+			if t, est := d.Norm[w][a][b], rf.Norm[w][a][b]; t > mapeFloor && est > 0 {
+				e[x].logs = append(e[x].logs, math.Log(est/t))
+			}
+			if i == k {
+				break
+			}
+		}
 	}
 	return held, e, nil
 }

@@ -404,23 +404,25 @@ func newPicker(d *Data, r *Result) *picker {
 		st.used[w] = make([]int, n)
 	}
 	if r.SumError != nil {
-		st.meanScarcity = st.measuredScarcity()
+		st.meanScarcity = measuredScarcity(d, st.count)
 		st.check = consistencyChecks(d, r, st.count)
 		st.options = bestOptions(r)
 	}
 	return st
 }
 
+// scarcity is how little is known of the pair's jobs on w (picks included; see scarcity).
+func (st *picker) scarcity(w, i, k int) float64 { return scarcity(st.count, w, i, k) }
+
 // scarcity is how little is known of the pair's jobs on w: (1+m)^−evidencePower summed over
-// the two jobs, m being a job's known entries there (picks included).
-func (st *picker) scarcity(w, i, k int) float64 {
-	return math.Pow(1+float64(st.count[w][i]), -evidencePower) + math.Pow(1+float64(st.count[w][k]), -evidencePower)
+// the two jobs, m being a job's known entries there (count, from knownCounts).
+func scarcity(count [][]int, w, i, k int) float64 {
+	return math.Pow(1+float64(count[w][i]), -evidencePower) + math.Pow(1+float64(count[w][k]), -evidencePower)
 }
 
 // measuredScarcity returns, per worker type, the mean scarcity of the measured pairs outside
 // the reference block (those the sum error is cross-validated on), or 0 when there are none.
-func (st *picker) measuredScarcity() []float64 {
-	d := st.d
+func measuredScarcity(d *Data, count [][]int) []float64 {
 	isRef := make([]bool, len(d.Jobs))
 	for _, i := range d.References() {
 		isRef[i] = true
@@ -433,7 +435,7 @@ func (st *picker) measuredScarcity() []float64 {
 				if isRef[i] && isRef[k] || d.State[w][i][k] != table.Measured {
 					continue
 				}
-				sum += st.scarcity(w, i, k)
+				sum += scarcity(count, w, i, k)
 				cnt++
 			}
 		}
@@ -720,23 +722,32 @@ const (
 // (71.8 against 72.0). Powers 0.5 and 1 (one run a seed) did no better than none.
 const evidencePower = 2
 
+// sumSigma is the uncertainty of pair (i, k)'s estimated sum of normalized rates on w: the
+// worker type's cross-validated sum error (r.SumError), scaled by the square root of the pair's
+// scarcity relative to the measured pairs' (ratio; see evidencePower), combined with the
+// entries' own spread (r.Spread, at least spreadFloor) in rate units.
+func sumSigma(r *Result, w, i, k int, ratio float64) float64 {
+	own := math.Hypot(r.Norm[w][i][k]*entrySpread(r, w, i, k), r.Norm[w][k][i]*entrySpread(r, w, k, i))
+	return math.Max(math.Hypot(r.SumError[w]*math.Sqrt(ratio), own), 1e-9)
+}
+
+// entrySpread is r's log-rate spread of entry (w, i, k), at least spreadFloor.
+func entrySpread(r *Result, w, i, k int) float64 {
+	s := 0.0
+	if r.Spread != nil {
+		s = r.Spread[w][i][k]
+	}
+	return math.Hypot(s, spreadFloor)
+}
+
 func (st *picker) calibratedValue(w, i, k int) Measurement {
 	r := st.r
-	sp := func(a, b int) float64 {
-		s := 0.0
-		if r.Spread != nil {
-			s = r.Spread[w][a][b]
-		}
-		return math.Hypot(s, spreadFloor)
-	}
-	nik, nki := r.Norm[w][i][k], r.Norm[w][k][i]
-	own := math.Hypot(nik*sp(i, k), nki*sp(k, i))
-	se := r.SumError[w]
+	ratio := 1.0
 	if ms := st.meanScarcity[w]; ms > 0 {
-		se *= math.Sqrt(st.scarcity(w, i, k) / ms)
+		ratio = st.scarcity(w, i, k) / ms
 	}
-	sigma := math.Max(math.Hypot(se, own), 1e-9)
-	flip := normalCDF(-math.Abs(nik+nki-1) / sigma) // 0.5 when on the line
+	sigma := sumSigma(r, w, i, k, ratio)
+	flip := normalCDF(-math.Abs(r.Norm[w][i][k]+r.Norm[w][k][i]-1) / sigma) // 0.5 when on the line
 	feas := 0.0
 	if r.InfeasibleScore != nil {
 		sc := math.Min(1, math.Max(0, r.InfeasibleScore[w][i][k]))
@@ -891,15 +902,7 @@ func Active(ctx context.Context, truth, partial *Data, method Method, budget, ba
 		}
 	}
 	d := partial.Clone()
-	if pw, ok := method.(Pairwise); ok {
-		if pw.Bootstrap == 0 {
-			pw.Bootstrap = activeBootstrap
-		}
-		if pw.Calibrate == 0 {
-			pw.Calibrate = activeFolds
-		}
-		method = pw
-	}
+	method = calibrated(method)
 	nCover := int(math.Round(coverFraction * float64(budget)))
 	covered := cover(d, nCover, pool)
 	for _, m := range covered {

@@ -2,11 +2,14 @@
 // fraction of pairs revealed, with random and active measurement choice (suggest's balanced aim,
 // "active", and its decisions aim, "decisions"), for every method, as
 // mean ± standard deviation over seeds; then the time to estimate a large synthetic table and to
-// suggest measurements for it.
+// suggest measurements for it. With -uncertainty, instead of the curves: how often the
+// estimate's 80% intervals hold the truth, and how often packing decisions given each
+// probability of being wrong were wrong (estimate.Uncertainty).
 //
 //	go run ./benchmarks/estimator
 //	go run ./benchmarks/estimator -fractions 0.2 -seeds 0,1,2 -large 0
 //	go run ./benchmarks/estimator -choices decisions -large 0
+//	go run ./benchmarks/estimator -uncertainty -fractions 0.1,0.2,0.4 -large 0   # intervals' coverage
 //	go run ./benchmarks/estimator -fractions "" -suggest=false   # estimate timing only
 //	go run ./benchmarks/estimator -fractions "" -suggest=false -partial /tmp/partial.json
 //	time bin/gavel-profile estimate --table /tmp/partial.json --out /tmp/full.json   # as a user runs it
@@ -40,6 +43,7 @@ func main() {
 	suggest := flag.Bool("suggest", true, "time suggest on the synthetic table too")
 	partial := flag.String("partial", "", "also write the synthetic partial table to this file, to time gavel-profile estimate on it")
 	choices := flag.String("choices", "random,active,decisions", "measurement choices: random, active (suggest's balanced aim), decisions (its decisions aim)")
+	unc := flag.Bool("uncertainty", false, "print the coverage of the estimate's intervals and the calibration of its packing probabilities instead of the curves (random reveals)")
 	flag.Parse()
 	cs, err := parseChoices(*choices)
 	if err != nil {
@@ -55,6 +59,12 @@ func main() {
 	case *large > 0 && *workers < 1:
 		fmt.Fprintf(os.Stderr, "estimator: -large-workers %d: want 1 or more\n", *workers)
 		os.Exit(2)
+	}
+	run := run
+	if *unc {
+		run = func(fracs, seeds string, _ []choice, refs, _, _ int, _ bool, _ string) error {
+			return uncertaintyTable(fracs, seeds, refs)
+		}
 	}
 	if err := run(*fractions, *seeds, cs, *refs, *large, *workers, *suggest, *partial); err != nil {
 		fmt.Fprintln(os.Stderr, "estimator:", err)
@@ -83,30 +93,14 @@ func parseChoices(s string) ([]choice, error) {
 }
 
 func run(fracs, seedList string, choices []choice, refs, large, workers int, suggest bool, partial string) error {
-	var ps []float64
-	for _, f := range strings.Split(fracs, ",") {
-		if strings.TrimSpace(fracs) == "" {
-			break // -fractions "": timing only
-		}
-		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(p > 0 && p <= 1) {
-			return fmt.Errorf("-fractions %q: want probabilities in (0, 1]", f)
-		}
-		ps = append(ps, p)
-	}
-	var seeds []uint64
-	for _, s := range strings.Split(seedList, ",") {
-		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return fmt.Errorf("-seeds: %v", err)
-		}
-		seeds = append(seeds, v)
-	}
-	blocks, _, err := estimate.Blocks(table.Default(), nil, true)
+	ps, seeds, err := parseLists(fracs, seedList)
 	if err != nil {
 		return err
 	}
-	truth := blocks[0]
+	truth, err := gavelTruth()
+	if err != nil {
+		return err
+	}
 	fmt.Printf("Gavel simulation table, scale factor 1: %d job types on %s; %d references; seeds %s\n",
 		len(truth.Jobs), strings.Join(truth.Workers, ","), refs, seedList)
 	fmt.Println("MAPE and packing agreement: mean ± std over seeds (measured entries count, exact)")
@@ -255,4 +249,37 @@ func cpuSeconds() float64 {
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// parseLists parses -fractions (empty: none, timing only) and -seeds.
+func parseLists(fracs, seedList string) ([]float64, []uint64, error) {
+	var ps []float64
+	for _, f := range strings.Split(fracs, ",") {
+		if strings.TrimSpace(fracs) == "" {
+			break // -fractions "": timing only
+		}
+		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(p > 0 && p <= 1) {
+			return nil, nil, fmt.Errorf("-fractions %q: want probabilities in (0, 1]", f)
+		}
+		ps = append(ps, p)
+	}
+	var seeds []uint64
+	for _, s := range strings.Split(seedList, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-seeds: %v", err)
+		}
+		seeds = append(seeds, v)
+	}
+	return ps, seeds, nil
+}
+
+// gavelTruth is the scale-factor-1 block of Gavel's published table.
+func gavelTruth() (*estimate.Data, error) {
+	blocks, _, err := estimate.Blocks(table.Default(), nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return blocks[0], nil
 }

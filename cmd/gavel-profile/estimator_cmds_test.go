@@ -357,6 +357,65 @@ func TestEstimateCmdSummaryAndList(t *testing.T) {
 	}
 }
 
+// --uncertainty writes the same table and adds, in --json, an interval and packing probability
+// to each entry predicted feasible (none to those predicted infeasible), and in --list their
+// columns.
+func TestEstimateCmdUncertainty(t *testing.T) {
+	in, _ := partialTable(t)
+	dir := t.TempDir()
+	plain, withU := filepath.Join(dir, "plain.json"), filepath.Join(dir, "unc.json")
+	if _, stderr, err := execCmd(newEstimateCmd, "--table", in, "--out", plain); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	stdout, stderr, err := execCmd(newEstimateCmd, "--table", in, "--out", withU, "--json", "--uncertainty")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	a, _ := os.ReadFile(plain)
+	b, _ := os.ReadFile(withU)
+	if !bytes.Equal(a, b) {
+		t.Error("--uncertainty changed the written table")
+	}
+	var rep struct {
+		Entries []struct {
+			Normalized  float64
+			Infeasible  bool
+			Uncertainty *struct {
+				NormalizedLow  *float64 `json:"normalized_low"`
+				NormalizedHigh *float64 `json:"normalized_high"`
+				RateLow        *float64 `json:"rate_low"`
+				RateHigh       *float64 `json:"rate_high"`
+				PackingWrong   *float64 `json:"packing_wrong"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	with := 0
+	for _, e := range rep.Entries {
+		u := e.Uncertainty
+		if e.Infeasible != (u == nil) {
+			t.Fatalf("entry infeasible %v with uncertainty %v", e.Infeasible, u != nil)
+		}
+		if u == nil {
+			continue
+		}
+		with++
+		if u.NormalizedLow == nil || u.NormalizedHigh == nil || u.RateLow == nil || u.RateHigh == nil || u.PackingWrong == nil ||
+			!(*u.NormalizedLow < e.Normalized && e.Normalized < *u.NormalizedHigh) {
+			t.Fatalf("entry %+v: uncertainty fields %+v", e, *u)
+		}
+	}
+	if with == 0 {
+		t.Fatal("no entry has an uncertainty")
+	}
+	list, _, err := execCmd(newEstimateCmd, "--table", in, "--out", withU, "--list", "--uncertainty")
+	if err != nil || !strings.Contains(list, "80% interval") || !strings.Contains(list, "P(packing wrong)") {
+		t.Errorf("--list --uncertainty: %v\n%.600s", err, list)
+	}
+}
+
 // The estimator's fits run concurrently; the same seed must still give the same bytes, both the
 // JSON report and the written table, and a different seed a different estimate.
 func TestEstimateSuggestDeterministic(t *testing.T) {
@@ -549,9 +608,12 @@ func TestWriteReportJSON(t *testing.T) {
 	odd := estimate.Entry{WorkerType: "a<b>&c", Job: "ResNet \"50\"\n", Partner: "é\u2028", ScaleFactor: 2,
 		Normalized: 1e-7, Rate: 1e21, Infeasible: true}
 	plain := estimate.Entry{WorkerType: "v100", Job: "A", Partner: "B", ScaleFactor: 1, Normalized: 0.5, Rate: 12.25}
+	unc := plain
+	unc.Uncertainty = &estimate.Uncertainty{NormalizedLow: 0.4, NormalizedHigh: 0.625, RateLow: 9.8, RateHigh: 15.3125, PackingWrong: 1e-30}
 	for _, rep := range []estimate.Report{
 		{Entries: []estimate.Entry{}},
 		{Estimated: 2, Entries: []estimate.Entry{plain, odd}, KnownInfeasible: 3, LeftMissing: 1},
+		{Estimated: 2, Entries: []estimate.Entry{unc, plain}},
 		{Estimated: 1, InfeasiblePredicted: 1, Entries: []estimate.Entry{odd}, Notes: []string{`"entries": null`, "\n  \"entries\": null"}},
 	} {
 		var want, got bytes.Buffer
