@@ -85,11 +85,18 @@ type unnamedProblems struct{ ps Problems }
 func (u unnamedProblems) Error() string   { return u.ps.Error() }
 func (u unnamedProblems) Unwrap() []error { return u.ps.Unwrap() }
 
-// ReadCSVFile reads a table written by WriteCSV. Only the identifying columns, rate and
-// partner_rate are used; the derived columns are ignored. The rows get the checks of the JSON
-// reader: a row repeated (the same worker type, job and partner twice), pairs whose two
-// directions are missing or disagree, bad keys and rates. The error is then a Problems naming
-// file, line, worker type and job.
+// ReadCSVFile reads a table written by WriteCSV. The identifying columns, rate and
+// partner_rate make the table; state is checked against the rates, and the other derived
+// columns (isolated and normalized rates) are ignored. The rates decide the state, as in the
+// JSON format: a pair row is infeasible when rate and partner_rate are both 0 and measured
+// otherwise, and an isolated row is measured. A state that says otherwise is an error, not an
+// override: WriteCSV never writes one, each pair has two rows, and rates in a row marked
+// infeasible may be what the user meant. To mark a pair infeasible, set both rates to 0 in
+// both of its rows. An empty state claims nothing and is left to the rates; any value other
+// than measured or infeasible is an error. The rows get the checks of the JSON reader: a row
+// repeated (the same worker type, job and partner twice), pairs whose two directions are
+// missing or disagree, bad keys and rates. The error is then a Problems naming file, line,
+// worker type and job.
 func ReadCSVFile(r io.Reader, file string) (*Table, error) {
 	t, ps := CheckCSV(r, file)
 	if errs := ps.Errors(); len(errs) > 0 {
@@ -228,6 +235,10 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		return
 	}
 	if isolated {
+		if err := checkCSVState(rec, true, false); err != nil {
+			at(err)
+			return
+		}
 		b.t.SetIsolated(w, j, rate)
 		return
 	}
@@ -237,7 +248,42 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		at(fmt.Errorf("partner rate: %w", err))
 		return
 	}
+	if err := checkCSVState(rec, isolated, rate == 0 && prate == 0); err != nil {
+		b.badPair(w, j, k)
+		at(err)
+		return
+	}
 	b.t.worker(w, true).setOneWay(j, k, [2]float64{rate, prate}) // settled by finish
+}
+
+// checkCSVState checks a row's state column against the state its rates give (infeasible
+// only for a pair whose two rates are 0), the one WriteCSV writes. Before it was checked, a
+// row edited to say infeasible, or a typo, was read as measured without a word.
+func checkCSVState(rec []string, isolated, zeroRates bool) error {
+	state := rec[5]
+	switch state {
+	case "": // a hand-written table may leave the derived columns empty
+		return nil
+	case Measured.String(), Infeasible.String():
+	case Missing.String():
+		return fmt.Errorf("%w: state %q: a table has no row for an entry that was not measured; delete the row", ErrBadValue, state)
+	default:
+		return fmt.Errorf("%w: state %q is not %s or %s", ErrBadValue, state, Measured, Infeasible)
+	}
+	switch {
+	case isolated && state != Measured.String():
+		return fmt.Errorf("%w: state %q for an isolated rate, which is always %s", ErrBadValue, state, Measured)
+	case isolated:
+		return nil
+	case state == Infeasible.String() && !zeroRates:
+		return fmt.Errorf("%w: state %q but rate %s and partner_rate %s are not both 0, as an infeasible pair is written: "+
+			"set both to 0 in both of the pair's rows to mark it infeasible, or write state %s",
+			ErrBadValue, state, rec[6], rec[7], Measured)
+	case state == Measured.String() && zeroRates:
+		return fmt.Errorf("%w: state %q but rate and partner_rate are both 0, which marks the pair %s: "+
+			"write state %s, or the measured rates", ErrBadValue, state, Infeasible, Infeasible)
+	}
+	return nil
 }
 
 // csvRowKey names a CSV row: worker type, job and partner (zero for an isolated rate).

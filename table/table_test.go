@@ -566,6 +566,73 @@ func TestReadCSVChecks(t *testing.T) {
 	}
 }
 
+// TestReadCSVState: the state column was never read, so a pair row edited to say infeasible
+// while keeping its rates, or a typo such as "measurd", read back as a measured pair with no
+// error. A state must now be one WriteCSV writes and agree with the rates (infeasible exactly
+// when a pair's two rates are 0); an empty one is left to the rates.
+func TestReadCSVState(t *testing.T) {
+	header := strings.Join(csvHeader, ",") + "\n"
+	iso := func(m, state string) string { return "v100," + m + ",1,,," + state + ",2,,,,,\n" }
+	pair := func(a, b, state, ra, rb string) string {
+		return "v100," + a + ",1," + b + ",1," + state + "," + ra + "," + rb + ",,,,\n"
+	}
+	isos := iso("A", "measured") + iso("B", "measured")
+	tests := []struct {
+		name, in string
+		say      []string // in the first error; none: the table reads as want
+		errs     int      // errors, one per wrong row
+		want     State    // the state of pair (A, B)
+	}{
+		{"typo in a pair row", header + isos + pair("A", "B", "measurd", "1", "1.5") + pair("B", "A", "measured", "1.5", "1"),
+			[]string{"c.csv:4", `job ('A', 1): partner ('B', 1)`, `state "measurd" is not measured or infeasible`}, 1, 0},
+		{"typo in an isolated row", header + iso("A", "Measured") + iso("B", "measured") + pair("A", "B", "measured", "1", "1.5") + pair("B", "A", "measured", "1.5", "1"),
+			[]string{"c.csv:2", `job ('A', 1): isolated rate`, `state "Measured" is not`}, 1, 0},
+		{"infeasible with rates", header + isos + pair("A", "B", "infeasible", "1", "1.5") + pair("B", "A", "infeasible", "1.5", "1"),
+			[]string{"c.csv:4", `state "infeasible" but rate 1 and partner_rate 1.5 are not both 0`}, 2, 0},
+		{"infeasible with rates in one row", header + isos + pair("A", "B", "measured", "1", "1.5") + pair("B", "A", "infeasible", "1.5", "1"),
+			[]string{"c.csv:5", `job ('B', 1): partner ('A', 1)`, `state "infeasible"`}, 1, 0},
+		{"measured with zero rates", header + isos + pair("A", "B", "measured", "0", "0") + pair("B", "A", "infeasible", "0", "0"),
+			[]string{"c.csv:4", `state "measured" but rate and partner_rate are both 0`}, 1, 0},
+		{"missing", header + isos + pair("A", "B", "missing", "1", "1.5") + pair("B", "A", "measured", "1.5", "1"),
+			[]string{"c.csv:4", `state "missing"`, "delete the row"}, 1, 0},
+		{"infeasible isolated rate", header + iso("A", "infeasible") + iso("B", "measured"),
+			[]string{"c.csv:2", `state "infeasible" for an isolated rate`}, 1, 0},
+		{"infeasible", header + isos + pair("A", "B", "infeasible", "0", "0") + pair("B", "A", "infeasible", "0", "0"), nil, 0, Infeasible},
+		{"measured with one rate 0", header + isos + pair("A", "B", "measured", "0", "1.5") + pair("B", "A", "measured", "1.5", "0"), nil, 0, Measured},
+		{"empty state measured", header + iso("A", "") + iso("B", "") + pair("A", "B", "", "1", "1.5") + pair("B", "A", "", "1.5", "1"), nil, 0, Measured},
+		{"empty state infeasible", header + isos + pair("A", "B", "", "0", "0") + pair("B", "A", "", "0", "0"), nil, 0, Infeasible},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb, ps := CheckCSV(strings.NewReader(tt.in), "c.csv")
+			errs := ps.Errors()
+			if tt.say == nil {
+				if len(errs) > 0 {
+					t.Fatalf("errors %v, want none", errs)
+				}
+				if _, _, s := tb.Pair("v100", JobType{"A", 1}, JobType{"B", 1}); s != tt.want {
+					t.Errorf("pair state %v, want %v", s, tt.want)
+				}
+				return
+			}
+			// One mistake, one error: a pair's good row is not also called one-sided.
+			if len(errs) != tt.errs {
+				t.Fatalf("%d errors, want %d:\n%v", len(errs), tt.errs, errs)
+			}
+			for _, e := range errs {
+				if !errors.Is(e, ErrBadValue) {
+					t.Errorf("error %v, want %v", e, ErrBadValue)
+				}
+			}
+			for _, s := range tt.say {
+				if !strings.Contains(errs[0].Error(), s) {
+					t.Errorf("error %q does not say %q", errs[0], s)
+				}
+			}
+		})
+	}
+}
+
 // TestSaveKeepsModeAndSymlink: saving over an existing file keeps its permissions, and saving
 // through a symlink replaces the target and keeps the link.
 func TestSaveKeepsModeAndSymlink(t *testing.T) {
