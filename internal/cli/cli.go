@@ -177,8 +177,9 @@ func CheckTable(in io.Reader, path string) (*table.Table, table.Problems, error)
 
 // CheckOutput fails, as bad usage (exit status 2), when the file that flag of command names
 // cannot be written (see table.CheckWritable): commands call it before their work, which can
-// take minutes or hours, so that a mistyped output path loses nothing. An empty path (no
-// output asked for) and /dev/null (WriteFile discards the output) pass.
+// take minutes or hours, so that a mistyped output path, or an existing file the user may not
+// write (which WriteFile refuses), loses nothing. An empty path (no output asked for) and
+// /dev/null (WriteFile discards the output) pass.
 func CheckOutput(command, flag, path string) error {
 	if path == "" || IsDevNull(path) {
 		return nil
@@ -192,6 +193,9 @@ func CheckOutput(command, flag, path string) error {
 		return UsageError("%s: %s %s: a device or descriptor, not a file: give a file name", command, flag, path)
 	}
 	if err := table.CheckWritable(path); err != nil {
+		return UsageError("%s: %s %s: %v", command, flag, path, err)
+	}
+	if err := checkReplaceable(path); err != nil {
 		return UsageError("%s: %s %s: %v", command, flag, path, err)
 	}
 	return nil
