@@ -6,11 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/gavelkit/gavel/table"
 )
+
+// ErrBadData is wrapped by the error of a method given a measured entry it cannot use.
+var ErrBadData = errors.New("not a finite rate of at least 0")
+
+// ErrEmptyTable is returned for a table with no worker type or no job type.
+var ErrEmptyTable = errors.New("the table has no job types or no worker types: nothing to estimate from")
 
 // ErrNoReference is returned when a block has no fully measured reference job type.
 var ErrNoReference = errors.New("no fully measured reference job type (a job measured with itself and every other reference on every worker type)")
@@ -160,6 +167,7 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 				unc = uncertainty(d, r)
 			}
 			rep.fill(out, d, r, unc)
+			rep.Notes = append(rep.Notes, blockNotes(d, name)...)
 			estimated = true
 		}
 		for _, x := range outs {
@@ -168,6 +176,9 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 	}
 	if noRef != nil && !estimated {
 		return nil, nil, noRef
+	}
+	if err := ctx.Err(); err != nil { // the fill does not stop for it; its table is not the whole
+		return nil, nil, err
 	}
 	others, n := unselectedMissing(t, o.Workers)
 	switch {
@@ -374,6 +385,64 @@ func (rep *Report) fill(out *table.Table, d *Data, r *Result, unc func(w, i, k i
 	}
 }
 
+// blockNotes says what of d's estimate rests on little: jobs with no known pair on a worker
+// type (estimated there from their isolated rates and their pairs elsewhere alone), and measured
+// pairs faster together than alone, which the estimates (at most 1) cannot follow.
+func blockNotes(d *Data, name string) []string {
+	var notes []string
+	count, _ := knownCounts(d)
+	var cold []string
+	for i, j := range d.Jobs {
+		var on []string
+		for w, wt := range d.Workers {
+			if count[w][i] == 0 {
+				on = append(on, wt)
+			}
+		}
+		switch {
+		case len(on) == len(d.Workers):
+			cold = append(cold, strconv.Quote(j.Model)+" (every worker type)")
+		case len(on) > 0:
+			cold = append(cold, fmt.Sprintf("%q (%s)", j.Model, strings.Join(on, ", ")))
+		}
+	}
+	if len(cold) > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %s measured next to no job on some worker types, estimated there from isolated rates and pairs elsewhere only ('gavel-profile suggest' proposes first pairs): %s",
+			name, plural(len(cold), "job", "jobs"), namesList(cold)))
+	}
+	above := 0
+	for w := range d.State {
+		for i := range d.State[w] {
+			for k, s := range d.State[w][i] {
+				if s == table.Measured && d.Norm[w][i][k] > 1 {
+					above++
+				}
+			}
+		}
+	}
+	if above > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d measured entries have a normalized rate above 1 (faster next to the partner than alone, as under MPS); estimates are at most 1, so such pairs are understated", name, above))
+	}
+	return notes
+}
+
+// namesList joins names, the first five and how many in all.
+func namesList(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, ... (%d in all)", strings.Join(names[:shown], ", "), len(names))
+}
+
+// plural is "1 job" or "n jobs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // pairEstimate is what fill writes for one pair (i, k): normalized rates and rates of i and of
 // k, all 0 when the pair is predicted infeasible.
 type pairEstimate struct {
@@ -433,6 +502,9 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	blocks, notes, err := Blocks(t, o.Workers, false)
 	if err != nil {
 		return nil, nil, err
+	}
+	if budget == 0 { // nothing to pick: no fit (18 s on 1,000 job types)
+		return []Suggestion{}, notes, nil
 	}
 	perSF := map[int]int{} // blocks per scale factor, for blockName
 	for _, d := range blocks {
@@ -500,6 +572,9 @@ func SuggestTable(ctx context.Context, t *table.Table, budget int, o Options) ([
 	}
 	if anyMissing && len(all) < budget {
 		notes = append(notes, fmt.Sprintf("budget %d: only %d pairs to suggest; all are", budget, len(all)))
+	}
+	if err := ctx.Err(); err != nil { // Suggest's greedy picks do not stop for it
+		return nil, nil, err
 	}
 	return all, notes, nil
 }

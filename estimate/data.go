@@ -227,6 +227,21 @@ func (d *Data) workersByKnown() []int {
 	return ws
 }
 
+// checkMeasured returns an error naming the first measured entry whose normalized rate is not a
+// finite number of at least 0 (what a table's reader refuses; a hand-built Data may hold it).
+func (d *Data) checkMeasured() error {
+	for w := range d.State {
+		for i := range d.State[w] {
+			for k, s := range d.State[w][i] {
+				if v := d.Norm[w][i][k]; s == table.Measured && !(v >= 0 && !math.IsInf(v, 1)) {
+					return fmt.Errorf("worker type %s: %s next to %s: normalized rate %v: %w", d.Workers[w], d.Jobs[i].Model, d.Jobs[k].Model, v, ErrBadData)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // WriteTo writes the block's pairs into t (isolated rates are left alone). Entries that are
 // infeasible are written as infeasible.
 func (d *Data) WriteTo(t *table.Table) {
@@ -333,6 +348,10 @@ func layout(t *table.Table, workers []string) (*tableLayout, error) {
 		return nil, err
 	}
 	have := t.WorkerTypes()
+	if len(have) == 0 || len(t.JobTypes()) == 0 {
+		// An empty file read as a table ("{}") is more likely a mistake than a table to complete.
+		return nil, ErrEmptyTable
+	}
 	if workers == nil {
 		workers = have
 	} else if len(workers) == 0 {

@@ -309,6 +309,9 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 			return nil, fmt.Errorf("seed %d given twice", seed)
 		}
 	}
+	if o.Methods != nil && len(o.Methods) == 0 {
+		return nil, fmt.Errorf("no methods (nil means DefaultMethods)")
+	}
 	names := map[string]bool{}
 	for x, m := range o.Methods {
 		switch {

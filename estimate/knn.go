@@ -28,6 +28,9 @@ func (nb Neighbors) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := d.checkMeasured(); err != nil {
+		return nil, err
+	}
 	refs := d.References()
 	if len(refs) == 0 {
 		return nil, ErrNoReference
@@ -41,6 +44,9 @@ func (nb Neighbors) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	r := newResult(d)
 	for w := 0; w < W; w++ {
 		for i := 0; i < n; i++ {
+			if i%64 == 0 && ctx.Err() != nil { // 0.2 s at 1,000 job types a worker type
+				return nil, ctx.Err()
+			}
 			for k := 0; k < n; k++ {
 				s, tw := 0.0, 0.0
 				for _, na := range weights[i] {

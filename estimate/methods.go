@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -91,7 +92,7 @@ type Method interface {
 
 // PartnerMean is the baseline that predicts i's rate next to k on w as the mean rate of every
 // job measured next to k on w (the partner's mean effect), or the mean of all measured entries
-// on w when k has none (1/2 when w has none either). Entry (i, k) is predicted infeasible when
+// on w when k has none (1/2 when w has none either), within [0.02, 1] as every method's. Entry (i, k) is predicted infeasible when
 // most of k's measured entries on w are (most of w's when k has none), and then so is (k, i): a
 // pair is infeasible for both jobs or neither.
 type PartnerMean struct{}
@@ -102,6 +103,9 @@ func (PartnerMean) Name() string { return "partner_mean" }
 // Estimate predicts every entry from its partner's measured entries on the worker type.
 func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := d.checkMeasured(); err != nil {
 		return nil, err
 	}
 	r := newResult(d)
@@ -141,7 +145,7 @@ func (PartnerMean) Estimate(ctx context.Context, d *Data) (*Result, error) {
 				n, inf = nall, infAll
 			}
 			for i := range d.Jobs {
-				r.Norm[w][i][k] = mean
+				r.Norm[w][i][k] = clampNorm(mean) // as every other method's
 				r.Infeasible[w][i][k] = inf > n
 			}
 		}
@@ -167,6 +171,10 @@ func (Gavel) Name() string { return "gavel" }
 func (g Gavel) Estimate(ctx context.Context, d *Data) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if len(d.Workers) == 0 {
+		// gonum has no empty matrix (it panicked), as in ALS.
+		return nil, fmt.Errorf("%s: a block of %d job types on no worker type: nothing to complete", g.Name(), len(d.Jobs))
 	}
 	refs := d.References()
 	if len(refs) == 0 {

@@ -174,7 +174,24 @@ func (Pairwise) Name() string { return "ours" }
 // Estimate fits the ensemble (and bootstrap members) to d's measured entries, mixes in the
 // Neighbors estimate, predicts infeasible pairs and keeps d's measured entries.
 func (p Pairwise) Estimate(ctx context.Context, d *Data) (*Result, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	return p.estimate(ctx, d, true)
+}
+
+// check refuses weights no fit can use: a NaN or infinite Caution, Neighbors or Prior made every
+// estimate NaN, with no error.
+func (p Pairwise) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Caution", p.Caution}, {"Neighbors", p.Neighbors}, {"Prior", p.Prior}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("pairwise: %s %v: %w", f.name, f.v, completion.ErrBadSettings)
+		}
+	}
+	return nil
 }
 
 // estimate is Estimate; without infeasible it skips the footprint model and predicts no pair

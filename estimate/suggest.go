@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/gavelkit/gavel/table"
@@ -394,6 +395,11 @@ type picker struct {
 	// relyValue); nil in the uncalibrated ranking.
 	options [][]packOptions
 	aim     Aim
+	// rates is whether the block has a pair measured feasible; without one nothing is fitted
+	// (noRates), so a job's first pair places it nowhere and earns no cold-start bonus: in a
+	// block whose every known pair is infeasible (multi-GPU jobs that never share), those
+	// bonuses had spent most of a budget there.
+	rates bool
 }
 
 func newPicker(d *Data, r *Result) *picker {
@@ -404,11 +410,24 @@ func newPicker(d *Data, r *Result) *picker {
 		st.used[w] = make([]int, n)
 	}
 	if r.SumError != nil {
+		st.rates = hasMeasuredRate(d)
 		st.meanScarcity = measuredScarcity(d, st.count)
 		st.check = consistencyChecks(d, r, st.count)
 		st.options = bestOptions(r)
 	}
 	return st
+}
+
+// hasMeasuredRate reports whether d has a pair measured feasible.
+func hasMeasuredRate(d *Data) bool {
+	for w := range d.State {
+		for i := range d.State[w] {
+			if slices.Contains(d.State[w][i], table.Measured) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // scarcity is how little is known of the pair's jobs on w (picks included; see scarcity).
@@ -479,7 +498,7 @@ func (st *picker) candidates(pool func(w, i, k int) bool) []Measurement {
 func (st *picker) cover(m Measurement) (float64, string) {
 	if st.r.SumError != nil {
 		switch {
-		case st.count[m.W][m.I] == 0 || st.count[m.W][m.K] == 0:
+		case st.rates && (st.count[m.W][m.I] == 0 || st.count[m.W][m.K] == 0):
 			return coldBonus, ReasonCoverage
 		case st.isCheck(m):
 			return checkBonus, ReasonCheck
@@ -722,6 +741,18 @@ const (
 // (71.8 against 72.0). Powers 0.5 and 1 (one run a seed) did no better than none.
 const evidencePower = 2
 
+// infeasibleScore is r's infeasibility score of pair (i, k) on w, clamped to [0, 1]: the larger of
+// its two entries', or 1 where r predicts the pair infeasible without a score.
+func infeasibleScore(r *Result, w, i, k int) float64 {
+	if r.InfeasibleScore == nil {
+		if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+			return 1
+		}
+		return 0
+	}
+	return math.Min(1, math.Max(0, math.Max(r.InfeasibleScore[w][i][k], r.InfeasibleScore[w][k][i])))
+}
+
 // sumSigma is the uncertainty of pair (i, k)'s estimated sum of normalized rates on w: the
 // worker type's cross-validated sum error (r.SumError), scaled by the square root of the pair's
 // scarcity relative to the measured pairs' (ratio; see evidencePower), combined with the
@@ -748,6 +779,11 @@ func (st *picker) calibratedValue(w, i, k int) Measurement {
 	}
 	sigma := sumSigma(r, w, i, k, ratio)
 	flip := normalCDF(-math.Abs(r.Norm[w][i][k]+r.Norm[w][k][i]-1) / sigma) // 0.5 when on the line
+	if r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+		// A pair predicted infeasible has a packing decision only if it can share after all:
+		// in a block whose every known pair is infeasible (multi-GPU jobs), never.
+		flip *= 1 - infeasibleScore(r, w, i, k)
+	}
 	feas := 0.0
 	if r.InfeasibleScore != nil {
 		sc := math.Min(1, math.Max(0, r.InfeasibleScore[w][i][k]))
@@ -905,6 +941,9 @@ func Active(ctx context.Context, truth, partial *Data, method Method, budget, ba
 	method = calibrated(method)
 	nCover := int(math.Round(coverFraction * float64(budget)))
 	covered := cover(d, nCover, pool)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for _, m := range covered {
 		d.Reveal(truth, m.W, m.I, m.K)
 	}
@@ -974,6 +1013,7 @@ func cover(d *Data, budget int, pool func(w, i, k int) bool) []Measurement {
 		}
 	}
 	var out []Measurement
+	picked := map[[3]int]bool{} // (w, i, k), k a reference: scanning out made this quadratic
 	for len(out) < budget {
 		best := [3]int{-1, -1, -1}
 		var bestKey [4]int
@@ -983,7 +1023,7 @@ func cover(d *Data, budget int, pool func(w, i, k int) bool) []Measurement {
 			}
 			for w := 0; w < W; w++ {
 				for _, k := range refs {
-					if d.State[w][i][k] != table.Missing || taken(out, w, i, k) || pool != nil && !pool(w, i, k) {
+					if d.State[w][i][k] != table.Missing || picked[[3]int{w, i, k}] || pool != nil && !pool(w, i, k) {
 						continue
 					}
 					key := [4]int{total[i], count[w][i], used[w][k], k}
@@ -998,6 +1038,7 @@ func cover(d *Data, budget int, pool func(w, i, k int) bool) []Measurement {
 		}
 		w, i, k := best[0], best[1], best[2]
 		out = append(out, Measurement{W: w, I: i, K: k, Reason: ReasonCoverage})
+		picked[best] = true
 		count[w][i]++
 		count[w][k]++
 		total[i]++
@@ -1024,15 +1065,6 @@ func knownCounts(d *Data) (count [][]int, total []int) {
 		}
 	}
 	return count, total
-}
-
-func taken(ms []Measurement, w, i, k int) bool {
-	for _, m := range ms {
-		if m.W == w && ((m.I == i && m.K == k) || (m.I == k && m.K == i)) {
-			return true
-		}
-	}
-	return false
 }
 
 func less4(a, b [4]int) bool {

@@ -492,3 +492,13 @@ func TestParseAim(t *testing.T) {
 		}
 	}
 }
+
+// taken reports whether ms holds pair (i, k) on w, in either order.
+func taken(ms []Measurement, w, i, k int) bool {
+	for _, m := range ms {
+		if m.W == w && ((m.I == i && m.K == k) || (m.I == k && m.K == i)) {
+			return true
+		}
+	}
+	return false
+}

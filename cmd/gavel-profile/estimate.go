@@ -57,13 +57,13 @@ func parseWorkerTypes(command, s string) ([]string, error) {
 }
 
 // tableError wraps an estimator error with the table's path; a table without reference job
-// types, or a --worker-types name it does not have, is bad input (exit 2), anything else a
-// failure while working.
+// types or without any job type, or a --worker-types name it does not have, is bad input
+// (exit 2), anything else a failure while working.
 func (f estimatorFlags) tableError(err error) error {
 	if errors.Is(err, estimate.ErrUnknownWorkerType) {
 		return cli.UsageError("table %s: --worker-types: %v", cli.TableName(f.table), err)
 	}
-	if errors.Is(err, estimate.ErrNoReference) {
+	if errors.Is(err, estimate.ErrNoReference) || errors.Is(err, estimate.ErrEmptyTable) {
 		return cli.UsageError("table %s: %v", cli.TableName(f.table), err)
 	}
 	return fmt.Errorf("table %s: %w", cli.TableName(f.table), err)
@@ -89,7 +89,8 @@ themselves and with each other on the worker types estimated (a worker type with
 them is set apart; see below). Other jobs need their isolated rates and, ideally, a few
 pairs with references.
 
-The estimator is the pairwise model that 'gavel-profile evaluate' scores best: log
+The estimator is the pairwise model that 'gavel-profile evaluate' scores best on Gavel's
+published table (on your own table, 'evaluate --table' tells whether it is best there): log
 normalized rates ≈ per-worker mean + job and partner effects (informed by isolated rates)
 + one embedding per job used both as the job that suffers and as the partner that slows,
 with a small deviation per worker type. A job measured with few partners has its

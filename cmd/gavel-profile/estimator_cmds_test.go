@@ -259,6 +259,10 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "o.json")
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(empty, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		mk   func(*cli.IO) *cobra.Command
@@ -267,6 +271,8 @@ func TestEstimatorCmdUsageErrors(t *testing.T) {
 	}{
 		{"estimate without --out", newEstimateCmd, []string{"--table", in}, "--out"},
 		{"estimate no references", newEstimateCmd, []string{"--table", noRefs, "--out", out}, "reference"},
+		{"estimate empty table", newEstimateCmd, []string{"--table", empty, "--out", out}, "no job types"},
+		{"suggest empty table", newSuggestCmd, []string{"--table", empty, "--budget", "3"}, "no job types"},
 		{"estimate missing file", newEstimateCmd, []string{"--table", "/nonexistent.json", "--out", out}, "nonexistent"},
 		{"suggest negative budget", newSuggestCmd, []string{"--table", in, "--budget", "-1"}, "budget"},
 		{"suggest no references", newSuggestCmd, []string{"--table", noRefs, "--budget", "3"}, "reference"},
