@@ -43,19 +43,36 @@ func (s Settings) validate() error {
 	if s.Rank < 0 {
 		bad = append(bad, fmt.Sprintf("Rank %d is negative (0 selects 3)", s.Rank))
 	}
-	if s.MaxIter < 0 {
-		bad = append(bad, fmt.Sprintf("MaxIter %d is negative (0 selects 200)", s.MaxIter))
+	bad = checkMaxIter(bad, s.MaxIter, 200)
+	bad = checkFinite(bad, "Lambda", s.Lambda)
+	bad = checkFinite(bad, "InitScale", s.InitScale)
+	return settingsError("", bad)
+}
+
+// checkMaxIter appends to bad a complaint about a negative iteration cap, whose default is def.
+func checkMaxIter(bad []string, maxIter, def int) []string {
+	if maxIter < 0 {
+		bad = append(bad, fmt.Sprintf("MaxIter %d is negative (0 selects %d)", maxIter, def))
 	}
-	if math.IsNaN(s.Lambda) || math.IsInf(s.Lambda, 0) {
-		bad = append(bad, fmt.Sprintf("Lambda %v is not finite", s.Lambda))
+	return bad
+}
+
+// checkFinite appends to bad a complaint about field when its value v is NaN or infinite.
+func checkFinite(bad []string, field string, v float64) []string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		bad = append(bad, fmt.Sprintf("%s %v is not finite", field, v))
 	}
-	if math.IsNaN(s.InitScale) || math.IsInf(s.InitScale, 0) {
-		bad = append(bad, fmt.Sprintf("InitScale %v is not finite", s.InitScale))
+	return bad
+}
+
+// settingsError returns nil when bad is empty, and otherwise an error wrapping ErrBadSettings
+// that lists every complaint, so that one call tells a caller all that is wrong; what names the
+// fit ("pair fit: "), or is empty for Fit.
+func settingsError(what string, bad []string) error {
+	if len(bad) == 0 {
+		return nil
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("completion: %w: %s", ErrBadSettings, strings.Join(bad, "; "))
-	}
-	return nil
+	return fmt.Errorf("completion: %s%w: %s", what, ErrBadSettings, strings.Join(bad, "; "))
 }
 
 // withDefaults replaces zero (and negative, where documented) fields by their values.

@@ -34,6 +34,26 @@ type FootprintSettings struct {
 	Tol              float64 // stop when no parameter moves more than this; 0 means 1e-8
 }
 
+// validate rejects settings FitFootprints cannot use, as Settings.validate does Fit's: a
+// negative iteration cap (no Newton step would run, leaving the all-zero start returned as if
+// fitted) and a NaN or infinite penalty or InfeasibleWeight (the objective is NaN at every θ, so
+// no step is accepted and the all-zero start was reported as converged). A finite negative
+// penalty keeps its documented meaning, none, and a finite InfeasibleWeight of 0 or less means 1.
+// The error names every bad field and wraps ErrBadSettings.
+func (s FootprintSettings) validate() error {
+	bad := checkMaxIter(nil, s.MaxIter, 100)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"LambdaSize", s.LambdaSize}, {"LambdaDev", s.LambdaDev}, {"LambdaFeature", s.LambdaFeature},
+		{"LambdaCapacity", s.LambdaCapacity}, {"InfeasibleWeight", s.InfeasibleWeight},
+	} {
+		bad = checkFinite(bad, f.name, f.v)
+	}
+	return settingsError("footprint fit: ", bad)
+}
+
 func (s FootprintSettings) withDefaults() FootprintSettings {
 	penaltyDefault(&s.LambdaSize, 1)
 	penaltyDefault(&s.LambdaDev, 1)
@@ -104,9 +124,14 @@ func (m *FootprintModel) Prob(w, i, k int) float64 { return 1 / (1 + math.Exp(-m
 // that fits with nobody would pull every partner's least-squares score up with it, while under
 // the logistic loss its size alone can grow to explain it.
 //
-// It checks ctx before every Newton step and every conjugate-gradient step within one, and once
-// ctx is done returns no model and an error wrapping ctx.Err().
+// Settings it cannot use (a negative MaxIter, a NaN or infinite penalty or InfeasibleWeight) are
+// an error wrapping [ErrBadSettings]. It checks ctx before every Newton step and every
+// conjugate-gradient step within one, and once ctx is done returns no model and an error
+// wrapping ctx.Err().
 func FitFootprints(ctx context.Context, obs []FeasObs, workers, jobs int, features *mat.Dense, s FootprintSettings) (*FootprintModel, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
 	if len(obs) == 0 {
 		return nil, ErrNoObservations
 	}

@@ -48,6 +48,29 @@ func penaltyDefault(x *float64, d float64) {
 	}
 }
 
+// validate rejects settings FitPairsWithPrior cannot use, as Settings.validate does Fit's: a
+// negative iteration cap (no iteration would run, leaving the random start returned as if
+// fitted) and a NaN or infinite penalty, here or in prior (nil: none). A NaN penalty makes
+// every prediction NaN, an infinite one the objective NaN (∞·0), so neither yields a fit. A
+// finite negative penalty keeps its documented meaning, none, and a negative Tol is never met,
+// so the fit runs to MaxIter. The error names every bad field and wraps ErrBadSettings.
+func (s PairSettings) validate(prior *PairPrior) error {
+	bad := checkMaxIter(nil, s.MaxIter, 300)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"LambdaBias", s.LambdaBias}, {"LambdaShare", s.LambdaShare}, {"LambdaEmbed", s.LambdaEmbed},
+		{"LambdaGlobal", s.LambdaGlobal}, {"LambdaWorker", s.LambdaWorker},
+	} {
+		bad = checkFinite(bad, f.name, f.v)
+	}
+	if prior != nil {
+		bad = checkFinite(bad, "prior Lambda", prior.Lambda)
+	}
+	return settingsError("pair fit: ", bad)
+}
+
 // withDefaults replaces zero (and negative, where documented) fields by their values.
 func (s PairSettings) withDefaults() PairSettings {
 	if s.Dim == 0 {
@@ -170,8 +193,10 @@ func (m *PairModel) refreshCoupling(w, j int) {
 // with every job fixed, then each job's biases and embedding with everything else fixed
 // (Gauss-Seidel over jobs). features may be nil; otherwise it has one row per job. A job with no
 // observations keeps zero biases and embedding, so its predictions come from its features alone
-// (a cold start). A NaN or infinite feature is an error, as in [FitFootprints]. It checks ctx
-// before every iteration and, once ctx is done, returns no model and an error wrapping ctx.Err().
+// (a cold start). A NaN or infinite feature is an error, as in [FitFootprints], and settings it
+// cannot use (a negative MaxIter, a NaN or infinite penalty) are an error wrapping
+// [ErrBadSettings]. It checks ctx before every iteration and, once ctx is done, returns no model
+// and an error wrapping ctx.Err().
 func FitPairs(ctx context.Context, obs []PairObs, workers, jobs int, features *mat.Dense, s PairSettings) (*PairModel, error) {
 	return FitPairsWithPrior(ctx, obs, workers, jobs, features, nil, s)
 }
@@ -205,9 +230,13 @@ type PairPrior struct {
 // FitPairsWithPrior is [FitPairs] with embeddings pulled towards prior's mixes (nil: none).
 // The pull is one-way: the jobs in a mix are fitted as if nobody were pulled towards them, so the
 // Objective (which counts the pull) need not fall at every iteration as it does without a prior.
+// A NaN or infinite prior Lambda is an error wrapping [ErrBadSettings], as unusable settings are.
 // It panics if prior's Mix (or a WorkerMix) has a length other than jobs or names a job out of
 // range, or WorkerMix has one other than workers. Like FitPairs, it stops once ctx is done.
 func FitPairsWithPrior(ctx context.Context, obs []PairObs, workers, jobs int, features *mat.Dense, prior *PairPrior, s PairSettings) (*PairModel, error) {
+	if err := s.validate(prior); err != nil {
+		return nil, err
+	}
 	if len(obs) == 0 {
 		return nil, ErrNoObservations
 	}

@@ -116,3 +116,57 @@ func TestCompleteNothingObserved(t *testing.T) {
 		t.Errorf("err %v, want ErrNoObservations", err)
 	}
 }
+
+// FitPairs and FitFootprints took any settings: a negative MaxIter returned the unfitted start
+// with a nil error, a NaN penalty NaN predictions (pairs) or an all-zero model marked converged
+// (footprints), an infinite one was accepted. Each must be an error wrapping ErrBadSettings that
+// names the field, while a finite negative penalty keeps its documented meaning, none.
+func TestPairAndFootprintFitsRejectBadSettings(t *testing.T) {
+	pobs := randomPairObs(2, 8, 0.5, 1)
+	mix := make([][]JobWeight, 8)
+	mix[3] = []JobWeight{{Job: 1, Weight: 1}}
+	pairs := func(s PairSettings, prior *PairPrior) func() error {
+		return func() error {
+			_, err := FitPairsWithPrior(context.Background(), pobs, 2, 8, nil, prior, s)
+			return err
+		}
+	}
+	fobs := thresholdObs()
+	footprints := func(s FootprintSettings) func() error {
+		return func() error {
+			_, err := FitFootprints(context.Background(), fobs, 2, 8, nil, s)
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		fit   func() error
+		field string // "" when the settings are usable
+	}{
+		{"pairs MaxIter", pairs(PairSettings{MaxIter: -1}, nil), "MaxIter -1 is negative (0 selects 300)"},
+		{"pairs LambdaEmbed NaN", pairs(PairSettings{LambdaEmbed: math.NaN()}, nil), "LambdaEmbed NaN"},
+		{"pairs LambdaBias +Inf", pairs(PairSettings{LambdaBias: math.Inf(1)}, nil), "LambdaBias +Inf"},
+		{"pairs LambdaShare -Inf", pairs(PairSettings{LambdaShare: math.Inf(-1)}, nil), "LambdaShare -Inf"},
+		{"pairs LambdaGlobal NaN", pairs(PairSettings{LambdaGlobal: math.NaN()}, nil), "LambdaGlobal NaN"},
+		{"pairs LambdaWorker NaN", pairs(PairSettings{LambdaWorker: math.NaN()}, nil), "LambdaWorker NaN"},
+		{"prior Lambda NaN", pairs(PairSettings{}, &PairPrior{Mix: mix, Lambda: math.NaN()}), "prior Lambda NaN"},
+		{"prior Lambda +Inf", pairs(PairSettings{}, &PairPrior{Mix: mix, Lambda: math.Inf(1)}), "prior Lambda +Inf"},
+		{"pairs every bad field", pairs(PairSettings{MaxIter: -2, LambdaEmbed: math.NaN()}, nil), "MaxIter -2 is negative (0 selects 300); LambdaEmbed NaN"},
+		{"pairs negative penalties", pairs(PairSettings{LambdaBias: -1, LambdaShare: -1, LambdaEmbed: -1, LambdaWorker: -1}, nil), ""},
+		{"footprints MaxIter", footprints(FootprintSettings{MaxIter: -1}), "MaxIter -1 is negative (0 selects 100)"},
+		{"footprints LambdaSize NaN", footprints(FootprintSettings{LambdaSize: math.NaN()}), "LambdaSize NaN"},
+		{"footprints LambdaDev +Inf", footprints(FootprintSettings{LambdaDev: math.Inf(1)}), "LambdaDev +Inf"},
+		{"footprints LambdaFeature NaN", footprints(FootprintSettings{LambdaFeature: math.NaN()}), "LambdaFeature NaN"},
+		{"footprints LambdaCapacity -Inf", footprints(FootprintSettings{LambdaCapacity: math.Inf(-1)}), "LambdaCapacity -Inf"},
+		{"footprints InfeasibleWeight NaN", footprints(FootprintSettings{InfeasibleWeight: math.NaN()}), "InfeasibleWeight NaN"},
+		{"footprints negative penalties", footprints(FootprintSettings{LambdaDev: -1, LambdaFeature: -1, InfeasibleWeight: -1}), ""},
+	} {
+		err := noPanic(tc.fit)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v, want a fit", tc.name, err)
+		case tc.field != "" && (!errors.Is(err, ErrBadSettings) || !strings.Contains(err.Error(), tc.field)):
+			t.Errorf("%s: err %v, want ErrBadSettings naming %q", tc.name, err, tc.field)
+		}
+	}
+}
