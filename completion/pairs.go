@@ -218,7 +218,8 @@ type PairPrior struct {
 	// embedding is pulled towards; nil or empty for none. A job with a mix gets that pull even
 	// without observations.
 	Mix [][]JobWeight
-	// Lambda weighs the pull, Lambda·|Z_j − Σ weight·Z_mix|², on top of LambdaEmbed·|Z_j|².
+	// Lambda weighs the pull, Lambda·|Z_j − Σ weight·Z_mix|², on top of LambdaEmbed·|Z_j|²;
+	// zero or negative means no pull, as a negative penalty in PairSettings means none.
 	Lambda float64
 	// WorkerMix, [w][job], gives per worker type the jobs whose mean deviation on w
 	// (PairSettings.LambdaWorker) a job's deviation on w is pulled towards, with weight Lambda;
@@ -998,6 +999,9 @@ func (m *PairModel) predictions(obs []PairObs, out []float64) []float64 {
 // (allocated when nil).
 func (m *PairModel) objective(obs []PairObs, s PairSettings, buf []float64) (float64, []float64) {
 	pred := m.predictions(obs, buf)
+	// The fit (pullJob, pullWorker) applies no pull for a prior Lambda of zero or less; counting
+	// a negative one here made the Objective smaller than the loss of the model fitted.
+	pull := m.prior != nil && m.prior.Lambda > 0
 	obj := 0.0
 	for x, o := range obs {
 		e := o.Y - pred[x]
@@ -1021,7 +1025,7 @@ func (m *PairModel) objective(obs []PairObs, s PairSettings, buf []float64) (flo
 		for d := 0; d < m.Dim; d++ {
 			obj += s.LambdaEmbed * m.Z[j][d] * m.Z[j][d]
 		}
-		if len(m.mix(j)) > 0 {
+		if pull && len(m.mix(j)) > 0 {
 			for d, t := range m.mixTarget(j) {
 				obj += m.prior.Lambda * (m.Z[j][d] - t) * (m.Z[j][d] - t)
 			}
@@ -1031,7 +1035,7 @@ func (m *PairModel) objective(obs []PairObs, s PairSettings, buf []float64) (flo
 				u := m.U[w][j][d]
 				obj += s.LambdaWorker * u * u
 			}
-			if len(m.workerMix(w, j)) > 0 {
+			if pull && len(m.workerMix(w, j)) > 0 {
 				for d, t := range m.workerTarget(w, j) {
 					obj += m.prior.Lambda * (m.U[w][j][d] - t) * (m.U[w][j][d] - t)
 				}

@@ -406,3 +406,35 @@ func TestFitPairsRejectsNonFiniteFeatures(t *testing.T) {
 		t.Errorf("finite features: err %v, prediction %v", err, m.Predict(0, 0, 0))
 	}
 }
+
+// A prior Lambda of zero or less applies no pull in the fit; a negative one used to enter the
+// Objective all the same, as a reward for an embedding far from its mix's. The fit and its
+// Objective must be those of Lambda 0, with embeddings far enough from their mixes' that the
+// term is not zero.
+func TestFitPairsNegativePriorLambdaIsNoPull(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	z := grid(8, 2)
+	for i := range z {
+		z[i][0], z[i][1] = rng.NormFloat64(), rng.NormFloat64()
+	}
+	obs, _ := splitPairs(rng, 2, 8, 0.6, func(w, i, k int) float64 { return z[i][0]*z[k][0] + z[i][1]*z[k][1] })
+	mix := make([][]JobWeight, 8)
+	mix[3] = []JobWeight{{Job: 1, Weight: 1}}
+	fit := func(lambda float64) *PairModel {
+		m, err := FitPairsWithPrior(t.Context(), obs, 2, 8, nil, &PairPrior{Mix: mix, Lambda: lambda}, PairSettings{Seed: 1, LambdaWorker: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	off, neg := fit(0), fit(-1)
+	if dz := math.Hypot(off.Z[3][0]-off.Z[1][0], off.Z[3][1]-off.Z[1][1]); dz < 0.1 {
+		t.Fatalf("job 3's embedding is %.3f from its mix's: too close for the test to tell", dz)
+	}
+	if neg.Objective != off.Objective || neg.Iterations != off.Iterations {
+		t.Errorf("prior Lambda -1: objective %v after %d iterations, Lambda 0: %v after %d", neg.Objective, neg.Iterations, off.Objective, off.Iterations)
+	}
+	if p, q := neg.Predict(0, 3, 2), off.Predict(0, 3, 2); p != q {
+		t.Errorf("prior Lambda -1 predicts %v, Lambda 0 %v", p, q)
+	}
+}
