@@ -57,9 +57,12 @@ func checkMaxIter(bad []string, maxIter, def int) []string {
 	return bad
 }
 
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 // checkFinite appends to bad a complaint about field when its value v is NaN or infinite.
 func checkFinite(bad []string, field string, v float64) []string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	if !finite(v) {
 		bad = append(bad, fmt.Sprintf("%s %v is not finite", field, v))
 	}
 	return bad

@@ -125,9 +125,17 @@ func (m *FootprintModel) Prob(w, i, k int) float64 { return 1 / (1 + math.Exp(-m
 // the logistic loss its size alone can grow to explain it.
 //
 // Settings it cannot use (a negative MaxIter, a NaN or infinite penalty or InfeasibleWeight) are
-// an error wrapping [ErrBadSettings]. It checks ctx before every Newton step and every
-// conjugate-gradient step within one, and once ctx is done returns no model and an error
-// wrapping ctx.Err().
+// an error wrapping [ErrBadSettings]. A parameter whose penalty is off (a negative Lambda) and
+// that no observation determines is an error naming it, since any value of it fits as well as
+// any other: the capacity of a worker type, size of a job or deviation of a job on a worker type
+// with no observation, or the weight of a feature that is 0 for every job observed on its worker
+// type. So are sums beyond the range of float64 (features or an InfeasibleWeight near it). With
+// penalties off, outcomes that a threshold separates exactly have no most likely footprints (the
+// further apart, the likelier): the fit ends where float64 shows no more progress, with
+// footprints far apart.
+//
+// It checks ctx before every Newton step and every conjugate-gradient step within one, and once
+// ctx is done returns no model and an error wrapping ctx.Err().
 func FitFootprints(ctx context.Context, obs []FeasObs, workers, jobs int, features *mat.Dense, s FootprintSettings) (*FootprintModel, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -171,6 +179,21 @@ type footprintProblem struct {
 func (p *footprintProblem) size() int {
 	W, n := p.m.Workers, p.m.Jobs
 	return W + n + n*W + W*p.nf
+}
+
+// paramName says which of the model's parameters θ[j] is, for an error message.
+func (p *footprintProblem) paramName(j int) string {
+	W, n := p.m.Workers, p.m.Jobs
+	switch {
+	case j < W:
+		return fmt.Sprintf("capacity of worker type %d", j)
+	case j < W+n:
+		return fmt.Sprintf("size of job %d", j-W)
+	case j < W+n+n*W:
+		return fmt.Sprintf("deviation of job %d on worker type %d", (j-W-n)/W, (j-W-n)%W)
+	}
+	j -= W + n + n*W
+	return fmt.Sprintf("weight of feature %d on worker type %d", j%p.nf, j/p.nf)
 }
 
 // sparseRow is one observation's design row: its logit is Σ val[x]·θ[idx[x]]. A row touches a
@@ -269,15 +292,20 @@ func (p *footprintProblem) solve(ctx context.Context) error {
 		rows[x] = p.design(o)
 	}
 	pen := p.penalty()
-	touched := make([]bool, P)
+	// A parameter is determined by the data only where some row's coefficient on it is nonzero:
+	// a feature weight whose feature is 0 for every job observed on its worker type appears in
+	// rows but not in the likelihood. Without a penalty either, any value fits as well as any
+	// other, and its Hessian row is zero: the conjugate-gradient step would be 0/0, no step
+	// accepted, and the all-zero start would look converged.
+	hasData := make([]bool, P)
 	for _, r := range rows {
-		for _, j := range r.idx {
-			touched[j] = true
+		for x, j := range r.idx {
+			hasData[j] = hasData[j] || r.val[x] != 0
 		}
 	}
 	for j := range pen {
-		if pen[j] == 0 && !touched[j] {
-			return fmt.Errorf("completion: footprint fit: a parameter has neither data nor penalty")
+		if pen[j] == 0 && !hasData[j] {
+			return fmt.Errorf("completion: footprint fit: the %s has neither data nor penalty", p.paramName(j))
 		}
 	}
 	theta := make([]float64, P)
@@ -321,7 +349,8 @@ func (p *footprintProblem) solve(ctx context.Context) error {
 // conjugate gradients on Hessian-vector products (H = Σ wt·q(1−q)·row rowᵀ + diag(pen)), so a
 // step costs a few passes over the rows rather than a dense factorization of a matrix with a
 // parameter per job and worker type: the dense version took over 50 s at 800 job types. It
-// returns ctx.Err() if ctx is done before the solve ends.
+// returns ctx.Err() if ctx is done before the solve ends, and an error naming the parameter if
+// the gradient, the Hessian's diagonal or the step is not finite.
 func (p *footprintProblem) newtonStep(ctx context.Context, rows []sparseRow, theta, pen []float64) ([]float64, error) {
 	P := len(theta)
 	g := make([]float64, P)
@@ -343,6 +372,18 @@ func (p *footprintProblem) newtonStep(ctx context.Context, rows []sparseRow, the
 	for j := range theta {
 		g[j] += pen[j] * theta[j]
 		diag[j] += pen[j]
+		if diag[j] == 0 {
+			// No curvature: an unpenalized parameter whose rows all have q exactly 0 or 1 (a
+			// separable fit's logits past ±37). Its Hessian row and column are then zero, so
+			// Newton's model has no step for it; it stays where it is this step, rather than
+			// make the preconditioned residual 0/0 and the whole step NaN.
+			g[j], diag[j] = 0, 1
+		}
+		// Sums that overflowed (features or an InfeasibleWeight near the float64 range) would
+		// give a zero or NaN step, which looks like convergence at the all-zero start.
+		if !finite(g[j]) || !finite(diag[j]) {
+			return nil, fmt.Errorf("the %s has gradient %v and curvature %v: features or InfeasibleWeight too large for float64", p.paramName(j), g[j], diag[j])
+		}
 	}
 	hv := func(v, out []float64) {
 		for j := range out {
@@ -355,13 +396,25 @@ func (p *footprintProblem) newtonStep(ctx context.Context, rows []sparseRow, the
 			}
 		}
 	}
-	return conjugateGradient(ctx, hv, g, diag, 1e-12, 4*P)
+	step, err := conjugateGradient(ctx, hv, g, diag, 1e-12, 4*P)
+	if err != nil {
+		return nil, err
+	}
+	for j, v := range step {
+		if !finite(v) {
+			// A NaN step would make every trial objective NaN: no step accepted, and the fit
+			// reported as converged wherever θ stands.
+			return nil, fmt.Errorf("the Newton step is %v for the %s", v, p.paramName(j))
+		}
+	}
+	return step, nil
 }
 
-// conjugateGradient solves A x = b for a symmetric positive definite A given as a product hv,
-// preconditioned by A's diagonal, until the residual's norm falls below tol times b's (or after
-// maxIter steps). It checks ctx before every step, each a pass over the rows that dwarfs the
-// check, and returns ctx.Err() once ctx is done.
+// conjugateGradient solves A x = b for a symmetric positive (semi)definite A given as a product
+// hv, preconditioned by A's diagonal (every entry positive), until the residual's norm falls
+// below tol times b's (or after maxIter steps, or at a direction without curvature). It checks
+// ctx before every step, each a pass over the rows that dwarfs the check, and returns ctx.Err()
+// once ctx is done.
 func conjugateGradient(ctx context.Context, hv func(v, out []float64), b, diag []float64, tol float64, maxIter int) ([]float64, error) {
 	n := len(b)
 	x := make([]float64, n)
@@ -379,7 +432,15 @@ func conjugateGradient(ctx context.Context, hv func(v, out []float64), b, diag [
 			return nil, err
 		}
 		hv(d, ad)
-		alpha := rz / floats.Dot(d, ad)
+		dad := floats.Dot(d, ad)
+		if !(dad > 0) {
+			// No curvature along d, which only a semidefinite A has (penalties off, and rows
+			// saturated at q exactly 0 or 1 or parameters collinear): the quadratic has no
+			// minimum along d, and dividing by dad would make the step NaN. Keep what the
+			// solve has.
+			break
+		}
+		alpha := rz / dad
 		floats.AddScaled(x, alpha, d)
 		floats.AddScaled(r, -alpha, ad)
 		for j := range z {

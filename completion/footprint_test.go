@@ -3,7 +3,10 @@ package completion
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // plantedFit is a threshold structure: job i and k do not fit on worker type w when
@@ -145,4 +148,137 @@ func TestFitFootprintsErrors(t *testing.T) {
 		}
 	}()
 	_, _ = FitFootprints(t.Context(), []FeasObs{{W: 0, I: 2, K: 0}}, 1, 2, nil, FootprintSettings{})
+}
+
+// Fits that cannot move used to end at once, with the all-zero start and a nil error, marked
+// converged: the conjugate-gradient step was NaN (0/0 on a parameter with a zero Hessian row)
+// or zero (sums past float64's range), so no step was accepted. A feature weight with its
+// penalty off and a feature that is 0 for every job observed on its worker type appears in the
+// rows but not in the likelihood: no value of it is better than another, an error naming it, as
+// for a parameter of a job never observed. Overflowing sums are an error too. With the penalty
+// on, the same feature is fitted (its weight stays 0).
+func TestFitFootprintsRejectsUndeterminedFits(t *testing.T) {
+	obs := thresholdObs()
+	features := func(v func(i, f int) float64) *mat.Dense {
+		x := mat.NewDense(8, 2, nil)
+		for i := 0; i < 8; i++ {
+			for f := 0; f < 2; f++ {
+				x.Set(i, f, v(i, f))
+			}
+		}
+		return x
+	}
+	zeroSecond := features(func(i, f int) float64 { return float64((1 - f) * i) })
+	onlyLast := features(func(i, f int) float64 {
+		if i == 7 {
+			return 1
+		}
+		return 0
+	})
+	var notLastOn1 []FeasObs // job 7 not observed on worker type 1
+	for _, o := range obs {
+		if o.W != 1 || (o.I != 7 && o.K != 7) {
+			notLastOn1 = append(notLastOn1, o)
+		}
+	}
+	huge := features(func(i, f int) float64 { return 1e300 * float64(i) })
+	for _, tc := range []struct {
+		name string
+		obs  []FeasObs
+		x    *mat.Dense
+		s    FootprintSettings
+		want string // "" for a fit
+	}{
+		{"zero feature, no penalty", obs, zeroSecond, FootprintSettings{LambdaFeature: -1}, "the weight of feature 1 on worker type 0 has neither data nor penalty"},
+		{"feature 0 where observed on a worker type, no penalty", notLastOn1, onlyLast, FootprintSettings{LambdaFeature: -1}, "the weight of feature 0 on worker type 1 has neither data nor penalty"},
+		{"zero feature, penalty", obs, zeroSecond, FootprintSettings{}, ""},
+		{"features near float64's range", obs, huge, FootprintSettings{}, "features or InfeasibleWeight too large for float64"},
+		{"InfeasibleWeight near float64's range", obs, nil, FootprintSettings{InfeasibleWeight: 1e308}, "features or InfeasibleWeight too large for float64"},
+	} {
+		m, err := FitFootprints(t.Context(), tc.obs, 2, 8, tc.x, tc.s)
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: err %v, want one saying %q", tc.name, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if m.Status != Converged || m.Size[7] <= m.Size[0] || m.Beta[0][1] != 0 || m.Beta[1][1] != 0 {
+			t.Errorf("%s: %v, sizes %.3g, feature weights %v: want converged, job 7 larger than job 0 and zero weights on the zero feature", tc.name, m.Status, m.Size, m.Beta)
+		}
+	}
+}
+
+// With every penalty off, outcomes that a threshold separates exactly drive logits past ±37,
+// where q(1−q) is exactly 0 in float64: a parameter whose rows all saturate has no curvature,
+// and the Hessian no curvature along some directions. Either used to make the Newton step NaN
+// (0/0 in the preconditioner, or in the conjugate-gradient step length); the fit must end
+// without error, every outcome predicted and every parameter finite.
+func TestFitFootprintsSeparableWithoutPenalties(t *testing.T) {
+	alone := []FeasObs{{W: 0, I: 0, K: Alone, Infeasible: true}, {W: 0, I: 1, K: Alone}}
+	for _, tc := range []struct {
+		name    string
+		obs     []FeasObs
+		W, jobs int
+		s       FootprintSettings
+	}{
+		{"two jobs alone", alone, 1, 2, FootprintSettings{LambdaSize: -1, LambdaDev: -1, LambdaCapacity: -1}},
+		{"threshold pairs, deviations penalized", thresholdObs(), 2, 8, FootprintSettings{LambdaSize: -1, LambdaCapacity: -1}},
+	} {
+		m, err := FitFootprints(t.Context(), tc.obs, tc.W, tc.jobs, nil, tc.s)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		for _, o := range tc.obs {
+			if p := m.Prob(o.W, o.I, o.K); (p > 0.5) != o.Infeasible || math.IsNaN(p) {
+				t.Errorf("%s: %+v: p %v", tc.name, o, p)
+			}
+		}
+		for _, v := range append(append([]float64(nil), m.Size...), m.Capacity...) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Errorf("%s: sizes %v, capacities %v: want finite", tc.name, m.Size, m.Capacity)
+				break
+			}
+		}
+	}
+}
+
+// A parameter without penalty whose rows all have q exactly 1 (logits past 37) has no
+// curvature. Its preconditioner entry was 0, which made the Newton step 0/0 = NaN; a solve that
+// merely stopped there would return a zero step, and the fit would end as converged with every
+// other parameter still to move. The step must leave that parameter alone and move the others.
+func TestNewtonStepSkipsParameterWithoutCurvature(t *testing.T) {
+	obs := thresholdObs() // worker types 0 and 1
+	for i := 0; i < 8; i++ {
+		obs = append(obs, FeasObs{W: 2, I: i, K: Alone, Infeasible: true}) // nothing fits on 2
+	}
+	const W, n = 3, 8
+	m := &FootprintModel{Workers: W, Jobs: n, Capacity: make([]float64, W), Size: make([]float64, n), Dev: grid(n, W), Beta: grid(W, 0), X: grid(n, 0)}
+	p := footprintProblem{m: m, obs: obs, s: FootprintSettings{LambdaCapacity: -1}.withDefaults()}
+	rows := make([]sparseRow, len(obs))
+	for x, o := range obs {
+		rows[x] = p.design(o)
+	}
+	theta := make([]float64, p.size())
+	theta[2] = -100 // capacity of worker type 2: every logit there is about 100, q exactly 1
+	step, err := p.newtonStep(t.Context(), rows, theta, p.penalty())
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := 0.0
+	for j, v := range step {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("step %v for the %s", v, p.paramName(j))
+		}
+		if j != 2 {
+			others = math.Max(others, math.Abs(v))
+		}
+	}
+	if step[2] != 0 || others < 0.1 {
+		t.Errorf("step %v on the saturated capacity and at most %v on the others: want 0 and a step", step[2], others)
+	}
 }
