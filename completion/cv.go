@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -37,25 +36,31 @@ func (g CVGrid) withDefaults() CVGrid {
 	return g
 }
 
-// validate rejects grid points Fit cannot use or would not fit as written: a rank below 1 (a
-// negative one panics in Fit, and 0 would silently fit the default rank 3) and a NaN or
-// infinite lambda. It names each, with the error wrapping ErrBadSettings.
+// validate rejects a grid (defaults applied) that CrossValidate cannot search: fewer than 2
+// folds (one fold leaves nothing to train on), an empty non-nil Ranks or Lambdas (nil selects
+// the default; empty leaves no grid point), and grid points Fit cannot use or would not fit as
+// written: a rank below 1 (a negative one panics in Fit, and 0 would silently fit the default
+// rank 3) and a NaN or infinite lambda. It names each, with the error wrapping ErrBadSettings.
 func (g CVGrid) validate() error {
 	var bad []string
+	if g.Folds < 2 {
+		bad = append(bad, fmt.Sprintf("Folds %d: cross-validation needs at least 2 folds (0 selects 5)", g.Folds))
+	}
+	if len(g.Ranks) == 0 {
+		bad = append(bad, "Ranks is empty (nil selects 1, 2, 3, 5, 8)")
+	}
+	if len(g.Lambdas) == 0 {
+		bad = append(bad, "Lambdas is empty (nil selects 0.01, 0.1, 1)")
+	}
 	for _, k := range g.Ranks {
 		if k < 1 {
 			bad = append(bad, fmt.Sprintf("rank %d is below 1", k))
 		}
 	}
 	for _, l := range g.Lambdas {
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			bad = append(bad, fmt.Sprintf("lambda %v is not finite", l))
-		}
+		bad = checkFinite(bad, "lambda", l)
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("completion: cross-validation grid: %w: %s", ErrBadSettings, strings.Join(bad, "; "))
-	}
-	return nil
+	return settingsError("cross-validation grid: ", bad)
 }
 
 // CrossValidate chooses Rank and Lambda from the grid by K-fold cross-validation over the
@@ -73,9 +78,6 @@ func CrossValidate(ctx context.Context, a, mask mat.Matrix, base Settings, g CVG
 		return base, nil, err
 	}
 	folds, ranks, lambdas := g.Folds, g.Ranks, g.Lambdas
-	if folds < 2 {
-		return base, nil, fmt.Errorf("completion: cross-validation needs at least 2 folds, got %d", folds)
-	}
 	r, c := a.Dims()
 	var obs [][2]int
 	for i := 0; i < r; i++ {
@@ -122,9 +124,6 @@ func CrossValidate(ctx context.Context, a, mask mat.Matrix, base Settings, g CVG
 				best = cur
 			}
 		}
-	}
-	if best < 0 {
-		return base, nil, fmt.Errorf("completion: empty cross-validation grid")
 	}
 	base.Rank, base.Lambda = scores[best].Rank, scores[best].Lambda
 	return base, scores, nil

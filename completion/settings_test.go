@@ -58,6 +58,12 @@ func TestCrossValidateRejectsBadGrid(t *testing.T) {
 		{Settings{}, CVGrid{Ranks: []int{1, 0}}, "rank 0"},
 		{Settings{}, CVGrid{Lambdas: []float64{math.NaN()}}, "lambda NaN"},
 		{Settings{MaxIter: -1}, CVGrid{}, "MaxIter -1"},
+		// These used to be errors that did not wrap ErrBadSettings.
+		{Settings{}, CVGrid{Folds: 1}, "Folds 1: cross-validation needs at least 2 folds"},
+		{Settings{}, CVGrid{Folds: -3}, "Folds -3: cross-validation needs"},
+		{Settings{}, CVGrid{Ranks: []int{}}, "Ranks is empty"},
+		{Settings{}, CVGrid{Lambdas: []float64{}}, "Lambdas is empty"},
+		{Settings{}, CVGrid{Folds: 1, Ranks: []int{0}}, "at least 2 folds (0 selects 5); rank 0 is below 1"},
 	} {
 		err := noPanic(func() error {
 			_, _, err := CrossValidate(context.Background(), a, mask, tc.base, tc.g)
