@@ -35,8 +35,9 @@ func (d Distance) String() string {
 }
 
 // Between returns the distance over the entries observed (finite) in both a and b, and how many
-// there were; NaN when there are none. It panics when a and b differ in length or d is none of
-// the distances above.
+// there were; NaN when there are none. A mean absolute difference beyond the largest float64
+// (entries near ±1e308 of opposite signs) is math.MaxFloat64, so that the distance stays finite.
+// It panics when a and b differ in length or d is none of the distances above.
 func (d Distance) Between(a, b []float64) (float64, int) {
 	if len(a) != len(b) {
 		panic("fingerprint: vectors of different lengths")
@@ -62,9 +63,28 @@ func (d Distance) Between(a, b []float64) (float64, int) {
 				s += math.Abs(x[i] - y[i])
 			}
 		}
-		return s / float64(len(x)), len(x)
+		mean := s / float64(len(x))
+		if math.IsInf(mean, 0) { // only MeanAbs: |log ratio| ≤ log(MaxFloat64/1e-3) ≈ 717
+			mean = meanAbsLarge(x, y)
+		}
+		return mean, len(x)
 	}
 	panic("fingerprint: unknown distance")
+}
+
+// meanAbsLarge is the mean absolute difference of x and y for Between when the plain sum
+// overflowed: halves of finite numbers differ by at most the largest float64, and those
+// differences divided by their count sum to about that at most, so only the final doubling can
+// overflow, and a mean that large is clamped to math.MaxFloat64: an infinite distance would make
+// a match's weights and confidence NaN. Between keeps the plain sum for every other input, whose
+// rounding this would change.
+func meanAbsLarge(x, y []float64) float64 {
+	n := float64(len(x))
+	s := 0.0
+	for i := range x {
+		s += math.Abs(x[i]/2-y[i]/2) / n
+	}
+	return math.Min(2*s, math.MaxFloat64)
 }
 
 // Neighbor is one matched reference.
@@ -120,9 +140,10 @@ func (s Settings) k() (int, error) {
 }
 
 // Match finds the s.K nearest references (rows of refs) to the partial fingerprint row under
-// s.Distance, using only entries observed in both (finite: NaN and ±Inf are missing). Weights are proportional to
-// 1/(distance + eps) with eps = 1e-3. It returns an error when no reference shares an observed
-// entry with row.
+// s.Distance, using only entries observed in both (finite: NaN and ±Inf are missing). Weights are
+// proportional to 1/(distance + eps) with eps = 1e-3. It returns an error when a reference has a
+// length other than row's, naming the first such, or when no reference shares an observed entry
+// with row.
 func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	k, err := s.k()
 	if err != nil {
@@ -131,6 +152,11 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	d := s.Distance
 	if d < Cosine || d > MeanAbsLog {
 		return Result{}, fmt.Errorf("fingerprint: unknown distance %v", d)
+	}
+	for i, ref := range refs {
+		if len(ref) != len(row) {
+			return Result{}, fmt.Errorf("fingerprint: reference %d has length %d, the row %d", i, len(ref), len(row))
+		}
 	}
 	var ns []Neighbor
 	compared := map[int]int{}
@@ -167,19 +193,25 @@ func Match(row []float64, refs [][]float64, s Settings) (Result, error) {
 	return res, nil
 }
 
-// Nearest sorts ns by distance (stably: ties keep their order), keeps the k closest and weighs
-// them in proportion to 1/(distance + 0.001), normalized to sum to 1: a reference at distance 0
-// dominates without an infinite weight.
+// Nearest sorts ns by distance (stably: ties keep their order), keeps the k closest (none when
+// k ≤ 0) and weighs them in proportion to 1/(distance + 0.001), normalized to sum to 1: a
+// reference at distance 0 dominates without an infinite weight. Distances must be at least 0
+// (not NaN). One of +Inf weighs 0, and when every one kept is +Inf they weigh alike, as nothing
+// tells them apart (the proportional weights would be 0/0).
 func Nearest(ns []Neighbor, k int) []Neighbor {
 	sort.SliceStable(ns, func(a, b int) bool { return ns[a].Distance < ns[b].Distance })
-	ns = ns[:min(k, len(ns))]
+	ns = ns[:max(0, min(k, len(ns)))]
 	total := 0.0
 	for i := range ns {
 		ns[i].Weight = 1 / (ns[i].Distance + 1e-3)
 		total += ns[i].Weight
 	}
 	for i := range ns {
-		ns[i].Weight /= total
+		if total == 0 {
+			ns[i].Weight = 1 / float64(len(ns))
+		} else {
+			ns[i].Weight /= total
+		}
 	}
 	return ns
 }
@@ -188,7 +220,8 @@ func Nearest(ns []Neighbor, k int) []Neighbor {
 // alone (one per worker type, same order as each reference's) to its s.K nearest references:
 // the distance is the mean absolute difference of log rates after removing each vector's mean
 // (s.Distance is not used), so it compares how a job's speed varies across worker types rather
-// than its absolute speed. A rate that is not a positive finite number is missing.
+// than its absolute speed. A rate that is not a positive finite number is missing. Its errors
+// are Match's.
 func ColdStart(isolated []float64, refIsolated [][]float64, s Settings) (Result, error) {
 	center := func(x []float64) []float64 {
 		out := make([]float64, len(x))

@@ -1,6 +1,7 @@
 package fingerprint
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -205,5 +206,155 @@ func TestMatchTreatsInfiniteAsMissing(t *testing.T) {
 	}
 	if res, err := ColdStart([]float64{1, math.Inf(1), 2}, [][]float64{{1, 5, 2}, {2, 1, 1}}, Settings{K: 1}); err != nil || math.IsNaN(res.Confidence) || res.Neighbors[0].Index != 0 {
 		t.Errorf("ColdStart with +Inf: %+v, %v", res, err)
+	}
+}
+
+// The squares in the norms overflowed for entries near 1e160 and vanished for entries near
+// 1e-170, so the cosine distance of such a vector to itself was NaN, which the doc reserves for
+// a zero vector.
+func TestCosineDistanceExtremeMagnitudes(t *testing.T) {
+	for _, tc := range []struct {
+		a, b []float64
+		want float64 // NaN for NaN
+	}{
+		{[]float64{1e160, 2e160, -3e160}, []float64{1e160, 2e160, -3e160}, 0},
+		{[]float64{1e-170, 3e-170}, []float64{1e-170, 3e-170}, 0},
+		{[]float64{1e-320, 2e-320}, []float64{1e-320, 2e-320}, 0}, // subnormal
+		{[]float64{1e300, 1e300}, []float64{1e-300, 1e-300}, 0},   // same direction, far apart in size
+		{[]float64{1e200, 0}, []float64{0, 1e-200}, 1},
+		{[]float64{1e200, 1e200}, []float64{-1e200, -1e200}, 2},
+		{[]float64{0, 0}, []float64{1, 2}, math.NaN()},
+		{[]float64{1, 2}, []float64{0, 0}, math.NaN()},
+	} {
+		got := CosineDistance(tc.a, tc.b)
+		if math.IsNaN(tc.want) != math.IsNaN(got) || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("CosineDistance(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// The scaling that keeps extreme magnitudes finite is by powers of two, so on ordinary vectors
+// the distance is the plain formula's to the last bit (NearestCosine's ties, Gavel's rule, do
+// not move).
+func TestCosineDistanceUnchangedOnOrdinaryVectors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for range 1000 {
+		n := 1 + rng.IntN(30)
+		a, b := make([]float64, n), make([]float64, n)
+		scale := math.Pow(10, float64(rng.IntN(20)-10))
+		for i := range a {
+			a[i], b[i] = scale*rng.NormFloat64(), rng.Float64()
+		}
+		var ab, aa, bb float64
+		for i := range a {
+			ab += a[i] * b[i]
+			aa += a[i] * a[i]
+			bb += b[i] * b[i]
+		}
+		if got, want := CosineDistance(a, b), 1-ab/math.Sqrt(aa*bb); got != want {
+			t.Fatalf("CosineDistance(%v, %v) = %v, plain formula %v", a, b, got, want)
+		}
+	}
+}
+
+// A mean absolute difference of finite entries can exceed the largest float64 ({1e308} and
+// {-1e308}): it was +Inf, which made the weights and the confidence NaN. It is math.MaxFloat64,
+// and a mean that fits though the plain sum does not is computed, not clamped.
+func TestMeanAbsStaysFinite(t *testing.T) {
+	for _, tc := range []struct {
+		a, b []float64
+		want float64
+	}{
+		{[]float64{1e308}, []float64{-1e308}, math.MaxFloat64},
+		{[]float64{1.5e308, 1.5e308, math.NaN()}, []float64{0, 0, 1}, 1.5e308},
+		{[]float64{1.5e308, -1e308}, []float64{-1.5e308, 1e308}, math.MaxFloat64},
+	} {
+		if got, _ := MeanAbs.Between(tc.a, tc.b); math.Abs(got-tc.want) > 1e-15*tc.want {
+			t.Errorf("MeanAbs.Between(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+	for _, refs := range [][][]float64{{{-1e308}}, {{-1e308}, {-1.5e308}}, {{-1e308}, {1e308}}} {
+		res, err := Match([]float64{1e308}, refs, Settings{Distance: MeanAbs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0.0
+		for _, n := range res.Neighbors {
+			if math.IsNaN(n.Weight) || math.IsInf(n.Distance, 0) {
+				t.Errorf("refs %v: neighbour %+v", refs, n)
+			}
+			sum += n.Weight
+		}
+		if math.IsNaN(res.Confidence) || res.Confidence < 0 || res.Confidence > 1 || math.Abs(sum-1) > 1e-12 {
+			t.Errorf("refs %v: confidence %v, weights summing to %v", refs, res.Confidence, sum)
+		}
+	}
+}
+
+// Nearest with a negative k sliced ns[:k] and panicked; it keeps none, as k = 0 does. Infinite
+// distances weigh 0, and when every kept distance is infinite the weights, 0/0, were NaN: they
+// are equal.
+func TestNearestEdgeCases(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		name    string
+		ns      []Neighbor
+		k       int
+		weights []float64
+	}{
+		{"k = -1", []Neighbor{{Index: 0, Distance: 1}}, -1, nil},
+		{"k = 0", []Neighbor{{Index: 0, Distance: 1}}, 0, nil},
+		{"one infinite", []Neighbor{{Index: 0, Distance: inf}, {Index: 1, Distance: 2}}, 2, []float64{1, 0}},
+		{"all infinite", []Neighbor{{Index: 0, Distance: inf}, {Index: 1, Distance: inf}}, 2, []float64{0.5, 0.5}},
+	} {
+		var got []Neighbor
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: panic %v", tc.name, p)
+				}
+			}()
+			got = Nearest(tc.ns, tc.k)
+		}()
+		if len(got) != len(tc.weights) {
+			t.Errorf("%s: %d neighbours, want %d", tc.name, len(got), len(tc.weights))
+			continue
+		}
+		for i, w := range tc.weights {
+			if got[i].Weight != w {
+				t.Errorf("%s: neighbour %d: %+v, want weight %v", tc.name, i, got[i], w)
+			}
+		}
+	}
+}
+
+// A reference of another length than the row panicked in Between; Match returns an error, so
+// ColdStart does too.
+func TestMatchReferenceLengths(t *testing.T) {
+	call := func(f func() error) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		return f()
+	}
+	for _, tc := range []struct {
+		name string
+		f    func() error
+		want string
+	}{
+		{"Match", func() error {
+			_, err := Match([]float64{1, 2}, [][]float64{{1, 2}, {1, 2, 3}}, Settings{})
+			return err
+		}, "reference 1 has length 3, the row 2"},
+		{"ColdStart", func() error {
+			_, err := ColdStart([]float64{1, 2}, [][]float64{{1}, {1, 2}}, Settings{})
+			return err
+		}, "reference 0 has length 1, the row 2"},
+	} {
+		if err := call(tc.f); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one saying %q", tc.name, err, tc.want)
+		}
 	}
 }
