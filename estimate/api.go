@@ -167,7 +167,7 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 				unc = uncertainty(d, r)
 			}
 			rep.fill(out, d, r, unc)
-			rep.Notes = append(rep.Notes, blockNotes(d, name)...)
+			rep.Notes = append(rep.Notes, blockNotes(d, r, name)...)
 			estimated = true
 		}
 		for _, x := range outs {
@@ -385,11 +385,32 @@ func (rep *Report) fill(out *table.Table, d *Data, r *Result, unc func(w, i, k i
 	}
 }
 
-// blockNotes says what of d's estimate rests on little: jobs with no known pair on a worker
-// type (estimated there from their isolated rates and their pairs elsewhere alone), and measured
-// pairs faster together than alone, which the estimates (at most 1) cannot follow.
-func blockNotes(d *Data, name string) []string {
+// blockNotes says what of d's estimate r rests on little: jobs with no known pair on a worker
+// type (estimated there from their isolated rates and their pairs elsewhere alone), infeasible
+// calls on a worker type with few pairs measured feasible (the classifier leans on the base
+// rate there), and measured pairs faster together than alone, which the estimates (at most 1)
+// cannot follow.
+func blockNotes(d *Data, r *Result, name string) []string {
 	var notes []string
+	for w, wt := range d.Workers {
+		feasible, infeasible, predicted := 0, 0, 0
+		for i := range d.Jobs {
+			for k := i; k < len(d.Jobs); k++ {
+				switch s := d.State[w][i][k]; {
+				case s == table.Measured:
+					feasible++
+				case s == table.Infeasible:
+					infeasible++
+				case r.Infeasible[w][i][k] || r.Infeasible[w][k][i]:
+					predicted++
+				}
+			}
+		}
+		if feasible < fewFeasible && feasible > 0 && predicted > 0 {
+			notes = append(notes, fmt.Sprintf("%s: worker type %s: only %s measured feasible there (%d infeasible): its %s predicted infeasible rest mostly on the base rate; a few more measured pairs there settle them",
+				name, wt, plural(feasible, "pair", "pairs"), infeasible, plural(predicted, "pair", "pairs")))
+		}
+	}
 	count, _ := knownCounts(d)
 	var cold []string
 	for i, j := range d.Jobs {
@@ -425,6 +446,11 @@ func blockNotes(d *Data, name string) []string {
 	}
 	return notes
 }
+
+// fewFeasible is the count of pairs measured feasible on a worker type below which blockNotes
+// says its infeasible calls rest on little (a reviewer's new GPU type with one such pair had a
+// third of its pairs predicted infeasible, six times the truth).
+const fewFeasible = 5
 
 // namesList joins names, the first five and how many in all.
 func namesList(names []string) string {

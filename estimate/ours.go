@@ -28,7 +28,10 @@ const floorNorm = 0.02
 // The estimate is the mean (in log space) of an ensemble of fits from different random starts,
 // lowered by Caution times their standard deviation, and Spread is that deviation.
 type Pairwise struct {
-	Settings completion.PairSettings // zero means DefaultPairSettings
+	// Settings are the fits' settings; the zero value means DefaultPairSettings (one field set
+	// means every other at its zero value, not its default), and Settings.Seed is not read:
+	// member m of the ensemble is seeded Seed + m.
+	Settings completion.PairSettings
 	Ensemble int                     // fits averaged; 0 means 3
 	// Neighbors is the weight, in log space, of the Neighbors estimate (K = 3) mixed into
 	// the result; 0 means 0.1, negative means none. The mix was chosen on hold-out seeds 10-15:

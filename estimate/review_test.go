@@ -204,6 +204,37 @@ func TestEmptyTable(t *testing.T) {
 	}
 }
 
+// A new worker type profiled alone but for one reference pair: its infeasible calls are noted
+// as resting on the base rate.
+func TestTableNotesFewFeasibleOnWorkerType(t *testing.T) {
+	full := gavel3()
+	partial := partialOf(t, full, 3)
+	jobs := full.JobTypesWithScaleFactor(1)
+	d, err := FromTable(partial, jobs, partial.WorkerTypes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := jobs[d.References()[0]]
+	for _, j := range jobs {
+		if r, ok := full.Isolated("k80", j); ok {
+			partial.SetIsolated("new", j, 0.7*r)
+		}
+	}
+	a, b, _ := full.Pair("k80", ref, ref)
+	partial.SetPair("new", ref, ref, 0.7*a, 0.7*b)
+	_, rep, err := Table(context.Background(), partial, Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	if !strings.Contains(notes, "worker type new: only 1 pair measured feasible there (0 infeasible)") {
+		t.Errorf("no note on worker type new's infeasible calls:\n%s", notes)
+	}
+	if strings.Contains(notes, "worker type k80: only") {
+		t.Errorf("a note on k80, measured well:\n%s", notes)
+	}
+}
+
 // Table notes jobs with no known pair on a worker type, and measured pairs above 1.
 func TestTableNotesWhatRestsOnLittle(t *testing.T) {
 	full := gavel3()

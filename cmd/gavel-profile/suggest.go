@@ -27,7 +27,7 @@ measured on the worker type, then by the probability that the pair's packing dec
 the two normalized rates sum to more than 1?) is wrong, from the estimate's bootstrap
 spread and its cross-validated error on measured pairs (larger for jobs measured little on
 the worker type), with a few pairs whose feasibility is in doubt, a few pairs a packing
-planner would rely on (estimated well above 1 and among their jobs' best options, where an
+planner would rely on (estimated above 1 and among their jobs' best options, where an
 overestimate or a pair that cannot run costs the allocation most; reason "planner would
 rely on it"), and a few consistency checks: a job measured only once or twice on a worker
 type whose estimated row there disagrees with the reference jobs most like it elsewhere is
