@@ -32,7 +32,7 @@ type Pairwise struct {
 	// means every other at its zero value, not its default), and Settings.Seed is not read:
 	// member m of the ensemble is seeded Seed + m.
 	Settings completion.PairSettings
-	Ensemble int                     // fits averaged; 0 means 3
+	Ensemble int // fits averaged; 0 means 3
 	// Neighbors is the weight, in log space, of the Neighbors estimate (K = 3) mixed into
 	// the result; 0 means 0.1, negative means none. The mix was chosen on hold-out seeds 10-15:
 	// 0.3 was best before the embedding prior; with it (MAPE / agreement) no mix 8.76% / 87.6%,
