@@ -340,6 +340,18 @@ type builder struct {
 	// JSON, a row's job in CSV), even one left out as bad: a partner that has none is a job
 	// type the worker type does not know, reported as such rather than as a one-sided pair.
 	own map[workerJob]bool
+	// repeats holds the job types whose entry on a worker type was given twice: the repeat is
+	// left out, so its partners' pairs with it that only the repeat held are not reported again
+	// as present on one side only.
+	repeats map[workerJob]bool
+}
+
+// repeatedJob records that job type j's entry on worker type w was given again.
+func (b *builder) repeatedJob(w string, j JobType) {
+	if b.repeats == nil {
+		b.repeats = map[workerJob]bool{}
+	}
+	b.repeats[workerJob{w, j}] = true
 }
 
 // workerJob names job type j on worker type w.
@@ -474,6 +486,9 @@ func (b *builder) jobs(w string, wt *workerTable) bool {
 	return b.s.object(func(jk string, at int) bool {
 		loc := func() *Problem { return &Problem{Worker: w, Job: jk} }
 		if b.repeated(seen, jk, at, "job", loc) {
+			if j, err := b.jobType(jk); err == nil {
+				b.repeatedJob(w, j)
+			}
 			return b.skip()
 		}
 		j, err := b.jobType(jk)
@@ -570,14 +585,14 @@ func (b *builder) finish() Problems {
 }
 
 // reportedBad reports whether p says a pair of worker type w is given on one side only when its
-// other side had a bad value, reported already.
+// other side had a bad value, or was in a repeated entry of the partner, reported already.
 func (b *builder) reportedBad(w string, p *Problem) bool {
-	if len(b.badPairs) == 0 || !errors.Is(p.Err, ErrOneSided) {
+	if len(b.badPairs) == 0 && len(b.repeats) == 0 || !errors.Is(p.Err, ErrOneSided) {
 		return false
 	}
 	job, err1 := ParseJobType(p.Job)
 	partner, err2 := ParseJobType(p.Partner)
-	return err1 == nil && err2 == nil && b.badPairs[pairKey{w, partner, job}]
+	return err1 == nil && err2 == nil && (b.badPairs[pairKey{w, partner, job}] || b.repeats[workerJob{w, partner}])
 }
 
 // symmetryTolerance bounds the relative difference between T[w][a][b] and
