@@ -30,10 +30,11 @@ type Options struct {
 	// cross-validated sum error, as the active protocol does.
 	Method Method
 	Aim    Aim // what SuggestTable spends its budget on; the zero value is AimBalanced
-	// Uncertainty makes Table report each estimated entry's Uncertainty. With the default
-	// method it fits the bootstrap members and cross-validation folds SuggestTable fits (13
-	// single fits more, with the ensemble's 3; the estimate itself is unchanged); a method
-	// that gives no calibrated errors gets a note instead.
+	// Uncertainty makes Table report each estimated entry's Uncertainty. A [Pairwise] method
+	// (the default) is given the bootstrap members and cross-validation folds SuggestTable fits
+	// where it sets none (13 single fits more, with the ensemble's 3: about three times the
+	// time; the estimate itself is unchanged); a method that gives no calibrated errors gets a
+	// note instead.
 	Uncertainty bool
 }
 
@@ -162,7 +163,14 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 			switch {
 			case !o.Uncertainty:
 			case r.EntryError == nil || r.SumError == nil:
-				rep.Notes = append(rep.Notes, name+": no uncertainty: the method gives no calibrated errors (nothing to fit, or not the pairwise model)")
+				// Said only where some pair is estimated feasible: no entry would have one otherwise.
+				if feasibleEstimate(d, r) {
+					why := "the method gives no calibrated errors"
+					if !hasMeasuredRate(d) {
+						why = "no pair is measured feasible there, so nothing is fitted or calibrated"
+					}
+					rep.Notes = append(rep.Notes, name+": no uncertainty: "+why)
+				}
 			default:
 				unc = uncertainty(d, r)
 			}
@@ -385,6 +393,20 @@ func (rep *Report) fill(out *table.Table, d *Data, r *Result, unc func(w, i, k i
 	}
 }
 
+// feasibleEstimate reports whether r estimates some pair d is missing feasible.
+func feasibleEstimate(d *Data, r *Result) bool {
+	for w := range d.State {
+		for i := range d.State[w] {
+			for k, s := range d.State[w][i] {
+				if s == table.Missing && !r.Infeasible[w][i][k] && !r.Infeasible[w][k][i] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // blockNotes says what of d's estimate r rests on little: jobs with no known pair on a worker
 // type (estimated there from their isolated rates and their pairs elsewhere alone), infeasible
 // calls on a worker type with few pairs measured feasible (the classifier leans on the base
@@ -442,7 +464,7 @@ func blockNotes(d *Data, r *Result, name string) []string {
 		}
 	}
 	if above > 0 {
-		notes = append(notes, fmt.Sprintf("%s: %d measured entries have a normalized rate above 1 (faster next to the partner than alone, as under MPS); estimates are at most 1, so such pairs are understated", name, above))
+		notes = append(notes, fmt.Sprintf("%s: %s measured with a normalized rate above 1 (faster next to the partner than alone, as under MPS); estimates are at most 1, so such pairs are understated", name, plural(above, "entry", "entries")))
 	}
 	return notes
 }

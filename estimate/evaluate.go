@@ -131,6 +131,10 @@ type Metrics struct {
 	apeEntries    int // MAPE's and RawMAPE's denominator
 }
 
+// mapeFloor is the true normalized rate at or below which an entry is left out of MAPE (its
+// percentage error would swamp the mean).
+const mapeFloor = 0.05
+
 // Score measures r against truth on every entry (w, i, k) except those where both jobs are
 // references, as Gavel's hold-out protocol scores an estimator. Infeasible entries, in the truth
 // or in the estimate, count only in infeasible precision and recall: a pair that cannot share a
@@ -146,10 +150,6 @@ type Metrics struct {
 //
 // Entries that were measured count too (they are exact for every method that keeps them).
 // Entries the truth lacks are not scored, nor pairs with either of them.
-// mapeFloor is the true normalized rate at or below which an entry is left out of MAPE (its
-// percentage error would swamp the mean).
-const mapeFloor = 0.05
-
 func Score(truth *Data, r *Result, refs []int) Metrics { return score(truth, nil, r, refs) }
 
 // ScoreMissing is Score restricted to the entries partial did not know (the estimated ones);

@@ -92,7 +92,8 @@ type Method interface {
 
 // PartnerMean is the baseline that predicts i's rate next to k on w as the mean rate of every
 // job measured next to k on w (the partner's mean effect), or the mean of all measured entries
-// on w when k has none (1/2 when w has none either), within [0.02, 1] as every method's. Entry (i, k) is predicted infeasible when
+// on w when k has none (1/2 when w has none either), within [0.02, 1] as every method's
+// estimates. Entry (i, k) is predicted infeasible when
 // most of k's measured entries on w are (most of w's when k has none), and then so is (k, i): a
 // pair is infeasible for both jobs or neither.
 type PartnerMean struct{}

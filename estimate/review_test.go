@@ -269,7 +269,7 @@ func TestTableNotesWhatRestsOnLittle(t *testing.T) {
 	if !strings.Contains(notes, jobs[lonely].Model+`" (every worker type)`) {
 		t.Errorf("no note names %q as measured next to nobody:\n%s", jobs[lonely].Model, notes)
 	}
-	if !strings.Contains(notes, "1 measured entries have a normalized rate above 1") {
+	if !strings.Contains(notes, "1 entry measured with a normalized rate above 1") {
 		t.Errorf("no note on the measured rate above 1:\n%s", notes)
 	}
 }

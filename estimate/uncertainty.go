@@ -9,48 +9,62 @@ import (
 
 // Uncertainty is how far an estimated entry may be off, as far as the table's measurements
 // tell: from cross-validation on the measured pairs and the disagreement of bootstrap fits,
-// calibrated on hold-outs of Gavel's published table (see intervalZ and flipScale).
+// scaled on hold-outs of Gavel's published table (see intervalZ and flipScale).
 type Uncertainty struct {
 	// NormalizedLow and NormalizedHigh bound an interval meant to hold the entry's true
 	// normalized rate four times in five, when the pair can share a GPU at all; RateLow and
-	// RateHigh are the same interval in steps/s.
+	// RateHigh are the same interval in steps/s. The estimate is lowered a little for caution
+	// (Pairwise.Caution) and the interval is centered on it, so a truth outside it is more
+	// often above than below.
 	NormalizedLow  float64 `json:"normalized_low"`
 	NormalizedHigh float64 `json:"normalized_high"`
 	RateLow        float64 `json:"rate_low"`
 	RateHigh       float64 `json:"rate_high"`
-	// PackingWrong is the probability that the pair's packing decision (do its two normalized
-	// rates sum to more than 1?) is the wrong one; the same for both entries of a pair.
+	// PackingWrong is the probability that the pair's packing decision is the wrong one: that
+	// it is packed (its two normalized rates sum to more than 1) and cannot share a GPU after
+	// all or gains nothing, or is not packed and would have gained. The same for both entries.
 	PackingWrong float64 `json:"packing_wrong"`
 }
 
-// intervalZ widens an entry's log-rate uncertainty (its worker type's cross-validated entry
-// error combined with its bootstrap spread) into the interval of Uncertainty. On hold-out seeds
-// 10-15 of Gavel's table (R = 16, P = 0.2; 5,873 estimated entries whose true normalized rate
-// is above 0.05), 80% of the entries were within 0.89 of that uncertainty of the truth: the
-// errors have heavier tails than a normal's (90% within 1.26), so the interval is not
-// ±1.28σ. That uncertainty gave the narrowest 80% intervals of those tried (bootstrap spread
-// alone, the entry error alone or scaled by the pair's scarcity, with or without the spread).
-const intervalZ = 0.89
+// intervalZ widens an entry's log-rate uncertainty σ into the interval of Uncertainty: σ combines
+// its worker type's cross-validated entry error, times the pair's scarcity relative to the
+// measured pairs' (see evidencePower) to the power scarcityPower, with the entry's bootstrap
+// spread. On hold-out seeds 10-15 of Gavel's table (R = 16, P = 0.2; 5,873 estimated entries
+// whose true normalized rate is above 0.05), 80% were within 0.79σ of the truth: the errors have
+// heavier tails than a normal's, so the interval is not ±1.28σ. Of the σs tried (bootstrap
+// spread alone, the entry error alone, with the spread, scaled by scarcity to the power 0, 1/4
+// or 1/2) this one held about 80% in every group of entries by how much is known of their jobs
+// on the worker type (81%, 81%, 80%, 76% for 0, 1-2, 3-5, 6 or more known entries; unscaled:
+// 63%, 78%, 83%, 84%; power 1/2: 98%, 83%, 77%, 68%), where the narrowest intervals overall
+// (unscaled) held only 42-64% of the entries of jobs measured next to nobody.
+const (
+	intervalZ     = 0.79
+	scarcityPower = 0.25
+)
 
 // flipScale scales the sum uncertainty behind PackingWrong (sumSigma, as suggest ranks pairs
-// by): with it as is, the probabilities were too high (pairs given 0.1-0.2 were wrong 6% of the
-// time); 0.7 maximized the likelihood of the decisions found wrong on hold-out seeds 10-15
-// (3,016 pairs, 390 wrong; 408 predicted).
+// by). On hold-out seeds 10-15 (3,068 pairs predicted feasible, 430 decisions wrong, those of
+// pairs infeasible in truth that would be packed included), the likelihood of the decisions
+// found wrong was largest at 0.70-0.75 (−974.0, −973.8; 0.65 predicts as many wrong as found,
+// 1.0 −1,010); the infeasibility score folded in (see uncertainty) raised it from −1,011 at
+// best without.
 const flipScale = 0.7
 
 // Uncertainties returns the Uncertainty of d's missing pairs as r estimates them: a function of
 // a pair (w, i, k) that gives that of entry (i, k) and of (k, i) (meaningful where r predicts the
 // pair feasible). r must carry calibrated errors (Result.SumError and EntryError: [Pairwise]
-// with Calibrate > 0; its Bootstrap fits' spread sharpens them); [Table] with
-// Options.Uncertainty does this for a table.
+// with Calibrate > 0 on a block with a pair measured feasible; its Bootstrap fits' spread
+// sharpens them); [Table] with Options.Uncertainty does this for a table.
 func Uncertainties(d *Data, r *Result) (func(w, i, k int) (ik, ki Uncertainty), error) {
 	if r.SumError == nil || r.EntryError == nil {
-		return nil, errors.New("uncertainties: the estimate has no calibrated errors (Pairwise with Calibrate > 0 gives them)")
+		return nil, errors.New("uncertainties: the estimate has no calibrated errors (Pairwise with Calibrate > 0 on a block with a pair measured feasible gives them)")
 	}
 	return uncertainty(d, r), nil
 }
 
-// uncertainty is Uncertainties for a calibrated r.
+// uncertainty is Uncertainties for a calibrated r. A pair predicted feasible with infeasibility
+// score s is packed wrongly with probability s + (1−s)·flip, left unpacked wrongly with
+// (1−s)·flip, flip being the chance its sum is on the other side of 1.
 func uncertainty(d *Data, r *Result) func(w, i, k int) (ik, ki Uncertainty) {
 	count, _ := knownCounts(d)
 	ms := measuredScarcity(d, count)
@@ -59,19 +73,25 @@ func uncertainty(d *Data, r *Result) func(w, i, k int) (ik, ki Uncertainty) {
 		if ms[w] > 0 {
 			ratio = scarcity(count, w, i, k) / ms[w]
 		}
-		nik, nki := r.Norm[w][i][k], r.Norm[w][k][i]
-		wrong := normalCDF(-math.Abs(nik+nki-1) / (flipScale * sumSigma(r, w, i, k, ratio)))
-		return entryInterval(d, r, w, i, k, wrong), entryInterval(d, r, w, k, i, wrong)
+		sum := r.Norm[w][i][k] + r.Norm[w][k][i]
+		s := infeasibleScore(r, w, i, k)
+		wrong := (1 - s) * normalCDF(-math.Abs(sum-1)/(flipScale*sumSigma(r, w, i, k, ratio)))
+		if sum > 1 {
+			wrong += s
+		}
+		errLog := r.EntryError[w] * math.Pow(ratio, scarcityPower)
+		return entryInterval(d, r, w, i, k, errLog, wrong), entryInterval(d, r, w, k, i, errLog, wrong)
 	}
 }
 
-// entryInterval is the Uncertainty of entry (i, k) on w, whose pair's decision is wrong with
-// probability wrong. A measured entry (the other of the pair missing) is exact.
-func entryInterval(d *Data, r *Result, w, i, k int, wrong float64) Uncertainty {
+// entryInterval is the Uncertainty of entry (i, k) on w, whose scaled cross-validated log error
+// is errLog and whose pair's decision is wrong with probability wrong. A measured entry (the
+// other of the pair missing) is exact.
+func entryInterval(d *Data, r *Result, w, i, k int, errLog, wrong float64) Uncertainty {
 	n := r.Norm[w][i][k]
 	lo, hi := n, n
 	if d.State[w][i][k] == table.Missing {
-		s := intervalZ * math.Hypot(r.EntryError[w], entrySpread(r, w, i, k))
+		s := intervalZ * math.Hypot(errLog, entrySpread(r, w, i, k))
 		lo, hi = n*math.Exp(-s), n*math.Exp(s)
 	}
 	iso := d.Iso[w][i]

@@ -340,18 +340,28 @@ type builder struct {
 	// JSON, a row's job in CSV), even one left out as bad: a partner that has none is a job
 	// type the worker type does not know, reported as such rather than as a one-sided pair.
 	own map[workerJob]bool
-	// repeats holds the job types whose entry on a worker type was given twice: the repeat is
-	// left out, so its partners' pairs with it that only the repeat held are not reported again
-	// as present on one side only.
-	repeats map[workerJob]bool
+	// repeats holds the pairs (job, partner) of a job type's entry given again on a worker type:
+	// the repeat is left out, so a partner's pair with the job that only the repeat held is not
+	// reported again as present on one side only.
+	repeats map[pairKey]bool
 }
 
-// repeatedJob records that job type j's entry on worker type w was given again.
-func (b *builder) repeatedJob(w string, j JobType) {
-	if b.repeats == nil {
-		b.repeats = map[workerJob]bool{}
+// skipRepeat reads past the repeated entry of job key jk on worker type w, recording the
+// partners it names (see repeats); false on a syntax error in it.
+func (b *builder) skipRepeat(w, jk string) bool {
+	j, err := b.jobType(jk)
+	if err != nil || b.s.peek() != '{' {
+		return b.skip()
 	}
-	b.repeats[workerJob{w, j}] = true
+	return b.s.object(func(pk string, _ int) bool {
+		if k, err := b.jobType(pk); err == nil {
+			if b.repeats == nil {
+				b.repeats = map[pairKey]bool{}
+			}
+			b.repeats[pairKey{w, j, k}] = true
+		}
+		return b.skip()
+	})
 }
 
 // workerJob names job type j on worker type w.
@@ -486,10 +496,7 @@ func (b *builder) jobs(w string, wt *workerTable) bool {
 	return b.s.object(func(jk string, at int) bool {
 		loc := func() *Problem { return &Problem{Worker: w, Job: jk} }
 		if b.repeated(seen, jk, at, "job", loc) {
-			if j, err := b.jobType(jk); err == nil {
-				b.repeatedJob(w, j)
-			}
-			return b.skip()
+			return b.skipRepeat(w, jk)
 		}
 		j, err := b.jobType(jk)
 		switch {
@@ -592,7 +599,7 @@ func (b *builder) reportedBad(w string, p *Problem) bool {
 	}
 	job, err1 := ParseJobType(p.Job)
 	partner, err2 := ParseJobType(p.Partner)
-	return err1 == nil && err2 == nil && (b.badPairs[pairKey{w, partner, job}] || b.repeats[workerJob{w, partner}])
+	return err1 == nil && err2 == nil && (b.badPairs[pairKey{w, partner, job}] || b.repeats[pairKey{w, partner, job}])
 }
 
 // symmetryTolerance bounds the relative difference between T[w][a][b] and

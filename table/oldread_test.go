@@ -86,11 +86,14 @@ type oldBuilder struct {
 	t     *Table
 	ps    Problems
 	lines []int
+	// repeats holds, per worker type, the pairs (job, partner) of job entries given again: a
+	// partner's pair that only the repeat held is not reported as one-sided (the reader's rule).
+	repeats map[string]map[[2]JobType]bool
 }
 
 func oldBuild(data []byte, top []oldMember) (*Table, Problems) {
 	t := New()
-	b := &oldBuilder{data: data, t: t}
+	b := &oldBuilder{data: data, t: t, repeats: map[string]map[[2]JobType]bool{}}
 	pairs := map[string]map[[2]JobType][2]float64{}
 	own := map[string]map[JobType]bool{}
 	seen := map[string]int64{}
@@ -114,7 +117,7 @@ func oldBuild(data []byte, top []oldMember) (*Table, Problems) {
 		b.worker(w, jobs, pairs[w], own[w])
 	}
 	for _, w := range slices.Sorted(mapsKeys(pairs)) {
-		b.ps = append(b.ps, oldAddPairs(t, w, pairs[w], own[w])...)
+		b.ps = append(b.ps, oldAddPairs(t, w, pairs[w], own[w], b.repeats[w])...)
 	}
 	return t, b.ps
 }
@@ -158,6 +161,7 @@ func (b *oldBuilder) worker(w string, jobs []oldMember, pairs map[[2]JobType][2]
 	for _, jm := range jobs {
 		jk := jm.key
 		if b.repeated(seen, jm, "job", func() *Problem { return &Problem{Worker: w, Job: jk} }) {
+			b.recordRepeat(w, jk, jm)
 			continue
 		}
 		j, err := ParseJobType(jk)
@@ -172,6 +176,26 @@ func (b *oldBuilder) worker(w string, jobs []oldMember, pairs map[[2]JobType][2]
 			continue
 		}
 		b.job(w, j, jk, entries, pairs)
+	}
+}
+
+// recordRepeat records the partners of the repeated entry jm of job key jk on w.
+func (b *oldBuilder) recordRepeat(w, jk string, jm oldMember) {
+	j, err := ParseJobType(jk)
+	if err != nil {
+		return
+	}
+	entries, err := oldMembers(jm.value, jm.valueAt)
+	if err != nil {
+		return
+	}
+	for _, em := range entries {
+		if k, err := ParseJobType(em.key); err == nil {
+			if b.repeats[w] == nil {
+				b.repeats[w] = map[[2]JobType]bool{}
+			}
+			b.repeats[w][[2]JobType{j, k}] = true
+		}
 	}
 }
 
@@ -213,7 +237,7 @@ func (b *oldBuilder) job(w string, j JobType, jk string, entries []oldMember, pa
 
 // oldAddPairs adds the pairs read for worker type w; own, when not nil, holds the job types
 // that have an entry of their own there.
-func oldAddPairs(t *Table, w string, pairs map[[2]JobType][2]float64, own map[JobType]bool) Problems {
+func oldAddPairs(t *Table, w string, pairs map[[2]JobType][2]float64, own map[JobType]bool, repeats map[[2]JobType]bool) Problems {
 	var ps Problems
 	keys := slices.SortedFunc(mapsKeys(pairs), func(x, y [2]JobType) int {
 		if c := compareJobTypes(x[0], y[0]); c != 0 {
@@ -234,6 +258,7 @@ func oldAddPairs(t *Table, w string, pairs map[[2]JobType][2]float64, own map[Jo
 		case !ok && own != nil && !own[b]:
 			loc.Err = fmt.Errorf("%w: %s is not a job type of worker type %q (it has no entry of its own)", ErrUnknownPartner, b.Key(), w)
 			ps = append(ps, loc)
+		case !ok && repeats[[2]JobType{b, a}]:
 		case !ok:
 			loc.Err = fmt.Errorf("%w: %s has no entry for %s", ErrOneSided, b.Key(), a.Key())
 			ps = append(ps, loc)

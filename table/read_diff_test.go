@@ -35,9 +35,8 @@ func sameAsOld(t *testing.T, in []byte) {
 }
 
 // withoutOneSidedOfBad drops from the old reader's problems the reports that a pair is on one
-// side only when its other side was there with a bad value, or in a repeated entry of the
-// partner, reported already: the reader reports such a pair once (TestBadPairValueReportedOnce,
-// TestReadRepeatedKeys), the old one twice.
+// side only when its other side was there with a bad value, reported already: the reader
+// reports such a pair once (TestBadPairValueReportedOnce), the old one twice.
 func withoutOneSidedOfBad(ps Problems) Problems {
 	type dir struct {
 		w    string
@@ -49,26 +48,16 @@ func withoutOneSidedOfBad(ps Problems) Problems {
 		return dir{p.Worker, a, b}, err1 == nil && err2 == nil
 	}
 	bad := map[dir]bool{}
-	type workerJob struct {
-		w string
-		j JobType
-	}
-	repeated := map[workerJob]bool{}
 	for _, p := range ps {
 		if errors.Is(p, ErrBadValue) || errors.Is(p, ErrNegativeRate) || errors.Is(p, ErrNotFinite) {
 			if d, ok := parse(p); ok {
 				bad[d] = true
 			}
 		}
-		if errors.Is(p, ErrDuplicateKey) && p.Job != "" && p.Partner == "" {
-			if j, err := ParseJobType(p.Job); err == nil {
-				repeated[workerJob{p.Worker, j}] = true
-			}
-		}
 	}
 	var out Problems
 	for _, p := range ps {
-		if d, ok := parse(p); ok && errors.Is(p, ErrOneSided) && (bad[dir{d.w, d.b, d.a}] || repeated[workerJob{d.w, d.b}]) {
+		if d, ok := parse(p); ok && errors.Is(p, ErrOneSided) && bad[dir{d.w, d.b, d.a}] {
 			continue
 		}
 		out = append(out, p)
@@ -371,7 +360,7 @@ func TestValidateAndSettleSameAsOld(t *testing.T) {
 		var got, want Problems
 		for _, w := range tb.WorkerTypes() {
 			got = append(got, settlePairs(w, tb.workers[w], nil)...)
-			want = append(want, oldAddPairs(old, w, oneWay[w], nil)...)
+			want = append(want, oldAddPairs(old, w, oneWay[w], nil, nil)...)
 		}
 		got, want = append(got, tb.Validate()...), append(want, old.oldValidate()...)
 		if !sameEntries(tb, old) || len(got) != len(want) {

@@ -973,3 +973,22 @@ func TestWriteLeavesNamesReadable(t *testing.T) {
 		t.Errorf("read back a different table:\n%s", buf.String())
 	}
 }
+
+// A job entry given twice hides only the one-sided reports of the pairs its repeat held: a
+// partner's pair with it that neither copy holds is still reported.
+func TestRepeatedJobKeepsOtherOneSided(t *testing.T) {
+	in := "{\"p100\": {\"('A', 1)\": {\"null\": 1, \"('B', 1)\": [0.5, 0.5]},\n \"('B', 1)\": {\"null\": 1},\n \"('B', 1)\": {\"null\": 1}}}"
+	_, ps := Check(strings.NewReader(in), "rep.json")
+	var dup, oneSided int
+	for _, p := range ps.Errors() {
+		switch {
+		case errors.Is(p, ErrDuplicateKey):
+			dup++
+		case errors.Is(p, ErrOneSided):
+			oneSided++
+		}
+	}
+	if dup != 1 || oneSided != 1 || len(ps.Errors()) != 2 {
+		t.Errorf("problems %v: want the repeat and A's one-sided pair with B", ps)
+	}
+}

@@ -12,24 +12,45 @@ import (
 	"github.com/gavelkit/gavel/table"
 )
 
-// wrongBins are the ranges of estimate.Uncertainty.PackingWrong the calibration table groups
-// pairs by.
-var wrongBins = []float64{0, 0.05, 0.15, 0.3, 0.5}
-
 // uncTally counts, over seeds, what the estimate's uncertainties promised and what the truth
 // showed.
 type uncTally struct {
-	entries, inside int     // estimated entries scored, and those inside their 80% interval
+	// entries and inside count estimated entries scored and those inside their 80% interval,
+	// per group by the entry's two jobs' fewer known entries on the worker type (see knownGroup)
+	entries, inside [4]int
+	above, below    int     // truths outside the interval, above and below it
 	logWidth        float64 // sum of log(high/low)
-	pairs, wrong    []int   // per wrongBins range: pairs, and those whose decision was wrong
-	predicted       []float64
+	// per range of PackingWrong (wrongBins): pairs, pairs whose decision was wrong, and the sum
+	// of the probabilities said
+	pairs, wrong []int
+	said         []float64
+}
+
+// wrongBins are the ranges of estimate.Uncertainty.PackingWrong the table groups pairs by.
+func wrongBins() []float64 { return []float64{0, 0.05, 0.15, 0.3, 0.5, 1} }
+
+// knownGroups name the groups of uncTally.entries.
+var knownGroups = [4]string{"0", "1-2", "3-5", "6+"}
+
+// knownGroup is the group of an entry whose jobs' fewer known entries on the worker type is c.
+func knownGroup(c int) int {
+	switch {
+	case c == 0:
+		return 0
+	case c <= 2:
+		return 1
+	case c <= 5:
+		return 2
+	}
+	return 3
 }
 
 // uncertaintyTable prints, per fraction, how often the estimate's 80% intervals held the true
 // normalized rate (entries scored as MAPE scores them: true rate above 0.05, feasible in truth
-// and estimate, not both jobs references, unmeasured), their median width, and per range of
-// PackingWrong the pairs' mean predicted and observed rate of wrong decisions (random reveals,
-// Gavel's protocol).
+// and estimate, not both jobs references, unmeasured), in all and by how much is known of the
+// entry's jobs, their mean width, and per range of PackingWrong the pairs' mean predicted and
+// observed rate of wrong decisions (pairs predicted feasible; one infeasible in truth is wrong
+// when packed). Random reveals, Gavel's protocol.
 func uncertaintyTable(fracs, seedList string, refs int) error {
 	ps, seeds, err := parseLists(fracs, seedList)
 	if err != nil {
@@ -41,27 +62,45 @@ func uncertaintyTable(fracs, seedList string, refs int) error {
 	}
 	fmt.Printf("Gavel simulation table, scale factor 1: %d job types on %s; %d references; seeds %s; random reveals\n",
 		len(truth.Jobs), strings.Join(truth.Workers, ","), refs, seedList)
-	fmt.Printf("%-6s %-9s %-9s %-14s %s\n", "P", "entries", "inside %", "mean width", "packing_wrong range: pairs, predicted -> observed wrong %")
+	bins := wrongBins()
 	for _, p := range ps {
 		t0 := time.Now()
-		tl := uncTally{pairs: make([]int, len(wrongBins)-1), wrong: make([]int, len(wrongBins)-1), predicted: make([]float64, len(wrongBins)-1)}
+		tl := uncTally{pairs: make([]int, len(bins)-1), wrong: make([]int, len(bins)-1), said: make([]float64, len(bins)-1)}
 		for _, seed := range seeds {
 			if err := tl.add(truth, refs, p, seed); err != nil {
-				return err
+				return fmt.Errorf("P %v, seed %d: %w", p, seed, err)
 			}
 		}
-		fmt.Printf("%-6.2f %-9d %-9.1f x%-13.2f", p, tl.entries, 100*float64(tl.inside)/float64(tl.entries), math.Exp(tl.logWidth/float64(tl.entries)))
-		for b := range tl.pairs {
-			if tl.pairs[b] > 0 {
-				fmt.Printf(" [%.2f,%.2f): %d, %.1f -> %.1f;", wrongBins[b], wrongBins[b+1], tl.pairs[b],
-					100*tl.predicted[b]/float64(tl.pairs[b]), 100*float64(tl.wrong[b])/float64(tl.pairs[b]))
-			}
-		}
-		fmt.Println()
+		tl.print(p)
 		fmt.Fprintf(os.Stderr, "  (P=%.2f: %.1fs)\n", p, time.Since(t0).Seconds())
 	}
-	fmt.Println("mean width: the geometric mean of high/low")
 	return nil
+}
+
+func (tl *uncTally) print(p float64) {
+	n, in := 0, 0
+	for g := range tl.entries {
+		n += tl.entries[g]
+		in += tl.inside[g]
+	}
+	fmt.Printf("P %.2f: %d entries, %.1f%% inside their 80%% intervals (outside: %d above, %d below), mean width x%.2f (high/low)\n",
+		p, n, 100*float64(in)/float64(n), tl.above, tl.below, math.Exp(tl.logWidth/float64(n)))
+	fmt.Print("  inside, by the fewer known entries of the entry's jobs on the worker type:")
+	for g, name := range knownGroups {
+		if tl.entries[g] > 0 {
+			fmt.Printf(" %s: %.0f%% (%d);", name, 100*float64(tl.inside[g])/float64(tl.entries[g]), tl.entries[g])
+		}
+	}
+	fmt.Println()
+	fmt.Print("  packing_wrong range: pairs, said -> found wrong:")
+	bins := wrongBins()
+	for b := range tl.pairs {
+		if tl.pairs[b] > 0 {
+			fmt.Printf(" [%.2f,%.2f): %d, %.1f%% -> %.1f%%;", bins[b], bins[b+1], tl.pairs[b],
+				100*tl.said[b]/float64(tl.pairs[b]), 100*float64(tl.wrong[b])/float64(tl.pairs[b]))
+		}
+	}
+	fmt.Println()
 }
 
 // add scores one hold-out draw.
@@ -83,43 +122,70 @@ func (tl *uncTally) add(truth *estimate.Data, refs int, p float64, seed uint64) 
 	for _, i := range h.References {
 		isRef[i] = true
 	}
+	known := knownCounts(d)
 	for w := range d.Workers {
 		for i := range d.Jobs {
 			for k := i; k < len(d.Jobs); k++ {
 				if isRef[i] && isRef[k] || d.State[w][i][k] != table.Missing || d.State[w][k][i] != table.Missing ||
-					truth.State[w][i][k] != table.Measured || truth.State[w][k][i] != table.Measured ||
-					r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
+					truth.State[w][i][k] == table.Missing || r.Infeasible[w][i][k] || r.Infeasible[w][k][i] {
 					continue
 				}
 				uik, uki := unc(w, i, k)
-				tl.entry(truth.Norm[w][i][k], uik)
-				if i != k {
-					tl.entry(truth.Norm[w][k][i], uki)
+				packed := r.Norm[w][i][k]+r.Norm[w][k][i] > 1
+				if truth.State[w][i][k] == table.Infeasible {
+					tl.pair(uik.PackingWrong, packed)
+					continue
 				}
-				wrong := (truth.Norm[w][i][k]+truth.Norm[w][k][i] > 1) != (r.Norm[w][i][k]+r.Norm[w][k][i] > 1)
-				tl.pair(uik.PackingWrong, wrong)
+				g := knownGroup(min(known[w][i], known[w][k]))
+				tl.entry(truth.Norm[w][i][k], uik, g)
+				if i != k {
+					tl.entry(truth.Norm[w][k][i], uki, g)
+				}
+				tl.pair(uik.PackingWrong, (truth.Norm[w][i][k]+truth.Norm[w][k][i] > 1) != packed)
 			}
 		}
 	}
 	return nil
 }
 
-func (tl *uncTally) entry(t float64, u estimate.Uncertainty) {
+// knownCounts is, per worker type and job, how many of its entries d knows.
+func knownCounts(d *estimate.Data) [][]int {
+	out := make([][]int, len(d.Workers))
+	for w := range out {
+		out[w] = make([]int, len(d.Jobs))
+		for i := range d.Jobs {
+			for k := range d.Jobs {
+				if d.State[w][i][k] != table.Missing {
+					out[w][i]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (tl *uncTally) entry(t float64, u estimate.Uncertainty, g int) {
 	if t <= 0.05 {
 		return
 	}
-	tl.entries++
-	if t >= u.NormalizedLow && t <= u.NormalizedHigh {
-		tl.inside++
+	tl.entries[g]++
+	switch {
+	case t > u.NormalizedHigh:
+		tl.above++
+	case t < u.NormalizedLow:
+		tl.below++
+	default:
+		tl.inside[g]++
 	}
 	tl.logWidth += math.Log(u.NormalizedHigh / u.NormalizedLow)
 }
 
 func (tl *uncTally) pair(p float64, wrong bool) {
+	bins := wrongBins()
 	for b := range tl.pairs {
-		if p >= wrongBins[b] && (p < wrongBins[b+1] || b == len(tl.pairs)-1) {
+		if p >= bins[b] && (p < bins[b+1] || b == len(tl.pairs)-1) {
 			tl.pairs[b]++
-			tl.predicted[b] += p
+			tl.said[b] += p
 			if wrong {
 				tl.wrong[b]++
 			}

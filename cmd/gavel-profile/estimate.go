@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -117,11 +118,14 @@ The output counts the estimated entries per worker type; --list prints each one
 
 --uncertainty also gives each entry predicted feasible an interval meant to hold its true
 normalized rate (and rate) four times in five, and the probability that its pair's
-packing decision (do the two normalized rates sum to more than 1?) is wrong: from
-cross-validation on the measured pairs and bootstrap fits (13 single fits more; the
-estimate itself is unchanged), scaled on hold-outs of Gavel's published table. There,
-at R = 16 and P = 0.2, the intervals held 78-83% of the true rates on seeds not used to
-scale them; with fewer measurements they hold fewer (66% at P = 0.05).`,
+packing decision is wrong (packed, do the two normalized rates sum to more than 1, when
+it gains nothing or cannot share at all; or not packed when it would gain): from
+cross-validation on the measured pairs, wider for jobs with few measurements on the
+worker type, and bootstrap fits (13 single fits more, about three times the time; the
+estimate itself is unchanged), scaled on hold-outs of Gavel's published table. There
+the intervals held 73-83% of the true rates on seeds not used to scale them (P = 0.02
+to 0.4). The summary gives their mean width and how many entries' decisions are likely
+wrong; --list and --json give each.`,
 		Example: `  gavel-profile estimate --table partial.json --out full.json
   gavel-profile estimate --table partial.json --out full.json --list
   gavel-profile estimate --table partial.json --out full.json --json
@@ -233,8 +237,6 @@ func writeReportJSON(w io.Writer, rep *estimate.Report) error {
 	return bw.Flush()
 }
 
-// printEstimated prints every estimated entry when list is set, otherwise
-// their count per worker type: a completed table has hundreds of them.
 // listEstimated prints every estimated entry, with its uncertainty when the report has one.
 func listEstimated(io *cli.IO, rep *estimate.Report) error {
 	head := []string{"worker type", "job", "partner", "sf", "normalized", "rate", "infeasible"}
@@ -257,15 +259,23 @@ func listEstimated(io *cli.IO, rep *estimate.Report) error {
 	return tw.Render()
 }
 
+// printEstimated prints every estimated entry when list is set, otherwise
+// their count per worker type (a completed table has hundreds of them), with,
+// when the report has uncertainties, the geometric mean width of the intervals
+// and how many entries' packing decisions are more likely than 0.3 wrong.
 func printEstimated(io *cli.IO, rep *estimate.Report, list bool) error {
 	if list {
 		return listEstimated(io, rep)
 	}
-	type count struct{ estimated, infeasible int }
+	type count struct {
+		estimated, infeasible, uncertain, doubtful int
+		logWidth                                   float64
+	}
 	counts := map[string]*count{}
 	var workers []string
 	var c *count // of worker type last; a large table has millions of entries, in runs of one worker type
 	last := ""
+	withUnc := false
 	for _, e := range rep.Entries {
 		if c == nil || e.WorkerType != last {
 			if c = counts[e.WorkerType]; c == nil {
@@ -279,11 +289,36 @@ func printEstimated(io *cli.IO, rep *estimate.Report, list bool) error {
 		if e.Infeasible {
 			c.infeasible++
 		}
+		if u := e.Uncertainty; u != nil && u.NormalizedLow > 0 {
+			withUnc = true
+			c.uncertain++
+			c.logWidth += math.Log(u.NormalizedHigh / u.NormalizedLow)
+			if u.PackingWrong >= doubtfulPacking {
+				c.doubtful++
+			}
+		}
 	}
 	slices.Sort(workers)
-	tw := cli.NewTableWriter(io.Out, "worker type", "entries estimated", "predicted infeasible")
+	head := []string{"worker type", "entries estimated", "predicted infeasible"}
+	if withUnc {
+		head = append(head, "80% interval (high/low, mean)", fmt.Sprintf("P(packing wrong) >= %.1f", doubtfulPacking))
+	}
+	tw := cli.NewTableWriter(io.Out, head...)
 	for _, w := range workers {
-		_ = tw.Append([]string{w, fmt.Sprint(counts[w].estimated), fmt.Sprint(counts[w].infeasible)})
+		c := counts[w]
+		row := []string{w, fmt.Sprint(c.estimated), fmt.Sprint(c.infeasible)}
+		if withUnc {
+			width := "n/a"
+			if c.uncertain > 0 {
+				width = fmt.Sprintf("x%.2f", math.Exp(c.logWidth/float64(c.uncertain)))
+			}
+			row = append(row, width, fmt.Sprintf("%d entries", c.doubtful))
+		}
+		_ = tw.Append(row)
 	}
 	return tw.Render()
 }
+
+// doubtfulPacking is the probability of a wrong packing decision from which the summary counts
+// an entry as doubtful.
+const doubtfulPacking = 0.3

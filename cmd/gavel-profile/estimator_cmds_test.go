@@ -416,6 +416,10 @@ func TestEstimateCmdUncertainty(t *testing.T) {
 	if with == 0 {
 		t.Fatal("no entry has an uncertainty")
 	}
+	summary, _, err := execCmd(newEstimateCmd, "--table", in, "--out", withU, "--uncertainty")
+	if err != nil || !strings.Contains(summary, "80% interval") || !strings.Contains(summary, "P(packing wrong) >= 0.3") {
+		t.Errorf("--uncertainty summary: %v\n%s", err, summary)
+	}
 	list, _, err := execCmd(newEstimateCmd, "--table", in, "--out", withU, "--list", "--uncertainty")
 	if err != nil || !strings.Contains(list, "80% interval") || !strings.Contains(list, "P(packing wrong)") {
 		t.Errorf("--list --uncertainty: %v\n%.600s", err, list)
