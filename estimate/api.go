@@ -173,6 +173,10 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 				}
 			default:
 				unc = uncertainty(d, r)
+				if n := len(heldOutPairs(d, 0)); n < fewHeldOut {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s: only %s measured outside the references: the uncertainties rest mostly on priors, the packing probabilities too low (on Gavel's table with none, 67%% of true rates fell inside the 80%% intervals, and 11%% of the pairs said below 0.05 were mis-decided)",
+						name, plural(n, "pair", "pairs")))
+				}
 			}
 			rep.fill(out, d, r, unc)
 			rep.Notes = append(rep.Notes, blockNotes(d, r, name)...)
@@ -468,6 +472,10 @@ func blockNotes(d *Data, r *Result, name string) []string {
 	}
 	return notes
 }
+
+// fewHeldOut is the count of pairs measured outside the references (those cross-validation
+// learns the errors from) below which Table says the uncertainties rest on priors.
+const fewHeldOut = 10
 
 // fewFeasible is the count of pairs measured feasible on a worker type below which blockNotes
 // says its infeasible calls rest on little (a reviewer's new GPU type with one such pair had a

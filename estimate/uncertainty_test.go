@@ -283,3 +283,36 @@ func TestPackingWrongCountsFeasibility(t *testing.T) {
 		}
 	}
 }
+
+// With nothing measured outside the references the uncertainties rest on priors: a note says so.
+func TestTableUncertaintyNotesPriors(t *testing.T) {
+	full := gavel3()
+	jobs := full.JobTypesWithScaleFactor(1)
+	d, err := FromTable(full, jobs, full.WorkerTypes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Protocol(d, 16, 0.001, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := full.Select(jobs, full.WorkerTypes())
+	for w, wt := range d.Workers {
+		for i := range jobs {
+			for k := i; k < len(jobs); k++ {
+				if h.Partial.State[w][i][k] == table.Missing {
+					partial.DeletePair(wt, jobs[i], jobs[k])
+				}
+			}
+		}
+	}
+	for _, withU := range []bool{false, true} {
+		_, rep, err := Table(context.Background(), partial, Options{Uncertainty: withU})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(strings.Join(rep.Notes, "\n"), "rest mostly on priors"); got != withU {
+			t.Errorf("uncertainty %v: note on priors %v; notes %q", withU, got, rep.Notes)
+		}
+	}
+}
