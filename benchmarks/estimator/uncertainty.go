@@ -29,8 +29,8 @@ type uncTally struct {
 // wrongBins are the ranges of estimate.Uncertainty.PackingWrong the table groups pairs by.
 func wrongBins() []float64 { return []float64{0, 0.05, 0.15, 0.3, 0.5, 1} }
 
-// knownGroups name the groups of uncTally.entries.
-var knownGroups = [4]string{"0", "1-2", "3-5", "6+"}
+// knownGroups names the groups of uncTally.entries.
+func knownGroups() [4]string { return [4]string{"0", "1-2", "3-5", "6+"} }
 
 // knownGroup is the group of an entry whose jobs' fewer known entries on the worker type is c.
 func knownGroup(c int) int {
@@ -86,7 +86,7 @@ func (tl *uncTally) print(p float64) {
 	fmt.Printf("P %.2f: %d entries, %.1f%% inside their 80%% intervals (outside: %d above, %d below), mean width x%.2f (high/low)\n",
 		p, n, 100*float64(in)/float64(n), tl.above, tl.below, math.Exp(tl.logWidth/float64(n)))
 	fmt.Print("  inside, by the fewer known entries of the entry's jobs on the worker type:")
-	for g, name := range knownGroups {
+	for g, name := range knownGroups() {
 		if tl.entries[g] > 0 {
 			fmt.Printf(" %s: %.0f%% (%d);", name, 100*float64(tl.inside[g])/float64(tl.entries[g]), tl.entries[g])
 		}

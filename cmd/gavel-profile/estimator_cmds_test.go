@@ -384,9 +384,10 @@ func TestEstimateCmdUncertainty(t *testing.T) {
 	}
 	var rep struct {
 		Entries []struct {
-			Normalized  float64
-			Infeasible  bool
-			Uncertainty *struct {
+			Job, Partner string
+			Normalized   float64
+			Infeasible   bool
+			Uncertainty  *struct {
 				NormalizedLow  *float64 `json:"normalized_low"`
 				NormalizedHigh *float64 `json:"normalized_high"`
 				RateLow        *float64 `json:"rate_low"`
@@ -416,14 +417,35 @@ func TestEstimateCmdUncertainty(t *testing.T) {
 	if with == 0 {
 		t.Fatal("no entry has an uncertainty")
 	}
+	var rateInterval string // of the first entry with one, as --list prints it
+	for _, e := range rep.Entries {
+		if u := e.Uncertainty; u != nil {
+			rateInterval = fmt.Sprintf("%.3f-%.3f", *u.RateLow, *u.RateHigh)
+			break
+		}
+	}
 	summary, _, err := execCmd(newEstimateCmd, "--table", in, "--out", withU, "--uncertainty")
 	if err != nil || !strings.Contains(summary, "80% interval") || !strings.Contains(summary, "P(packing wrong) >= 0.3") {
 		t.Errorf("--uncertainty summary: %v\n%s", err, summary)
 	}
 	list, _, err := execCmd(newEstimateCmd, "--table", in, "--out", withU, "--list", "--uncertainty")
-	if err != nil || !strings.Contains(list, "80% interval") || !strings.Contains(list, "P(packing wrong)") {
-		t.Errorf("--list --uncertainty: %v\n%.600s", err, list)
+	if err != nil || !strings.Contains(list, "80% interval") || !strings.Contains(list, "P(packing wrong)") || !strings.Contains(list, rateInterval) {
+		t.Errorf("--list --uncertainty: %v; want the columns and the rate interval %s\n%.600s", err, rateInterval, list)
 	}
+	plainList, _, err := execCmd(newEstimateCmd, "--table", in, "--out", withU, "--list")
+	if err != nil || strings.Contains(plainList, "interval") || strings.Contains(summaryOf(t, in, withU), "interval") {
+		t.Errorf("without --uncertainty: %v; no interval expected\n%.600s", err, plainList)
+	}
+}
+
+// summaryOf is estimate's summary of table in, written to out, without --uncertainty.
+func summaryOf(t *testing.T, in, out string) string {
+	t.Helper()
+	s, _, err := execCmd(newEstimateCmd, "--table", in, "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // The estimator's fits run concurrently; the same seed must still give the same bytes, both the
