@@ -174,7 +174,7 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 			default:
 				unc = uncertainty(d, r)
 				if n := len(heldOutPairs(d, 0)); n < fewHeldOut {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("%s: only %s measured outside the references: the uncertainties rest mostly on priors, the packing probabilities too low (on Gavel's table with none, 67%% of true rates fell inside the 80%% intervals, and 11%% of the pairs said below 0.05 were mis-decided)",
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s: only %s measured outside the references: the uncertainties rest mostly on priors, the packing probabilities too low (on Gavel's table with none, 67%% of true rates fell inside the 80%% intervals, and 10%% of the pairs said below 0.05 were mis-decided)",
 						name, plural(n, "pair", "pairs")))
 				}
 			}

@@ -42,12 +42,14 @@ const (
 	scarcityPower = 0.25
 )
 
-// flipScale scales the sum uncertainty behind PackingWrong (sumSigma, as suggest ranks pairs
-// by). On hold-out seeds 10-15 (3,068 pairs predicted feasible, 430 decisions wrong, those of
-// pairs infeasible in truth that would be packed included), the likelihood of the decisions
-// found wrong was largest at 0.70-0.75 (−974.0, −973.8; 0.65 predicts as many wrong as found,
-// 1.0 −1,010); the infeasibility score folded in (see uncertainty) raised it from −1,011 at
-// best without.
+// flipScale scales the sum uncertainty behind PackingWrong: the larger of suggest's (sumSigma)
+// and the one its two entries' intervals imply. On hold-out seeds 10-15 (3,068 pairs predicted
+// feasible, 430 decisions wrong, those of pairs infeasible in truth that would be packed
+// included), the likelihood of the decisions found wrong was largest at 0.70 (−972.4, 462
+// predicted wrong); with sumSigma alone −973.8 at best (0.725), and without the infeasibility
+// score folded in (see uncertainty) −1,011. With references only (P = 0.001) the larger σ
+// gave −1,882 against −2,276 (690 predicted wrong against 398, 785 found), at P = 0.02
+// −1,596 against −1,643.
 const flipScale = 0.7
 
 // Uncertainties returns the Uncertainty of d's missing pairs as r estimates them: a function of
@@ -73,13 +75,16 @@ func uncertainty(d *Data, r *Result) func(w, i, k int) (ik, ki Uncertainty) {
 		if ms[w] > 0 {
 			ratio = scarcity(count, w, i, k) / ms[w]
 		}
-		sum := r.Norm[w][i][k] + r.Norm[w][k][i]
+		nik, nki := r.Norm[w][i][k], r.Norm[w][k][i]
+		errLog := r.EntryError[w] * math.Pow(ratio, scarcityPower)
+		// The sum is at least as uncertain as its two entries: where the cross-validation has
+		// little to go on, the sum error (suggest's, from a prior of 0.05) says far less.
+		sigma := math.Max(sumSigma(r, w, i, k, ratio), math.Hypot(nik, nki)*errLog)
 		s := infeasibleScore(r, w, i, k)
-		wrong := (1 - s) * normalCDF(-math.Abs(sum-1)/(flipScale*sumSigma(r, w, i, k, ratio)))
-		if sum > 1 {
+		wrong := (1 - s) * normalCDF(-math.Abs(nik+nki-1)/(flipScale*sigma))
+		if nik+nki > 1 {
 			wrong += s
 		}
-		errLog := r.EntryError[w] * math.Pow(ratio, scarcityPower)
 		return entryInterval(d, r, w, i, k, errLog, wrong), entryInterval(d, r, w, k, i, errLog, wrong)
 	}
 }
