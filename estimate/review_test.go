@@ -207,13 +207,7 @@ func TestEmptyTable(t *testing.T) {
 // A new worker type profiled alone but for one reference pair: its infeasible calls are noted
 // as resting on the base rate.
 func TestTableNotesFewFeasibleOnWorkerType(t *testing.T) {
-	full := gavel3()
-	partial := partialOf(t, full, 3)
-	jobs := full.JobTypesWithScaleFactor(1)
-	d, err := FromTable(partial, jobs, partial.WorkerTypes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	full, partial, jobs, d := partialBlock(t)
 	ref := jobs[d.References()[0]]
 	for _, j := range jobs {
 		if r, ok := full.Isolated("k80", j); ok {
@@ -237,13 +231,7 @@ func TestTableNotesFewFeasibleOnWorkerType(t *testing.T) {
 
 // Table notes jobs with no known pair on a worker type, and measured pairs above 1.
 func TestTableNotesWhatRestsOnLittle(t *testing.T) {
-	full := gavel3()
-	partial := partialOf(t, full, 3)
-	jobs := full.JobTypesWithScaleFactor(1)
-	d, err := FromTable(partial, jobs, partial.WorkerTypes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, partial, jobs, d := partialBlock(t)
 	refs := d.References()
 	lonely := -1
 	for i := range jobs {
@@ -281,4 +269,18 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// partialBlock is Gavel's table (k80, p100, v100), partialOf it on seed 3, its scale-factor-1
+// job types and the partial's block of them.
+func partialBlock(t *testing.T) (full, partial *table.Table, jobs []table.JobType, d *Data) {
+	t.Helper()
+	full = gavel3()
+	partial = partialOf(t, full, 3)
+	jobs = full.JobTypesWithScaleFactor(1)
+	d, err := FromTable(partial, jobs, partial.WorkerTypes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return full, partial, jobs, d
 }

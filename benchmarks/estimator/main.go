@@ -93,16 +93,10 @@ func parseChoices(s string) ([]choice, error) {
 }
 
 func run(fracs, seedList string, choices []choice, refs, large, workers int, suggest bool, partial string) error {
-	ps, seeds, err := parseLists(fracs, seedList)
+	ps, seeds, truth, err := setUp(fracs, seedList, refs, "")
 	if err != nil {
 		return err
 	}
-	truth, err := gavelTruth()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("Gavel simulation table, scale factor 1: %d job types on %s; %d references; seeds %s\n",
-		len(truth.Jobs), strings.Join(truth.Workers, ","), refs, seedList)
 	fmt.Println("MAPE and packing agreement: mean ± std over seeds (measured entries count, exact)")
 	fmt.Printf("%-7s %-9s %-13s %-17s %-17s %s\n", "P", "choice", "method", "MAPE %", "agreement %", "measurements")
 	for _, p := range ps {
@@ -282,4 +276,20 @@ func gavelTruth() (*estimate.Data, error) {
 		return nil, err
 	}
 	return blocks[0], nil
+}
+
+// setUp parses -fractions and -seeds, loads the truth and prints what a table below is about
+// (with more, when not empty, at the end of the line).
+func setUp(fracs, seedList string, refs int, more string) ([]float64, []uint64, *estimate.Data, error) {
+	ps, seeds, err := parseLists(fracs, seedList)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	truth, err := gavelTruth()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fmt.Printf("Gavel simulation table, scale factor 1: %d job types on %s; %d references; seeds %s%s\n",
+		len(truth.Jobs), strings.Join(truth.Workers, ","), refs, seedList, more)
+	return ps, seeds, truth, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/gavelkit/gavel/estimate"
@@ -52,16 +51,10 @@ func knownGroup(c int) int {
 // observed rate of wrong decisions (pairs predicted feasible; one infeasible in truth is wrong
 // when packed). Random reveals, Gavel's protocol.
 func uncertaintyTable(fracs, seedList string, refs int) error {
-	ps, seeds, err := parseLists(fracs, seedList)
+	ps, seeds, truth, err := setUp(fracs, seedList, refs, "; random reveals")
 	if err != nil {
 		return err
 	}
-	truth, err := gavelTruth()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("Gavel simulation table, scale factor 1: %d job types on %s; %d references; seeds %s; random reveals\n",
-		len(truth.Jobs), strings.Join(truth.Workers, ","), refs, seedList)
 	bins := wrongBins()
 	for _, p := range ps {
 		t0 := time.Now()
