@@ -32,7 +32,7 @@ type Options struct {
 	Aim    Aim // what SuggestTable spends its budget on; the zero value is AimBalanced
 	// Uncertainty makes Table report each estimated entry's Uncertainty. A [Pairwise] method
 	// (the default) is given the bootstrap members and cross-validation folds SuggestTable fits
-	// where it sets none (13 single fits more, with the ensemble's 3: about three times the
+	// where it sets none (13 single fits more, with the ensemble's 3: three to four times the
 	// time; the estimate itself is unchanged); a method that gives no calibrated errors gets a
 	// note instead.
 	Uncertainty bool
@@ -159,25 +159,8 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
-			var unc func(w, i, k int) (Uncertainty, Uncertainty)
-			switch {
-			case !o.Uncertainty:
-			case r.EntryError == nil || r.SumError == nil:
-				// Said only where some pair is estimated feasible: no entry would have one otherwise.
-				if feasibleEstimate(d, r) {
-					why := "the method gives no calibrated errors"
-					if !hasMeasuredRate(d) {
-						why = "no pair is measured feasible there, so nothing is fitted or calibrated"
-					}
-					rep.Notes = append(rep.Notes, name+": no uncertainty: "+why)
-				}
-			default:
-				unc = uncertainty(d, r)
-				if n := len(heldOutPairs(d, 0)); n < fewHeldOut {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("%s: only %s measured outside the references: the uncertainties rest mostly on priors, the packing probabilities too low (on Gavel's table with none, 67%% of true rates fell inside the 80%% intervals, and 10%% of the pairs said below 0.05 were mis-decided)",
-						name, plural(n, "pair", "pairs")))
-				}
-			}
+			unc, notes := uncertaintyOf(d, r, name, o.Uncertainty)
+			rep.Notes = append(rep.Notes, notes...)
 			rep.fill(out, d, r, unc)
 			rep.Notes = append(rep.Notes, blockNotes(d, r, name)...)
 			estimated = true
@@ -473,9 +456,42 @@ func blockNotes(d *Data, r *Result, name string) []string {
 	return notes
 }
 
-// fewHeldOut is the count of pairs measured outside the references (those cross-validation
-// learns the errors from) below which Table says the uncertainties rest on priors.
-const fewHeldOut = 10
+// fewHeldOut is the count of pairs measured outside the references on a worker type (those
+// cross-validation learns the errors from) below which Table says its uncertainties rest on
+// priors.
+const fewHeldOut = 5
+
+// uncertaintyOf returns what fill gives each estimated pair of d's estimate r when want is set
+// (nil otherwise), and notes: that there is none, where the method gives no calibrated errors
+// and some pair is estimated feasible, or that they rest mostly on priors, on worker types with
+// few pairs measured outside the references.
+func uncertaintyOf(d *Data, r *Result, name string, want bool) (func(w, i, k int) (Uncertainty, Uncertainty), []string) {
+	switch {
+	case !want:
+		return nil, nil
+	case r.EntryError == nil || r.SumError == nil:
+		if feasibleEstimate(d, r) {
+			return nil, []string{name + ": no uncertainty: the method gives no calibrated errors (the pairwise model does)"}
+		}
+		return nil, nil
+	}
+	perWorker := make([]int, len(d.Workers))
+	for _, q := range heldOutPairs(d, 0) {
+		perWorker[q[0]]++
+	}
+	var few []string
+	for w, n := range perWorker {
+		if n < fewHeldOut {
+			few = append(few, d.Workers[w])
+		}
+	}
+	var notes []string
+	if len(few) > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %s: fewer than %d pairs measured outside the references: the uncertainties there rest mostly on priors, the packing probabilities too low (on Gavel's table with none, 67%% of true rates fell inside the 80%% intervals, and 10%% of the pairs said below 0.05 were mis-decided)",
+			name, workerTypes(few), fewHeldOut))
+	}
+	return uncertainty(d, r), notes
+}
 
 // fewFeasible is the count of pairs measured feasible on a worker type below which blockNotes
 // says its infeasible calls rest on little (a reviewer's new GPU type with one such pair had a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -235,7 +236,7 @@ func TestTableNotesWhatRestsOnLittle(t *testing.T) {
 	refs := d.References()
 	lonely := -1
 	for i := range jobs {
-		if !containsInt(refs, i) {
+		if !slices.Contains(refs, i) {
 			lonely = i
 			break
 		}
@@ -260,15 +261,6 @@ func TestTableNotesWhatRestsOnLittle(t *testing.T) {
 	if !strings.Contains(notes, "1 entry measured with a normalized rate above 1") {
 		t.Errorf("no note on the measured rate above 1:\n%s", notes)
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // partialBlock is Gavel's table (k80, p100, v100), partialOf it on seed 3, its scale-factor-1

@@ -2,7 +2,9 @@ package estimate
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gavelkit/gavel/table"
 )
@@ -43,7 +45,7 @@ const (
 )
 
 // flipScale scales the sum uncertainty behind PackingWrong: the larger of suggest's (sumSigma)
-// and the one its two entries' intervals imply. On hold-out seeds 10-15 (3,068 pairs predicted
+// and the one its two entries' scaled cross-validated errors imply (√(n_ik² + n_ki²) times it). On hold-out seeds 10-15 (3,068 pairs predicted
 // feasible, 430 decisions wrong, those of pairs infeasible in truth that would be packed
 // included), the likelihood of the decisions found wrong was largest at 0.70 (−972.4, 462
 // predicted wrong); with sumSigma alone −973.8 at best (0.725), and without the infeasibility
@@ -58,6 +60,9 @@ const flipScale = 0.7
 // with Calibrate > 0 on a block with a pair measured feasible; its Bootstrap fits' spread
 // sharpens them); [Table] with Options.Uncertainty does this for a table.
 func Uncertainties(d *Data, r *Result) (func(w, i, k int) (ik, ki Uncertainty), error) {
+	if err := sameShape(d, r); err != nil {
+		return nil, fmt.Errorf("uncertainties: %w", err)
+	}
 	if r.SumError == nil || r.EntryError == nil {
 		return nil, errors.New("uncertainties: the estimate has no calibrated errors (Pairwise with Calibrate > 0 on a block with a pair measured feasible gives them)")
 	}
@@ -69,12 +74,9 @@ func Uncertainties(d *Data, r *Result) (func(w, i, k int) (ik, ki Uncertainty), 
 // (1−s)·flip, flip being the chance its sum is on the other side of 1.
 func uncertainty(d *Data, r *Result) func(w, i, k int) (ik, ki Uncertainty) {
 	count, _ := knownCounts(d)
-	ms := measuredScarcity(d, count)
+	ms := withMeanForNone(measuredScarcity(d, count))
 	return func(w, i, k int) (ik, ki Uncertainty) {
-		ratio := 1.0
-		if ms[w] > 0 {
-			ratio = scarcity(count, w, i, k) / ms[w]
-		}
+		ratio := scarcityRatio(count, ms, w, i, k)
 		nik, nki := r.Norm[w][i][k], r.Norm[w][k][i]
 		errLog := r.EntryError[w] * math.Pow(ratio, scarcityPower)
 		// The sum is at least as uncertain as its two entries: where the cross-validation has
@@ -87,6 +89,27 @@ func uncertainty(d *Data, r *Result) func(w, i, k int) (ik, ki Uncertainty) {
 		}
 		return entryInterval(d, r, w, i, k, errLog, wrong), entryInterval(d, r, w, k, i, errLog, wrong)
 	}
+}
+
+// withMeanForNone returns ms with each 0 (a worker type with no pair measured outside the
+// references) replaced by the mean of the others: its pairs are then widened by their scarcity
+// against what the others measured, rather than not at all (a reviewer's GPU type measured in
+// its reference block only held 38-57% of its true rates).
+func withMeanForNone(ms []float64) []float64 {
+	sum, n := 0.0, 0
+	for _, v := range ms {
+		if v > 0 {
+			sum += v
+			n++
+		}
+	}
+	out := slices.Clone(ms)
+	for w, v := range out {
+		if v == 0 && n > 0 {
+			out[w] = sum / float64(n)
+		}
+	}
+	return out
 }
 
 // entryInterval is the Uncertainty of entry (i, k) on w, whose scaled cross-validated log error

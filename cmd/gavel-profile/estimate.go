@@ -121,11 +121,11 @@ normalized rate (and rate) four times in five, and the probability that its pair
 packing decision is wrong (packed, do the two normalized rates sum to more than 1, when
 it gains nothing or cannot share at all; or not packed when it would gain): from
 cross-validation on the measured pairs, wider for jobs with few measurements on the
-worker type, and bootstrap fits (13 single fits more, about three times the time; the
+worker type, and bootstrap fits (13 single fits more, three to four times the time; the
 estimate itself is unchanged), scaled on hold-outs of Gavel's published table. There
 the intervals held 73-83% of the true rates on seeds not used to scale them (P = 0.02
-to 0.4). The summary gives their mean width and how many entries' decisions are likely
-wrong; --list and --json give each.`,
+to 0.4). The summary gives their mean width and how many entries' decisions are wrong
+with probability 0.3 or more; --list and --json give each.`,
 		Example: `  gavel-profile estimate --table partial.json --out full.json
   gavel-profile estimate --table partial.json --out full.json --list
   gavel-profile estimate --table partial.json --out full.json --json
@@ -140,7 +140,7 @@ wrong; --list and --json give each.`,
 	o.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "where to write the completed table (CSV when it ends in .csv, Gavel JSON otherwise); required")
 	cmd.Flags().BoolVar(&o.list, "list", false, "print every estimated entry, not only counts")
-	cmd.Flags().BoolVar(&o.uncertainty, "uncertainty", false, "give each estimated entry an 80% interval and its pair's probability of a wrong packing decision")
+	cmd.Flags().BoolVar(&o.uncertainty, "uncertainty", false, "give each estimated entry predicted feasible an 80% interval and its pair's probability of a wrong packing decision")
 	return cmd
 }
 
@@ -289,7 +289,7 @@ func printEstimated(io *cli.IO, rep *estimate.Report, list bool) error {
 		if e.Infeasible {
 			c.infeasible++
 		}
-		if u := e.Uncertainty; u != nil && u.NormalizedLow > 0 {
+		if u := e.Uncertainty; u != nil { // low is at least 0.02 times e^−σ
 			withUnc = true
 			c.uncertain++
 			c.logWidth += math.Log(u.NormalizedHigh / u.NormalizedLow)
