@@ -487,7 +487,7 @@ func uncertaintyOf(d *Data, r *Result, name string, want bool) (func(w, i, k int
 	}
 	var notes []string
 	if len(few) > 0 {
-		notes = append(notes, fmt.Sprintf("%s: %s: fewer than %d pairs measured outside the references: the uncertainties there rest mostly on priors, the packing probabilities too low (on Gavel's table with none, 67%% of true rates fell inside the 80%% intervals, and 10%% of the pairs said below 0.05 were mis-decided)",
+		notes = append(notes, fmt.Sprintf("%s: %s: fewer than %d pairs measured outside the references: the uncertainties there rest mostly on priors, the packing probabilities too low (on Gavel's table with none, 71%% of true rates fell inside the 80%% intervals, and 9%% of the pairs said below 0.05 were mis-decided)",
 			name, workerTypes(few), fewHeldOut))
 	}
 	return uncertainty(d, r), notes

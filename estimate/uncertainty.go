@@ -51,7 +51,7 @@ const (
 // predicted wrong); with sumSigma alone −973.8 at best (0.725), and without the infeasibility
 // score folded in (see uncertainty) −1,011. With references only (P = 0.001) the larger σ
 // gave −1,882 against −2,276 (690 predicted wrong against 398, 785 found), at P = 0.02
-// −1,596 against −1,643.
+// −1,596 against −1,643 (measured before withMeanForNone, which widens such pairs further).
 const flipScale = 0.7
 
 // Uncertainties returns the Uncertainty of d's missing pairs as r estimates them: a function of
