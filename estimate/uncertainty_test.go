@@ -33,14 +33,7 @@ func uncertaintyStats(t *testing.T, p float64, seeds ...uint64) uncStats {
 			t.Fatal(err)
 		}
 		d := h.Partial
-		r, err := Pairwise{Seed: seed, Bootstrap: 8, Calibrate: 5}.Estimate(context.Background(), d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		unc, err := Uncertainties(d, r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, unc := calibratedUncertainties(t, d, seed)
 		count, _ := knownCounts(d)
 		isRef := make([]bool, len(d.Jobs))
 		for _, i := range h.References {
@@ -337,14 +330,7 @@ func TestUncertaintyWorkerTypeWithReferencesOnly(t *testing.T) {
 				}
 			}
 		}
-		r, err := Pairwise{Seed: seed, Bootstrap: 8, Calibrate: 5}.Estimate(context.Background(), d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		unc, err := Uncertainties(d, r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, unc := calibratedUncertainties(t, d, seed)
 		for i := range d.Jobs {
 			for k := range d.Jobs {
 				if isRef[i] && isRef[k] || truth.State[w][i][k] != table.Measured || r.Infeasible[w][i][k] || r.Infeasible[w][k][i] || truth.Norm[w][i][k] <= mapeFloor {
@@ -379,4 +365,19 @@ func TestUncertaintyWorkerTypeWithReferencesOnly(t *testing.T) {
 	if cov := float64(in) / float64(n); cov < 0.6 {
 		t.Errorf("v100, measured in its reference block only: %d of %d true rates (%.0f%%) inside the 80%% intervals; want 60%% or more", in, n, 100*cov)
 	}
+}
+
+// calibratedUncertainties is the calibrated estimate of d (as Options.Uncertainty fits it) and
+// its uncertainties.
+func calibratedUncertainties(t *testing.T, d *Data, seed uint64) (*Result, func(w, i, k int) (Uncertainty, Uncertainty)) {
+	t.Helper()
+	r, err := Pairwise{Seed: seed, Bootstrap: 8, Calibrate: 5}.Estimate(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unc, err := Uncertainties(d, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, unc
 }
