@@ -27,6 +27,37 @@ func ExampleTable() {
 	// Output: estimated: 50 now: measured
 }
 
+// The same forgotten V100 pairs, each predicted feasible with an interval meant to hold its true
+// normalized rate four times in five and the chance that its packing decision is wrong.
+func ExampleTable_uncertainty() {
+	t := table.Default().Select(nil, []string{"k80", "p100", "v100"})
+	jobs := t.JobTypesWithScaleFactor(1)
+	j := jobs[len(jobs)-1]
+	for _, k := range jobs {
+		if k != j {
+			t.DeletePair("v100", j, k)
+		}
+	}
+	_, rep, err := estimate.Table(context.Background(), t, estimate.Options{Seed: 1, Uncertainty: true})
+	if err != nil {
+		panic(err)
+	}
+	with, around := 0, 0
+	for _, e := range rep.Entries {
+		if u := e.Uncertainty; u != nil {
+			with++
+			if u.NormalizedLow < e.Normalized && e.Normalized < u.NormalizedHigh && u.PackingWrong < 1 {
+				around++
+			}
+		}
+	}
+	fmt.Println("estimated:", rep.Estimated, "predicted infeasible:", rep.InfeasiblePredicted)
+	fmt.Println("with an interval:", with, "around the estimate:", around)
+	// Output:
+	// estimated: 50 predicted infeasible: 2
+	// with an interval: 48 around the estimate: 48
+}
+
 // Forget the V100 pairs of one job type, then ask which three measurements to make first: all
 // pair the forgotten job with a partner on the V100, best first.
 func ExampleSuggestTable() {
