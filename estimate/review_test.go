@@ -91,6 +91,35 @@ func TestCalibratedFlipWeighedByFeasibility(t *testing.T) {
 	}
 }
 
+// The uncalibrated ranking weighs a pair predicted infeasible's flip as the calibrated one does:
+// one infeasible for certain has no packing decision to flip.
+func TestUncalibratedFlipWeighedByFeasibility(t *testing.T) {
+	h, err := Protocol(gavelBlock(t), 16, 0.2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := h.Partial
+	r := newResult(d)
+	r.InfeasibleScore = grid3(len(d.Workers), len(d.Jobs))
+	for w := range d.Workers {
+		for a := range d.Jobs {
+			for b := range d.Jobs {
+				r.Norm[w][a][b] = 0.5 // on the line: flip at its largest
+			}
+		}
+	}
+	i, k := 20, 21
+	r.Infeasible[0][i][k], r.Infeasible[0][k][i] = true, true
+	r.InfeasibleScore[0][i][k], r.InfeasibleScore[0][k][i] = 1, 1
+	count, _ := knownCounts(d)
+	sure := value(r, count, 0, i, k, false)
+	r.Infeasible[0][i][k], r.Infeasible[0][k][i] = false, false
+	free := value(r, count, 0, i, k, false)
+	if sure.Reason == ReasonPacking || free.Reason != ReasonPacking || math.Abs(free.Score-sure.Score-1) > 1e-9 {
+		t.Errorf("certainly infeasible: %+v; the same pair feasible: %+v; want the first without its flip (1 on the line)", sure, free)
+	}
+}
+
 // Settings no fit can use are errors, not estimates of NaN.
 func TestPairwiseRefusesBadWeights(t *testing.T) {
 	h, err := Protocol(gavelBlock(t), 16, 0.2, 0)

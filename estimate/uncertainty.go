@@ -94,7 +94,7 @@ func uncertainty(d *Data, r *Result) func(w, i, k int) (ik, ki Uncertainty) {
 // withMeanForNone returns ms with each 0 (a worker type with no pair measured outside the
 // references) replaced by the mean of the others: its pairs are then widened by their scarcity
 // against what the others measured, rather than not at all (a reviewer's GPU type measured in
-// its reference block only held 38-57% of its true rates).
+// its reference block only held 39-58% of its true rates).
 func withMeanForNone(ms []float64) []float64 {
 	sum, n := 0.0, 0
 	for _, v := range ms {

@@ -222,6 +222,15 @@ func TestTableUncertaintyNeedsCalibration(t *testing.T) {
 	if _, err := Uncertainties(NewData(nil, nil), &Result{}); err == nil {
 		t.Error("Uncertainties of an uncalibrated estimate: no error")
 	}
+	// An estimate of another block (here of more job types) gave NaN rates or panicked.
+	full := gavelBlock(t)
+	r, err := Pairwise{Seed: 1, Calibrate: 3}.Estimate(context.Background(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Uncertainties(NewData(full.Workers[:1], full.Jobs[:3]), r); err == nil || !strings.Contains(err.Error(), "not of this block") {
+		t.Errorf("Uncertainties of another block's estimate: err %v", err)
+	}
 }
 
 // partialOf is full's scale-factor-1 job types as Gavel's protocol (R = 16, P = 0.2) leaves
@@ -307,7 +316,7 @@ func TestTableUncertaintyNotesPriors(t *testing.T) {
 
 // A worker type measured in its reference block only (a new GPU type after `run
 // --reference-block`): its pairs are widened by their scarcity against what the other types
-// measured, so its intervals still hold most true rates (38-57% on seeds 0-2 when they were
+// measured, so its intervals still hold most true rates (39-58% on seeds 0-2 when they were
 // not), and Table notes that its uncertainties rest on priors.
 func TestUncertaintyWorkerTypeWithReferencesOnly(t *testing.T) {
 	truth := gavelBlock(t)

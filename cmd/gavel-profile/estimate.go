@@ -289,7 +289,9 @@ func printEstimated(io *cli.IO, rep *estimate.Report, list bool) error {
 		if e.Infeasible {
 			c.infeasible++
 		}
-		if u := e.Uncertainty; u != nil { // low is at least 0.02 times e^−σ
+		// A measured side of a pair (its other side missing) has the measured value as its
+		// interval, which may be 0: no width to average.
+		if u := e.Uncertainty; u != nil && u.NormalizedLow > 0 {
 			withUnc = true
 			c.uncertain++
 			c.logWidth += math.Log(u.NormalizedHigh / u.NormalizedLow)
