@@ -68,6 +68,20 @@ func checkFinite(bad []string, field string, v float64) []string {
 	return bad
 }
 
+// field is a settings field's name and value, for checkAllFinite.
+type field struct {
+	name string
+	v    float64
+}
+
+// checkAllFinite appends to bad a complaint about each of fields that is NaN or infinite.
+func checkAllFinite(bad []string, fields ...field) []string {
+	for _, f := range fields {
+		bad = checkFinite(bad, f.name, f.v)
+	}
+	return bad
+}
+
 // settingsError returns nil when bad is empty, and otherwise an error wrapping ErrBadSettings
 // that lists every complaint, so that one call tells a caller all that is wrong; what names the
 // fit ("pair fit: "), or is empty for Fit.

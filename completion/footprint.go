@@ -41,16 +41,9 @@ type FootprintSettings struct {
 // penalty keeps its documented meaning, none, and a finite InfeasibleWeight of 0 or less means 1.
 // The error names every bad field and wraps ErrBadSettings.
 func (s FootprintSettings) validate() error {
-	bad := checkMaxIter(nil, s.MaxIter, 100)
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{
-		{"LambdaSize", s.LambdaSize}, {"LambdaDev", s.LambdaDev}, {"LambdaFeature", s.LambdaFeature},
-		{"LambdaCapacity", s.LambdaCapacity}, {"InfeasibleWeight", s.InfeasibleWeight},
-	} {
-		bad = checkFinite(bad, f.name, f.v)
-	}
+	bad := checkAllFinite(checkMaxIter(nil, s.MaxIter, 100),
+		field{"LambdaSize", s.LambdaSize}, field{"LambdaDev", s.LambdaDev}, field{"LambdaFeature", s.LambdaFeature},
+		field{"LambdaCapacity", s.LambdaCapacity}, field{"InfeasibleWeight", s.InfeasibleWeight})
 	return settingsError("footprint fit: ", bad)
 }
 

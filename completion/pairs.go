@@ -55,16 +55,9 @@ func penaltyDefault(x *float64, d float64) {
 // finite negative penalty keeps its documented meaning, none, and a negative Tol is never met,
 // so the fit runs to MaxIter. The error names every bad field and wraps ErrBadSettings.
 func (s PairSettings) validate(prior *PairPrior) error {
-	bad := checkMaxIter(nil, s.MaxIter, 300)
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{
-		{"LambdaBias", s.LambdaBias}, {"LambdaShare", s.LambdaShare}, {"LambdaEmbed", s.LambdaEmbed},
-		{"LambdaGlobal", s.LambdaGlobal}, {"LambdaWorker", s.LambdaWorker},
-	} {
-		bad = checkFinite(bad, f.name, f.v)
-	}
+	bad := checkAllFinite(checkMaxIter(nil, s.MaxIter, 300),
+		field{"LambdaBias", s.LambdaBias}, field{"LambdaShare", s.LambdaShare}, field{"LambdaEmbed", s.LambdaEmbed},
+		field{"LambdaGlobal", s.LambdaGlobal}, field{"LambdaWorker", s.LambdaWorker})
 	if prior != nil {
 		bad = checkFinite(bad, "prior Lambda", prior.Lambda)
 	}

@@ -64,22 +64,9 @@ func TestSuggestSkipsBlockWithoutRates(t *testing.T) {
 
 // A pair predicted infeasible counts its flip probability only as far as it may share after all.
 func TestCalibratedFlipWeighedByFeasibility(t *testing.T) {
-	d := gavelBlock(t)
-	h, err := Protocol(d, 16, 0.2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newResult(h.Partial)
+	h, r := onTheLine(t)
 	r.SumError = []float64{0.1, 0.1, 0.1}
-	r.InfeasibleScore = grid3(len(d.Workers), len(d.Jobs))
 	i, k := 20, 21
-	for w := range d.Workers {
-		for a := range d.Jobs {
-			for b := range d.Jobs {
-				r.Norm[w][a][b] = 0.5 // every sum on the line: flip 0.5
-			}
-		}
-	}
 	r.Infeasible[0][i][k], r.Infeasible[0][k][i] = true, true
 	r.InfeasibleScore[0][i][k], r.InfeasibleScore[0][k][i] = 0.8, 0.6
 	st := newPicker(h.Partial, r)
@@ -94,20 +81,8 @@ func TestCalibratedFlipWeighedByFeasibility(t *testing.T) {
 // The uncalibrated ranking weighs a pair predicted infeasible's flip as the calibrated one does:
 // one infeasible for certain has no packing decision to flip.
 func TestUncalibratedFlipWeighedByFeasibility(t *testing.T) {
-	h, err := Protocol(gavelBlock(t), 16, 0.2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, r := onTheLine(t)
 	d := h.Partial
-	r := newResult(d)
-	r.InfeasibleScore = grid3(len(d.Workers), len(d.Jobs))
-	for w := range d.Workers {
-		for a := range d.Jobs {
-			for b := range d.Jobs {
-				r.Norm[w][a][b] = 0.5 // on the line: flip at its largest
-			}
-		}
-	}
 	i, k := 20, 21
 	r.Infeasible[0][i][k], r.Infeasible[0][k][i] = true, true
 	r.InfeasibleScore[0][i][k], r.InfeasibleScore[0][k][i] = 1, 1
@@ -304,4 +279,25 @@ func partialBlock(t *testing.T) (full, partial *table.Table, jobs []table.JobTyp
 		t.Fatal(err)
 	}
 	return full, partial, jobs, d
+}
+
+// onTheLine is the seed-2 hold-out of Gavel's table and a hand-made estimate of it: every
+// normalized rate 0.5 (every sum on the packing line), feasible, infeasibility scores 0.
+func onTheLine(t *testing.T) (*Holdout, *Result) {
+	t.Helper()
+	h, err := Protocol(gavelBlock(t), 16, 0.2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := h.Partial
+	r := newResult(d)
+	r.InfeasibleScore = grid3(len(d.Workers), len(d.Jobs))
+	for w := range d.Workers {
+		for a := range d.Jobs {
+			for b := range d.Jobs {
+				r.Norm[w][a][b] = 0.5
+			}
+		}
+	}
+	return h, r
 }

@@ -274,15 +274,9 @@ func tablesEqual(a, b *table.Table) bool {
 // A pair predicted feasible but with infeasibility score s is packed wrongly at least with
 // probability s (it may not share at all), and one left unpacked is wrong only if it can share.
 func TestPackingWrongCountsFeasibility(t *testing.T) {
-	d := gavelBlock(t)
-	h, err := Protocol(d, 16, 0.2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newResult(h.Partial)
+	h, r := onTheLine(t)
 	r.SumError = []float64{0.05, 0.05, 0.05}
 	r.EntryError = []float64{0.1, 0.1, 0.1}
-	r.InfeasibleScore = grid3(len(d.Workers), len(d.Jobs))
 	i, k := 20, 21
 	for w, sum := range []float64{1.6, 0.4, 1.6} {
 		r.Norm[w][i][k], r.Norm[w][k][i] = sum/2, sum/2 // far from 1: flip about 0

@@ -60,13 +60,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "estimator: -large-workers %d: want 1 or more\n", *workers)
 		os.Exit(2)
 	}
-	run := run
 	if *unc {
-		run = func(fracs, seeds string, _ []choice, refs, _, _ int, _ bool, _ string) error {
-			return uncertaintyTable(fracs, seeds, refs)
-		}
+		err = uncertaintyTable(*fractions, *seeds, *refs)
+	} else {
+		err = run(*fractions, *seeds, cs, *refs, *large, *workers, *suggest, *partial)
 	}
-	if err := run(*fractions, *seeds, cs, *refs, *large, *workers, *suggest, *partial); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "estimator:", err)
 		os.Exit(1)
 	}
