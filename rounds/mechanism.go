@@ -437,25 +437,69 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 	slices.SortStableFunc(idx, func(a, b int) int {
 		return cmp.Or(cmp.Compare(sel[b].sf, sel[a].sf), compareOrder(sel[a].order, sel[b].order))
 	})
-	done := make([]bool, len(sel))
 	// Within a scale factor, lease holders go first so that a newcomer does
-	// not take the GPUs a combination could have kept.
+	// not take the GPUs a combination could have kept. A lease on GPUs of
+	// several servers (a round that had to split a combination) is kept only
+	// if placing the group afresh would not split fewer: else the split,
+	// chosen once for want of room, would outlive the reason.
 	forEachGroup(len(idx), func(i, j int) bool { return sel[idx[i]].sf == sel[idx[j]].sf }, func(start, end int) {
-		for _, i := range idx[start:end] {
-			if prev[i] != nil && pool.allFree(prev[i]) {
-				pool.take(prev[i])
-				p.Assignments = append(p.Assignments, assignment(sel[i], prev[i], true))
-				done[i] = true
-			}
+		group := idx[start:end]
+		splitOK := true
+		if s.splitLeases(group, prev, pool) > 0 {
+			g1, _ := s.placeGroup(pool.clone(), group, sel, prev, true)
+			g2, _ := s.placeGroup(pool.clone(), group, sel, prev, false)
+			splitOK = s.extraServers(g1) <= s.extraServers(g2)
 		}
-		for _, i := range idx[start:end] {
-			if !done[i] {
-				gpus := pool.pick(sel[i].sf)
-				pool.take(gpus)
-				p.Assignments = append(p.Assignments, assignment(sel[i], gpus, false))
-			}
+		gpus, kept := s.placeGroup(pool, group, sel, prev, splitOK)
+		for x, i := range group {
+			p.Assignments = append(p.Assignments, assignment(sel[i], gpus[x], kept[x]))
 		}
 	})
+}
+
+// placeGroup places the combinations group (indices into sel, of one scale
+// factor) on pool: lease holders whose GPUs are all free keep them (with
+// splitOK, also those on several servers), the others are picked in order,
+// and taken from pool. It returns each one's GPUs and whether they are a
+// kept lease.
+func (s *State) placeGroup(pool *gpuPool, group []int, sel []entry, prev [][]int, splitOK bool) ([][]int, []bool) {
+	gpus := make([][]int, len(group))
+	kept := make([]bool, len(group))
+	for x, i := range group {
+		if prev[i] != nil && pool.allFree(prev[i]) && (splitOK || s.Topology.ServersSpanned(prev[i]) == 1) {
+			pool.take(prev[i])
+			gpus[x], kept[x] = prev[i], true
+		}
+	}
+	for x, i := range group {
+		if !kept[x] {
+			gpus[x] = pool.pick(sel[i].sf)
+			pool.take(gpus[x])
+		}
+	}
+	return gpus, kept
+}
+
+// splitLeases counts the leases of group that could be kept on pool and are
+// on more than one server.
+func (s *State) splitLeases(group []int, prev [][]int, pool *gpuPool) int {
+	n := 0
+	for _, i := range group {
+		if prev[i] != nil && len(prev[i]) > 1 && pool.allFree(prev[i]) && s.Topology.ServersSpanned(prev[i]) > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// extraServers counts, over the placements, the servers each spans beyond
+// its first.
+func (s *State) extraServers(gpus [][]int) int {
+	n := 0
+	for _, g := range gpus {
+		n += s.Topology.ServersSpanned(g) - 1
+	}
+	return n
 }
 
 // forEachGroup calls fn(start, end) for each maximal run [start, end) of
@@ -502,6 +546,14 @@ func (s *State) newGPUPool(w string, prev [][]int) *gpuPool {
 		}
 	}
 	return g
+}
+
+// clone returns a copy of g that can be taken from without changing g.
+func (g *gpuPool) clone() *gpuPool {
+	c := *g
+	c.free, c.resv = slices.Clone(g.free), slices.Clone(g.resv)
+	c.nfree, c.nres = slices.Clone(g.nfree), slices.Clone(g.nres)
+	return &c
 }
 
 func (g *gpuPool) allFree(gpus []int) bool {

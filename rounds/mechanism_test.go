@@ -3,8 +3,10 @@ package rounds
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -181,6 +183,67 @@ func TestPlanConsolidationExample(t *testing.T) {
 	want := map[string][]int{"b": {0, 1, 2, 3}, "a": {5}, "c": {4, 6}, "d": {7}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("placement %v, want %v", got, want)
+	}
+}
+
+// A lease on GPUs of two servers, taken in a round that had to split a gang,
+// is given up when the gang now fits on one server (a reviewer's case: it
+// kept GPUs 2 and 5 for rounds while 3 and 4 were free to take).
+func TestPlanSplitLeaseReplaced(t *testing.T) {
+	topo, err := NewTopology(policy.Cluster{"x": 6}, map[string]int{"x": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]*Job{
+		"g1": {ID: "g1", ScaleFactor: 2, Order: 0, Rates: map[string]float64{"x": 1}},
+		"g2": {ID: "g2", ScaleFactor: 2, Order: 1, Rates: map[string]float64{"x": 1}},
+		"s1": {ID: "s1", ScaleFactor: 1, Order: 2, Rates: map[string]float64{"x": 1}},
+		"s2": {ID: "s2", ScaleFactor: 1, Order: 3, Rates: map[string]float64{"x": 1}},
+	}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	for id := range jobs {
+		alloc.Fractions[policy.Single(id)] = map[string]float64{"x": 1}
+	}
+	for _, tc := range []struct {
+		name     string
+		previous map[policy.Combination][]int
+		want     map[string][]int
+		extended []string
+	}{
+		{"split lease given up", map[policy.Combination][]int{policy.Single("g1"): {0, 1}, policy.Single("g2"): {2, 5}},
+			map[string][]int{"g1": {0, 1}, "g2": {3, 4}, "s1": {2}, "s2": {5}}, []string{"g1"}},
+		// With a third gang there is no room to unsplit: the lease is kept
+		// rather than moving the split to another gang.
+		{"split unavoidable", map[policy.Combination][]int{policy.Single("g1"): {0, 1}, policy.Single("g2"): {2, 5}, policy.Single("g3"): {3, 4}},
+			map[string][]int{"g1": {0, 1}, "g2": {2, 5}, "g3": {3, 4}}, []string{"g1", "g2", "g3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs := maps.Clone(jobs)
+			alloc := &policy.Allocation{Fractions: maps.Clone(alloc.Fractions)}
+			if _, ok := tc.previous[policy.Single("g3")]; ok {
+				delete(jobs, "s1")
+				delete(jobs, "s2")
+				delete(alloc.Fractions, policy.Single("s1"))
+				delete(alloc.Fractions, policy.Single("s2"))
+				jobs["g3"] = &Job{ID: "g3", ScaleFactor: 2, Order: 4, Rates: map[string]float64{"x": 1}}
+				alloc.Fractions[policy.Single("g3")] = map[string]float64{"x": 1}
+			}
+			s := &State{Topology: topo, Jobs: jobs, History: NewLedger(360), Previous: tc.previous}
+			p := Plan(s, alloc, 0)
+			checkPlan(t, s, p)
+			got := map[string][]int{}
+			var extended []string
+			for _, a := range p.Assignments {
+				got[a.Combination.A] = a.GPUs
+				if a.Extended {
+					extended = append(extended, a.Combination.A)
+				}
+			}
+			slices.Sort(extended)
+			if !reflect.DeepEqual(got, tc.want) || !slices.Equal(extended, tc.extended) {
+				t.Errorf("placement %v, extended %v; want %v, %v", got, extended, tc.want, tc.extended)
+			}
+		})
 	}
 }
 

@@ -312,6 +312,8 @@ func TestParseTraceErrors(t *testing.T) {
 		{"zero weight", strings.Replace(good, "\t1\t-1", "\t0\t-1", 1), "t.trace:1: bad trace: field 8 (priority_weight): weight 0 must be positive"},
 		{"infinite SLO", strings.Replace(good, "-1\t0", "+Inf\t0", 1), "t.trace:1: bad trace: field 9 (SLO)"},
 		{"zero steps", strings.Replace(good, "\t100\t", "\t0\t", 1), "t.trace:1: bad trace: field 6 (total_steps): 0 must be positive"},
+		{"fractional steps", strings.Replace(good, "\t100\t", "\t100.9\t", 1), "t.trace:1: bad trace: field 6 (total_steps): 100.9 is not a whole number of steps"},
+		{"fraction of a step", strings.Replace(good, "\t100\t", "\t0.5\t", 1), "t.trace:1: bad trace: field 6 (total_steps): 0.5 is not a whole number of steps"},
 		{"negative arrival", good + "\n" + strings.Replace(good, "-1\t0", "-1\t-5", 1), "t.trace:3: bad trace: field 10 (arrival_time): -5 is negative"},
 		{"needs_data_dir", strings.Replace(good, "\t0\t100", "\t2\t100", 1), "t.trace:1: bad trace: field 5 (needs_data_dir)"},
 		{"empty job type", " " + good[3:], "t.trace:1: bad trace: field 1 (job_type) is empty"},

@@ -117,10 +117,10 @@ func parseTraceLine(text string) (TraceJob, error) {
 		return j, fmt.Errorf("%w: field 10 (arrival_time): %v is negative", ErrTrace, arrival)
 	}
 	j.Type.ScaleFactor = sf
-	j.TotalSteps = math.Trunc(steps) // whole steps, as Gavel reads them
-	if j.TotalSteps == 0 {
-		return j, fmt.Errorf("%w: field 6 (total_steps): %v is less than one whole step", ErrTrace, steps)
+	if steps != math.Trunc(steps) { // Gavel reads an int here; 100.9 was cut to 100 without a word
+		return j, fmt.Errorf("%w: field 6 (total_steps): %v is not a whole number of steps", ErrTrace, steps)
 	}
+	j.TotalSteps = steps
 	j.Weight = weight
 	j.Arrival = arrival
 	if slo > 0 {
