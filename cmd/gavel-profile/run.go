@@ -196,7 +196,7 @@ func setupRun(ctx context.Context, opts runOptions, io *cli.IO) (*runSetup, func
 	if err != nil {
 		return nil, noop, err
 	}
-	suggestions, err := loadSuggestions(opts.pairsFrom, io)
+	suggestions, err := loadSuggestions(ctx, opts.pairsFrom, io)
 	if err != nil {
 		return nil, noop, err
 	}
@@ -347,8 +347,10 @@ func loadCommands(opts runOptions, model table.JobType) (map[table.JobType]profi
 }
 
 // loadSuggestions reads the pairs of `gavel-profile suggest --json` from path, or from stdin
-// for "-" (so that suggest can be piped into run); none for "".
-func loadSuggestions(path string, io *cli.IO) ([]profile.Suggestion, error) {
+// for "-" (so that suggest can be piped into run); none for "". Reading stdin stops when ctx
+// is canceled: the run catches SIGINT, SIGTERM and SIGHUP, so a read blocked on a terminal or
+// a pipe nobody writes would otherwise ignore them.
+func loadSuggestions(ctx context.Context, path string, io *cli.IO) ([]profile.Suggestion, error) {
 	var s []profile.Suggestion
 	var err error
 	switch path {
@@ -356,7 +358,21 @@ func loadSuggestions(path string, io *cli.IO) ([]profile.Suggestion, error) {
 		return nil, nil
 	case "-":
 		path = "stdin"
-		s, err = profile.ReadSuggestions(io.In, path)
+		type read struct {
+			s   []profile.Suggestion
+			err error
+		}
+		done := make(chan read, 1)
+		go func() {
+			s, err := profile.ReadSuggestions(io.In, path)
+			done <- read{s, err}
+		}()
+		select {
+		case r := <-done:
+			s, err = r.s, r.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("interrupted while reading --pairs-from - (stdin); nothing was measured: %w", context.Cause(ctx))
+		}
 	default:
 		s, err = profile.LoadSuggestions(path)
 	}

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gavelkit/gavel/internal/cli"
 	"github.com/gavelkit/gavel/profile"
@@ -710,5 +713,35 @@ func TestRunWorkerTypeForMissingDevice(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("the table was written")
+	}
+}
+
+// TestRunPairsFromStdinInterrupted: `run --pairs-from -` waiting on a stdin nobody writes (a
+// terminal, a pipe whose writer hangs) must stop on SIGINT/SIGTERM/SIGHUP like the rest of the
+// run; the run catches those signals, so a blocked read ignored them and only SIGKILL ended it.
+func TestRunPairsFromStdinInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	refs := filepath.Join(dir, "refs.json")
+	os.WriteFile(refs, []byte(`{"references":[{"name":"ref","command":["/bin/true"]}]}`), 0o644)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	streams, _, _ := cli.TestIO()
+	streams.In = pr
+	cmd := newRunCmd(streams)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.SetArgs(append([]string{"--cpu", "--name", "model", "--references", refs, "--pairs-from", "-",
+		"--table", filepath.Join(dir, "out.json")}, append(fastFlags(), "--", "/bin/true")...))
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.ExecuteContext(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	cancel() // as the signal handler does
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "interrupted") || cli.ExitCode(err) != 1 {
+			t.Errorf("%v (exit %d), want exit 1 saying interrupted", err, cli.ExitCode(err))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("run still reading stdin 5s after it was interrupted")
 	}
 }
