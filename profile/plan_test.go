@@ -609,6 +609,15 @@ func TestRunReadStrictJSON(t *testing.T) {
 	}
 }
 
+// A references file without references is an error, not a run that pairs the job with nobody.
+func TestReadReferencesEmpty(t *testing.T) {
+	for _, body := range []string{`{}`, `null`, `{"references": []}`, `{"references": null}`} {
+		if _, err := ReadReferences(strings.NewReader(body), "refs.json"); err == nil || !strings.Contains(err.Error(), "refs.json: no reference jobs") {
+			t.Errorf("%s: error %v, want one naming refs.json and saying it has no reference jobs", body, err)
+		}
+	}
+}
+
 func TestRunSidecarKinds(t *testing.T) {
 	rec := `{"worker_type": "cpu", "job": "a", "scale_factor": 1, "status": "ok", `
 	for body, want := range map[string]string{

@@ -55,6 +55,11 @@ func ReadReferences(r io.Reader, file string) (*References, error) {
 	if err := decodeStrictData(data, file, &refs); err != nil {
 		return nil, fmt.Errorf("references %w", err)
 	}
+	// {}, null or an empty list would pass for a file of references and silently turn a run
+	// asked to pair the job into one that measures it alone.
+	if len(refs.References) == 0 {
+		return nil, fmt.Errorf(`references %s: no reference jobs; want {"references": [{"name": ..., "command": [...]}, ...]} (leave out --references to measure the job alone)`, file)
+	}
 	// Which entries give scale_factor: one left out is 1, but "scale_factor": 0 is a mistake.
 	var given struct {
 		References []struct {
