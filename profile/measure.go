@@ -192,8 +192,13 @@ type session struct {
 	// warmStart and measStart are the window boundaries at which the phases began.
 	warmStart, measStart time.Time
 	tickAt               time.Time // end of the current window
+	shifts               int       // restarts of the measuring phase (see anyShifted)
 	out                  outcome
 }
+
+// maxShifts bounds how often a measurement starts again on a shift of a job's rate: a rate that
+// keeps moving is then measured as it is, blend and wide interval included.
+const maxShifts = 3
 
 // verdict ends a measurement when done is set.
 type verdict struct {
@@ -489,6 +494,18 @@ func (ses *session) advance(now time.Time) verdict {
 		}
 	case phaseMeasure:
 		addBatches(jobs, true)
+		if ses.shifts < maxShifts && anyShifted(jobs, s) {
+			// The warm-up ended on a steady start-up phase (a slow data loader, a first epoch
+			// being cached): the rate moved since, and keeping the batches before the move
+			// would record a blend of the two. Measuring starts again from here.
+			ses.shifts++
+			ses.measStart = now
+			ses.out.WarmupSeconds = now.Sub(ses.warmStart).Seconds()
+			for _, j := range jobs {
+				j.meas = batches{}
+			}
+			return verdict{}
+		}
 		over := now.Sub(ses.measStart) >= s.MaxWindow
 		if enoughBatches(jobs, s) && (precise(jobs, s) || over) {
 			return stopWith(StatusOK, "")
@@ -551,6 +568,18 @@ func allSettled(jobs []*jobState, s Settings) bool {
 		}
 	}
 	return true
+}
+
+// anyShifted reports whether some job's measured rate moved to a new level (see
+// batches.shifted), by the warm-up's rule: its last SettleBatches batches against the others,
+// with its Settle tolerance.
+func anyShifted(jobs []*jobState, s Settings) bool {
+	for _, j := range jobs {
+		if j.meas.shifted(s.SettleBatches, s.Settle) {
+			return true
+		}
+	}
+	return false
 }
 
 func enoughBatches(jobs []*jobState, s Settings) bool { return minBatches(jobs) >= s.MinBatches }

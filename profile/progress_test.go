@@ -149,3 +149,31 @@ func TestBatchesSettled(t *testing.T) {
 		t.Error("102 → 99.5 not settled")
 	}
 }
+
+func TestBatchesShifted(t *testing.T) {
+	tests := []struct {
+		name  string
+		rates []float64
+		want  bool
+	}{
+		{"a step up", []float64{25, 26, 24, 25, 60, 100}, true},
+		{"a step down", []float64{100, 101, 99, 100, 40, 25}, true},
+		{"steady", []float64{100, 101, 99, 100, 98, 102}, false},
+		// Launch-bound noise: a quarter between windows moves a two-batch mean by more than
+		// the tolerance, but not by more than the earlier batches' spread explains.
+		{"wide noise", []float64{100, 75, 125, 90, 120, 118}, false},
+		{"too few before", []float64{25, 100, 100}, false},
+		{"within tolerance", []float64{100, 100, 100, 100, 108, 108}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b batches
+			for _, r := range tt.rates {
+				b.add(r, 1)
+			}
+			if got := b.shifted(2, 0.1); got != tt.want {
+				t.Errorf("shifted(%v) = %v, want %v", tt.rates, got, tt.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,25 @@ import (
 	"github.com/gavelkit/gavel/table"
 )
 
+// A start-up phase steady long enough to end the warm-up (here 0.7 s at a fifth of the rate,
+// warm-up windows of 0.1 s) is not blended into the rate: the measurement starts again when the
+// rate moves (a reviewer's job, slow for its first 3 s, was recorded at 78 for 100 steps/s).
+func TestRunSlowStartNotBlended(t *testing.T) {
+	model := jt("model")
+	r := newRunner(t, 1, map[table.JobType]Command{
+		model: workload("-rate", "1000", "-warmup-steps", "140", "-warmup-factor", "5"),
+	})
+	recs, err := r.Run(context.Background(), []Task{{WorkerType: "cpu", Job: model}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Status != StatusOK {
+		t.Fatalf("records = %+v, want one ok", recs)
+	}
+	within(t, "rate", recs[0].Rate, 1000, 0.06)
+	checkNoLeftovers(t)
+}
+
 func TestRunIsolated(t *testing.T) {
 	model := jt("model")
 	r := newRunner(t, 1, map[table.JobType]Command{

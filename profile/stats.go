@@ -87,6 +87,29 @@ func (b *batches) settled(k int, tol float64) bool {
 	return math.Abs(last-prev) <= tol*prev
 }
 
+// shifted reports whether the mean of the last k batch rates is off the mean of the batches
+// before them by more than tol (relative) and by more than three standard errors of the
+// difference, judged by the earlier batches' spread: the rate moved to a new level, which noise
+// as wide as a launch-bound model's (a quarter between windows) does not mimic. It needs two
+// batches before the last k.
+func (b *batches) shifted(k int, tol float64) bool {
+	n := len(b.rates)
+	if k < 1 || n < k+2 {
+		return false
+	}
+	before, last := b.meanOf(0, n-k), b.meanOf(n-k, n)
+	if before <= 0 {
+		return last > 0
+	}
+	var ss float64
+	for _, r := range b.rates[:n-k] {
+		ss += (r - before) * (r - before)
+	}
+	sd := math.Sqrt(ss / float64(n-k-1))
+	diff := math.Abs(last - before)
+	return diff > tol*before && diff > 3*sd*math.Sqrt(1/float64(k)+1/float64(n-k))
+}
+
 // tQuantile975 is the 97.5% quantile of Student's t with df degrees of freedom.
 func tQuantile975(df int) float64 {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
