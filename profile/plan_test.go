@@ -538,6 +538,26 @@ func TestRunUnderMPS(t *testing.T) {
 	}
 }
 
+// A lock file another user's run left (0644, not ours to write) still locks: flock needs only a
+// read descriptor. Root writes anyway, so this runs only as another user (checked as nobody).
+func TestLockTableReadOnlyLockFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root opens read-only files for writing; run as another user")
+	}
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := os.WriteFile(path+".lock", nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockTable(path)
+	if err != nil {
+		t.Fatalf("lock with a read-only lock file: %v", err)
+	}
+	if _, err := lockTable(path); !errors.Is(err, ErrTableBusy) {
+		t.Errorf("second lock: %v, want ErrTableBusy", err)
+	}
+	unlock()
+}
+
 func TestRunTableLock(t *testing.T) {
 	r := newRunner(t, 1, map[table.JobType]Command{jt("a"): workload("-rate", "200")})
 	unlock, err := lockTable(r.TablePath)

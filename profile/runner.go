@@ -337,7 +337,12 @@ func CheckTableName(path string) error {
 // interleave their writes to one table, even when one names it through a symlink. The lock
 // goes away with the process.
 func lockTable(path string) (func(), error) {
-	f, err := os.OpenFile(tableFile(path)+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lock := tableFile(path) + ".lock"
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o644)
+	if errors.Is(err, os.ErrPermission) {
+		// A lock file a teammate's run created (0644, theirs): flock needs only a descriptor.
+		f, err = os.Open(lock)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", path, err)
 	}

@@ -261,6 +261,10 @@ func checkRunFlags(opts runOptions) error {
 	if err := cli.CheckOutput("run", "--table", opts.tablePath); err != nil {
 		return err
 	}
+	// The sidecar is written beside the table, atomically: a read-only one would be replaced.
+	if err := cli.CheckOutput("run", "--table's sidecar", profile.SidecarPath(opts.tablePath)); err != nil {
+		return err
+	}
 	chosen := 0
 	for _, set := range []bool{opts.fractionSet || opts.fraction != 0, opts.pairsSet || len(opts.pairs) > 0,
 		opts.pairsFromSet || opts.pairsFrom != "", opts.noPairs} {

@@ -255,6 +255,15 @@ func TestRunUsageErrors(t *testing.T) {
 	if _, _, err := runCLI("--cpu", "--name", "m", "--table", csvTable, "--", "true"); cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "a CSV table; measurements are merged into Gavel's JSON format") {
 		t.Errorf("CSV table: %v (exit %d), want exit 2 saying to convert it", err, cli.ExitCode(err))
 	}
+	// The sidecar is an output too, checked before anything runs (as a read-only one is: its
+	// atomic write would replace it).
+	sideDir := filepath.Join(dir, "sd.json")
+	if err := os.Mkdir(profile.SidecarPath(sideDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI("--cpu", "--name", "m", "--table", sideDir, "--", "true"); cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "--table's sidecar") {
+		t.Errorf("sidecar a directory: %v (exit %d), want exit 2 naming the sidecar", err, cli.ExitCode(err))
+	}
 	// A broken table is bad input too.
 	os.WriteFile(out, []byte(`{"v100": {"('a', 1)": {"null": -3}}}`), 0o644)
 	if _, _, err := runCLI("--cpu", "--name", "m", "--table", out, "--", "true"); cli.ExitCode(err) != 2 {
