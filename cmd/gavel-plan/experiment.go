@@ -61,7 +61,7 @@ The paper used 36 GPUs of each type, rates up to 6 jobs/hour, window
 few minutes on two cores.`,
 		Example: `  gavel-plan experiment continuous
   gavel-plan experiment continuous --rates 1,2,3,4,5 --window 500:1500 --seeds 0,1,2 --json
-  gavel-plan experiment continuous --policies max_min_fairness_perf,max_min_fairness,max_min_fairness_packed --multi-gpu`,
+  gavel-plan experiment continuous --policies max_min_fairness_perf,max_min_fairness,max_min_fairness_packed --multi-gpu --max-partners 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runContinuous(cmd.Context(), io, o) },
 	}
