@@ -129,7 +129,7 @@ func TestSimulateBadInput(t *testing.T) {
 			`t.trace: line 2: job "1": job type ('NoSuchModel', 1) is not in the throughput table`},
 		{"unrunnable", strings.Replace(strings.Replace(good, "\t100\t1\t", "\t100\t8\t", 1), "A3C", "LM (batch size 20)", 1), "scale factor 8"},
 		// Steps are whole (Gavel truncates): 0.5 was cut to 0 and then reported as no steps left.
-		{"half a step", strings.Replace(good, "\t100\t", "\t0.5\t", 1), ":1: bad trace: field 6 (total_steps): 0.5 is less than one whole step"},
+		{"half a step", strings.Replace(good, "\t100\t", "\t0.5\t", 1), ":1: bad trace: field 6 (total_steps): 0.5 is not a whole number of steps"},
 		// A jobs file's errors name the entry (they named the id only).
 		{"jobs file entry", `{"jobs": [{"id": "ok", "type": "A3C", "total_steps": 5}, {"id": "a", "type": "Foo", "total_steps": 3600}]}`,
 			`t.trace: jobs[1]: job "a": job type ('Foo', 1) is not in the throughput table`},
