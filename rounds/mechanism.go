@@ -445,7 +445,7 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 	forEachGroup(len(idx), func(i, j int) bool { return sel[idx[i]].sf == sel[idx[j]].sf }, func(start, end int) {
 		group := idx[start:end]
 		splitOK := true
-		if s.splitLeases(group, prev, pool) > 0 {
+		if s.splitLease(group, prev, pool) {
 			g1, _ := s.placeGroup(pool.clone(), group, sel, prev, true)
 			g2, _ := s.placeGroup(pool.clone(), group, sel, prev, false)
 			splitOK = s.extraServers(g1) <= s.extraServers(g2)
@@ -480,16 +480,12 @@ func (s *State) placeGroup(pool *gpuPool, group []int, sel []entry, prev [][]int
 	return gpus, kept
 }
 
-// splitLeases counts the leases of group that could be kept on pool and are
-// on more than one server.
-func (s *State) splitLeases(group []int, prev [][]int, pool *gpuPool) int {
-	n := 0
-	for _, i := range group {
-		if prev[i] != nil && len(prev[i]) > 1 && pool.allFree(prev[i]) && s.Topology.ServersSpanned(prev[i]) > 1 {
-			n++
-		}
-	}
-	return n
+// splitLease reports whether a lease of group that could be kept on pool is on
+// more than one server.
+func (s *State) splitLease(group []int, prev [][]int, pool *gpuPool) bool {
+	return slices.ContainsFunc(group, func(i int) bool {
+		return len(prev[i]) > 1 && pool.allFree(prev[i]) && s.Topology.ServersSpanned(prev[i]) > 1
+	})
 }
 
 // extraServers counts, over the placements, the servers each spans beyond
