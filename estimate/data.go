@@ -43,8 +43,10 @@ func NewData(workers []string, jobs []table.JobType) *Data {
 	return d
 }
 
-// FromTable lays out jobs × workers of t. Isolated rates must be present and positive for every
-// job on every worker type: without them normalized rates mean nothing.
+// FromTable lays out jobs × workers of t. Isolated rates must be present for every job on every
+// worker type: without them normalized rates mean nothing. A job whose isolated rate is 0 there
+// (it cannot run alone) has every pair there infeasible, as a fact: it does not fit next to
+// anyone either.
 func FromTable(t *table.Table, jobs []table.JobType, workers []string) (*Data, error) {
 	if err := checkDistinct(workers); err != nil {
 		return nil, err
@@ -53,8 +55,8 @@ func FromTable(t *table.Table, jobs []table.JobType, workers []string) (*Data, e
 	for w, wt := range workers {
 		for i, j := range jobs {
 			r, ok := t.Isolated(wt, j)
-			if !ok || r <= 0 || math.IsNaN(r) {
-				return nil, fmt.Errorf("worker type %s: job %s: isolated rate missing or zero", wt, j)
+			if !ok || r < 0 || math.IsNaN(r) {
+				return nil, fmt.Errorf("worker type %s: job %s: isolated rate missing or negative", wt, j)
 			}
 			d.Iso[w][i] = r
 		}
@@ -67,6 +69,9 @@ func FromTable(t *table.Table, jobs []table.JobType, workers []string) (*Data, e
 			for i, a := range jobs {
 				for k, b := range jobs {
 					ra, _, s := t.Pair(wt, a, b)
+					if d.Iso[w][i] == 0 || d.Iso[w][k] == 0 {
+						s = table.Infeasible
+					}
 					d.State[w][i][k] = s
 					if s == table.Measured {
 						d.Norm[w][i][k] = ra / d.Iso[w][i]
@@ -263,14 +268,15 @@ func (d *Data) WriteTo(t *table.Table) {
 var ErrUnknownWorkerType = errors.New("not in the table")
 
 // Blocks splits a table into estimation blocks: per scale factor, one block per group of worker
-// types that have a positive isolated rate for the same job types of that scale factor, on
-// those job types. No worker type is left out: one that lacks some job types (Gavel's
+// types that have an isolated rate for the same job types of that scale factor, on those job
+// types. A rate of 0 counts (the job cannot run alone there: its pairs there are infeasible
+// facts in the block, see [FromTable]), so that a model too large for one type's GPUs does not
+// set that type apart. No worker type is left out: one that lacks some job types (Gavel's
 // k80_unconsolidated at scale factors above 1 has no ResNet-50 (batch size 64) or (batch size
-// 128); its k80 has ResNet-50 (batch size 128) with isolated rate 0 there) is modelled, in a
-// block of its own, with the job types it has. Pairs with a job type left out of a block are
-// not in any block: [Table] fills those whose job cannot run alone (isolated rate 0) as
-// infeasible and leaves, with a note, those whose job has no isolated rate (a pair rate cannot
-// be normalized without one); the notes Blocks returns name the latter. A worker type that
+// 128)) is modelled, in a block of its own, with the job types it has. Pairs with a job type
+// left out of a block are not in any block and are left, with a note, missing (a pair rate
+// cannot be normalized without an isolated rate); the notes Blocks returns name them. [Table]
+// fills the pairs of a job that cannot run alone as infeasible (a fact, not an estimate). A worker type that
 // shares no reference job type with the rest of its group is split off into a block of its own
 // (see splitByReferences). Blocks of a scale factor come in the order of their first worker type, a
 // split-off block right after the one it left.
@@ -339,8 +345,8 @@ type tableLayout struct {
 	sfs    []int
 }
 
-// layout groups, per scale factor, the worker types by the job types with a positive isolated
-// rate there.
+// layout groups, per scale factor, the worker types by the job types with an isolated rate
+// there (0 included).
 func layout(t *table.Table, workers []string) (*tableLayout, error) {
 	// A NaN rate failed deep in the fit, naming internal indices; a negative one was estimated
 	// from and written back.
@@ -388,7 +394,12 @@ func layout(t *table.Table, workers []string) (*tableLayout, error) {
 				case !ok || math.IsNaN(r):
 					o.none = append(o.none, j)
 				case r <= 0:
+					// In the block all the same (its pairs there are infeasible facts, see
+					// FromTable), so that the worker type is not estimated apart from the
+					// others for it: a model too large for one type's GPUs split that type off,
+					// and every type's estimates lost what the others' measurements teach.
 					o.zero = append(o.zero, j)
+					runs = append(runs, j)
 				default:
 					runs = append(runs, j)
 				}

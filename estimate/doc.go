@@ -12,8 +12,8 @@
 // truth.
 //
 // A table is split into blocks ([Blocks]): the job types of one scale factor (only they can
-// share a GPU) that a group of worker types can all run alone (a positive isolated rate), on
-// those worker types, laid out as dense [w][i][k] arrays of normalized rates (co-located rate /
+// share a GPU) that a group of worker types all have an isolated rate for (0 for a job that
+// cannot run alone there, whose pairs there are then infeasible), on those worker types, laid out as dense [w][i][k] arrays of normalized rates (co-located rate /
 // isolated rate) with a [table.State] each. A [Method] estimates a block: [Pairwise] (ours, built on
 // completion.FitPairs), [Gavel] (Gavel's estimator, gavel-reference §6) and [PartnerMean] (a
 // baseline), [Neighbors] (k nearest references by fingerprint) and [ALS] (matrix completion of

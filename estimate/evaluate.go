@@ -411,7 +411,9 @@ func knownPairs(d *Data) int {
 	return n
 }
 
-// onlyReferences keeps the isolated rates and the pairs among references.
+// onlyReferences keeps the isolated rates and the pairs among references, and the pairs of a
+// job that cannot run alone (isolated rate 0): measuring the rate told they are infeasible, so
+// they are known, not estimated, and not scored as estimates.
 func onlyReferences(d *Data, refs []int) *Data {
 	out := NewData(d.Workers, d.Jobs)
 	for w := range d.Workers {
@@ -419,6 +421,13 @@ func onlyReferences(d *Data, refs []int) *Data {
 		for _, i := range refs {
 			for _, k := range refs {
 				out.Reveal(d, w, i, k)
+			}
+		}
+		for i, iso := range d.Iso[w] {
+			if iso == 0 {
+				for k := range d.Jobs {
+					out.Reveal(d, w, i, k)
+				}
 			}
 		}
 	}
