@@ -151,7 +151,7 @@ func Table(ctx context.Context, t *table.Table, o Options) (*table.Table, *Repor
 				if outsideMissing(t, outs, d.Workers) {
 					// The scale factor's entries with a job that does not run alone there are
 					// missing on these worker types: "no missing entries" contradicted their note.
-					rep.Notes = append(rep.Notes, name+": no missing entries among the job types with an isolated rate there; unchanged")
+					rep.Notes = append(rep.Notes, name+": nothing to estimate; its missing entries are those the notes on jobs that cannot run alone or have no isolated rate name")
 				} else {
 					rep.Notes = append(rep.Notes, name+": no missing entries; unchanged")
 				}

@@ -294,7 +294,7 @@ func TestTableNotesWorkerTypesEstimatedApart(t *testing.T) {
 	if !hasNote(rep.Notes, "scale factor 1: worker types estimated in 2 groups", "p100,v100", "k80 (without A3C)") {
 		t.Errorf("notes %q do not say k80 is estimated apart", rep.Notes)
 	}
-	if hasNote(rep.Notes, "on k80: no missing entries; unchanged") || !hasNote(rep.Notes, "on k80: no missing entries among the job types with an isolated rate there") {
+	if hasNote(rep.Notes, "on k80: no missing entries; unchanged") || !hasNote(rep.Notes, "on k80: nothing to estimate; its missing entries are those the notes") {
 		t.Errorf("notes %q: k80's block note contradicts the A3C entries left missing", rep.Notes)
 	}
 	if !hasNote(rep.Notes, "k80", "A3C", "no isolated rate") {

@@ -300,6 +300,9 @@ func printEstimated(io *cli.IO, rep *estimate.Report, list bool) error {
 			}
 		}
 	}
+	if len(workers) == 0 { // nothing estimated: a table of no rows said nothing the next line does not
+		return nil
+	}
 	slices.Sort(workers)
 	head := []string{"worker type", "entries estimated", "predicted infeasible"}
 	if withUnc {

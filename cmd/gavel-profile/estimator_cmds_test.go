@@ -135,7 +135,8 @@ func TestEstimateCompleteTableUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := table.Load(out)
-	if !got.Equal(full) || !strings.Contains(stderr, "no missing entries") || !strings.Contains(stdout, "0 entries estimated") {
+	if !got.Equal(full) || !strings.Contains(stderr, "no missing entries") || !strings.Contains(stdout, "0 entries estimated") ||
+		strings.Contains(stdout, "worker type") { // no per-type table of no rows
 		t.Errorf("complete table: equal %v, stderr %q, stdout %q", got.Equal(full), stderr, stdout)
 	}
 }
