@@ -49,6 +49,11 @@ func feasObs(d *Data, ind []completion.PairObs) []completion.FeasObs {
 	var obs []completion.FeasObs
 	for _, g := range byPair(ind) {
 		o := completion.FeasObs{W: g[0].W, I: min(g[0].I, g[0].K), K: max(g[0].I, g[0].K)}
+		if d.Iso[o.W][o.I] <= 0 || d.Iso[o.W][o.K] <= 0 {
+			// Infeasible because one job does not fit even alone (its Alone outcome below
+			// says so): as an outcome it would also make the partner look large.
+			continue
+		}
 		for _, x := range g {
 			o.Infeasible = o.Infeasible || x.Y == 1
 		}
