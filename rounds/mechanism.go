@@ -466,10 +466,19 @@ func (s *State) placeGroup(pool *gpuPool, group []int, sel []entry, prev [][]int
 	gpus := make([][]int, len(group))
 	kept := make([]bool, len(group))
 	for x, i := range group {
-		if prev[i] != nil && pool.allFree(prev[i]) && (splitOK || s.Topology.ServersSpanned(prev[i]) == 1) {
-			pool.take(prev[i])
-			gpus[x], kept[x] = prev[i], true
+		if prev[i] == nil {
+			continue
 		}
+		if splitOK || s.Topology.ServersSpanned(prev[i]) == 1 {
+			if pool.allFree(prev[i]) {
+				pool.take(prev[i])
+				gpus[x], kept[x] = prev[i], true
+			}
+			continue
+		}
+		// A split lease given up no longer holds its GPUs: left reserved, they would be
+		// picked after those of lease holders still to be placed, breaking their leases.
+		pool.unreserve(prev[i])
 	}
 	for x, i := range group {
 		if !kept[x] {
@@ -559,6 +568,16 @@ func (g *gpuPool) allFree(gpus []int) bool {
 		}
 	}
 	return true
+}
+
+// unreserve marks gpus as no longer wanted back by a lease holder.
+func (g *gpuPool) unreserve(gpus []int) {
+	for _, id := range gpus {
+		if g.resv[id-g.base] {
+			g.resv[id-g.base] = false
+			g.nres[g.topo.Server(id)]--
+		}
+	}
 }
 
 func (g *gpuPool) take(gpus []int) {

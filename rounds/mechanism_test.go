@@ -400,3 +400,38 @@ func TestPackedPlansKeepPairStates(t *testing.T) {
 		t.Fatal("no pair was planned; the test checks nothing")
 	}
 }
+
+// A split lease given up frees its GPUs for the gang's fresh placement before those single
+// jobs hold leases on: g2 takes one of its own old GPUs (5) and breaks one lease (s1's 3), not
+// both s1's and s2's (it took 3 and 4 while 5 still counted as reserved).
+func TestPlanSplitLeaseGivenUpFreesItsGPUs(t *testing.T) {
+	topo, err := NewTopology(policy.Cluster{"x": 6}, map[string]int{"x": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]*Job{}
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	for o, id := range []string{"g1", "g2", "s1", "s2"} {
+		jobs[id] = &Job{ID: id, ScaleFactor: 1, Order: o, Rates: map[string]float64{"x": 1}}
+		alloc.Fractions[policy.Single(id)] = map[string]float64{"x": 1}
+	}
+	jobs["g1"].ScaleFactor, jobs["g2"].ScaleFactor = 2, 2
+	previous := map[policy.Combination][]int{policy.Single("g1"): {0, 1}, policy.Single("g2"): {2, 5},
+		policy.Single("s1"): {3}, policy.Single("s2"): {4}}
+	s := &State{Topology: topo, Jobs: jobs, History: NewLedger(360), Previous: previous}
+	p := Plan(s, alloc, 0)
+	checkPlan(t, s, p)
+	got := map[string][]int{}
+	var extended []string
+	for _, a := range p.Assignments {
+		got[a.Combination.A] = a.GPUs
+		if a.Extended {
+			extended = append(extended, a.Combination.A)
+		}
+	}
+	slices.Sort(extended)
+	want := map[string][]int{"g1": {0, 1}, "g2": {3, 5}, "s1": {2}, "s2": {4}}
+	if !reflect.DeepEqual(got, want) || !slices.Equal(extended, []string{"g1", "s2"}) {
+		t.Errorf("placement %v, extended %v; want %v, [g1 s2]", got, extended, want)
+	}
+}
