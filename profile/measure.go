@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -494,14 +495,19 @@ func (ses *session) advance(now time.Time) verdict {
 		}
 	case phaseMeasure:
 		addBatches(jobs, true)
-		if ses.shifts < maxShifts && anyShifted(jobs, s) {
+		// Room for a whole measurement before --max-window, which bounds the measuring phase
+		// from its first start whatever restarts it.
+		room := now.Add(time.Duration(s.MinBatches)*s.Window).Sub(ses.measStart) <= s.MaxWindow
+		if ses.shifts < maxShifts && room && anyShifted(jobs, s) {
 			// The warm-up ended on a steady start-up phase (a slow data loader, a first epoch
 			// being cached): the rate moved since, and keeping the batches before the move
-			// would record a blend of the two. Measuring starts again from here.
+			// would record a blend of the two. Measuring starts again from here; what was
+			// measured before counts as warm-up.
 			ses.shifts++
-			ses.measStart = now
 			ses.out.WarmupSeconds = now.Sub(ses.warmStart).Seconds()
 			for _, j := range jobs {
+				// The last batches, at the new level, are what a later shift is judged against.
+				j.warm = batches{rates: slices.Clone(j.meas.tail(s.SettleBatches))}
 				j.meas = batches{}
 			}
 			return verdict{}
@@ -571,11 +577,11 @@ func allSettled(jobs []*jobState, s Settings) bool {
 }
 
 // anyShifted reports whether some job's measured rate moved to a new level (see
-// batches.shifted), by the warm-up's rule: its last SettleBatches batches against the others,
-// with its Settle tolerance.
+// batches.shifted): its last SettleBatches batches against the warm-up's last 2×SettleBatches
+// (those the warm-up ended on) and the measured ones before, with the warm-up's Settle.
 func anyShifted(jobs []*jobState, s Settings) bool {
 	for _, j := range jobs {
-		if j.meas.shifted(s.SettleBatches, s.Settle) {
+		if j.meas.shifted(j.warm.tail(2*s.SettleBatches), s.SettleBatches, s.Settle) {
 			return true
 		}
 	}

@@ -104,9 +104,10 @@ Infeasible pairs are a class of their own and are predicted separately, never av
 in as zero throughput.
 
 Each scale factor is estimated on its own; its worker types (--worker-types restricts
-them) are grouped by the job types that have a positive isolated rate on them, and each
-group is estimated on those job types. A pair whose job cannot run alone on the worker
-type (isolated rate 0) is filled as infeasible (a fact, counted apart from the estimates);
+them) are grouped by the job types that have an isolated rate on them, and each group is
+estimated on those job types. A pair whose job cannot run alone on the worker type
+(isolated rate 0; it stays in the group) is filled as infeasible (a fact, counted apart
+from the estimates);
 a pair whose job has no isolated rate there cannot be normalized and stays missing, and so
 do the pairs of a group without reference job types; notes on stderr name them. A worker
 type sharing no reference job type with the others (one with isolated rates only) is a
