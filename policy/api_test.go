@@ -52,6 +52,11 @@ func TestReadJobs(t *testing.T) {
 	if jf.Jobs[0].StepsRemaining() != 99990 {
 		t.Fatal(jf.Jobs[0].StepsRemaining())
 	}
+	// An entity's weight left out is 1, as a job's is (it was read as 0 and refused as such).
+	noWeight, err := ReadJobs(strings.NewReader(`{"entities": {"e": {"policy": "fifo"}}, "jobs": [{"id": "a", "type": "A", "total_steps": 1, "entity": "e"}]}`))
+	if err != nil || noWeight.Entities["e"] != (Entity{Weight: 1, Policy: EntityFIFO}) {
+		t.Fatalf("entity without a weight: %+v, %v; want weight 1", noWeight, err)
+	}
 	var b strings.Builder
 	if err := WriteJobs(&b, jf); err != nil {
 		t.Fatal(err)

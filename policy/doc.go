@@ -45,7 +45,10 @@
 // returns solver errors; agnostic FTF and makespan use each job's fastest
 // rate (or WithReference) instead of "v100"; proportional is scaled so the
 // cluster is never oversubscribed; finish-time fairness ignores weights (as
-// Gavel) also when packed, and forgets jobs that left. The max-min
+// Gavel) also when packed, forgets jobs that left, and credits a job first
+// seen with steps done the isolated time they took at its isolated rate then
+// (Gavel starts every job at 0, which a one-shot call gets wrong for running
+// jobs). The max-min
 // normalizers are Gavel's unchanged (agnostic: 1; aware: the proportional
 // rate from the table). Any solver failure is returned as an
 // *lp.StatusError and bad input as an error matching ErrInput; no policy

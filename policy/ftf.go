@@ -67,7 +67,13 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 			// again, a rollback) starts afresh: a negative gain made E_iso
 			// small or negative and the LP infeasible, and a new job would
 			// otherwise inherit the old one's isolated time.
-			c := 0.0
+			//
+			// A job first seen with steps done (a jobs file of running jobs, a one-shot
+			// allocate) is credited the isolated time those steps took at today's isolated
+			// rate, what the running total would hold had it been seen from the start: with
+			// none, it looked far behind (ρ 2 for a job 40% done in 60 s that needs 60 s more
+			// alone, not 1.2) and was favoured.
+			c := j.StepsDone / iso[i]
 			if was, ok := st.prevJob[j.ID]; ok && sameJob(was, j) {
 				c = st.cumIso[j.ID]
 				if prev := st.prevIso[j.ID]; prev > 0 {

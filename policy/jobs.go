@@ -77,22 +77,23 @@ func readJobs(r io.Reader, name string, isPath bool) (*JobsFile, error) {
 	}
 	// Jobs are decoded one by one so that an error can name its entry.
 	var raw struct {
-		Entities map[string]Entity `json:"entities"`
-		Jobs     []json.RawMessage `json:"jobs"`
+		Entities map[string]jsonEntity `json:"entities"`
+		Jobs     []json.RawMessage     `json:"jobs"`
 	}
 	if err := jsonfile.Decode(data, &raw); err != nil {
 		return nil, fileJSONError(name, isPath, data, err.(*jsonfile.Error))
 	}
-	if err := checkEntities(raw.Entities); err != nil {
+	entities := fileEntities(raw.Entities)
+	if err := checkEntities(entities); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(raw.Jobs) == 0 {
 		return nil, fmt.Errorf("%s: no jobs (%s)", name, jobsShape)
 	}
-	out := &JobsFile{Entities: raw.Entities}
+	out := &JobsFile{Entities: entities}
 	seen := map[string]bool{}
 	for i, msg := range raw.Jobs {
-		j, err := readJob(msg, raw.Entities, seen)
+		j, err := readJob(msg, entities, seen)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", name, entryName(i, msg), err)
 		}
@@ -154,6 +155,29 @@ func entryName(i int, msg json.RawMessage) string {
 		return fmt.Sprintf("jobs[%d] (id %q)", i, id.ID)
 	}
 	return fmt.Sprintf("jobs[%d]", i)
+}
+
+// jsonEntity is an entity as a jobs file gives it: a weight left out is 1, as a job's is (an
+// explicit 0 stays 0, an error).
+type jsonEntity struct {
+	Weight *float64 `json:"weight"`
+	Policy string   `json:"policy"`
+}
+
+// fileEntities returns es with the weights left out set to 1; nil for none.
+func fileEntities(es map[string]jsonEntity) map[string]Entity {
+	if es == nil {
+		return nil
+	}
+	out := make(map[string]Entity, len(es))
+	for name, e := range es {
+		w := 1.0
+		if e.Weight != nil {
+			w = *e.Weight
+		}
+		out[name] = Entity{Weight: w, Policy: e.Policy}
+	}
+	return out
 }
 
 // checkEntities checks the entities (sorted, so the first error is stable)

@@ -74,7 +74,7 @@ LPs lose accuracy or fail), "entity", "steps_done" (below total_steps: a
 finished job is left out of the file), "time_run_seconds" (time
 since the job arrived), "arrival_seconds", "slo_seconds" (deadline, from
 arrival)}] and optional "entities": {name: {"weight" (within
-0.001..1000 too), "policy": "fairness"|"fifo"}}, used by water filling. Errors name the file, the entry (jobs[i]) and its id. --jobs -
+0.001..1000 too; default 1), "policy": "fairness"|"fifo" (default fairness)}}, used by water filling. Errors name the file, the entry (jobs[i]) and its id. --jobs -
 reads the jobs file from standard input (errors name "stdin"); it cannot be
 combined with --table -.
 
