@@ -116,6 +116,7 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 		return fmt.Errorf("allocate: %w", err)
 	}
 	noteUnusedEntities(streams, inputName(o.jobs), ps)
+	noteUnusedWeights(streams, inputName(o.jobs), ps)
 	a, err := ps.allocate(ctx)
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
@@ -231,6 +232,24 @@ func noteUnusedEntities(streams *cli.IO, path string, ps *problemSetup) {
 	}
 	fmt.Fprintf(streams.Err, "note: %s: its entities are used only by the water-filling policies; %s does not group jobs by entity\n",
 		path, ps.policy.Name())
+}
+
+// noteUnusedWeights tells, once on stderr, that the jobs' weights do not shape
+// this policy's allocation: as in Gavel, only max-min fairness (LAS) and water
+// filling weigh jobs, and --help's "only the ratios of weights matter" read as
+// if every policy did (a reviewer's finish-time fairness run).
+func noteUnusedWeights(streams *cli.IO, path string, ps *problemSetup) {
+	name := ps.policy.Name()
+	if strings.HasPrefix(name, "max_min_fairness") {
+		return
+	}
+	for _, j := range ps.problem.Jobs {
+		if j.EffectiveWeight() != 1 {
+			fmt.Fprintf(streams.Err, "note: %s: job weights are used only by max-min fairness and water filling; %s ignores them (as Gavel does)\n",
+				path, name)
+			return
+		}
+	}
 }
 
 // allocate runs the policy; bad input it finds is a usage error naming the
