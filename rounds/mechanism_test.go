@@ -166,20 +166,13 @@ func TestPlanConsolidationExample(t *testing.T) {
 		"c": {ID: "c", ScaleFactor: 2, Order: 2, Rates: map[string]float64{"x": 1}},
 		"d": {ID: "d", ScaleFactor: 1, Order: 3, Rates: map[string]float64{"x": 1}},
 	}
-	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
-	for id := range jobs {
-		alloc.Fractions[policy.Single(id)] = map[string]float64{"x": 1}
-	}
 	s := &State{Topology: topo, Jobs: jobs, History: NewLedger(360)}
 	// Last round a sat on GPU 5; b must not split servers to avoid it, and
 	// a keeps GPU 5.
 	s.Previous = map[policy.Combination][]int{policy.Single("a"): {5}}
-	p := Plan(s, alloc, 0)
+	p := Plan(s, fullTimeOn("x", jobs), 0)
 	checkPlan(t, s, p)
-	got := map[string][]int{}
-	for _, a := range p.Assignments {
-		got[a.Combination.A] = a.GPUs
-	}
+	got, _ := placed(p)
 	want := map[string][]int{"b": {0, 1, 2, 3}, "a": {5}, "c": {4, 6}, "d": {7}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("placement %v, want %v", got, want)
@@ -188,63 +181,72 @@ func TestPlanConsolidationExample(t *testing.T) {
 
 // A lease on GPUs of two servers, taken in a round that had to split a gang,
 // is given up when the gang now fits on one server (a reviewer's case: it
-// kept GPUs 2 and 5 for rounds while 3 and 4 were free to take).
+// kept GPUs 2 and 5 for rounds while 3 and 4 were free to take), and its GPUs
+// are then free to all: the gang placed afresh does not take those single
+// jobs want back first (a final read: it broke both their leases).
 func TestPlanSplitLeaseReplaced(t *testing.T) {
 	topo, err := NewTopology(policy.Cluster{"x": 6}, map[string]int{"x": 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := map[string]*Job{
-		"g1": {ID: "g1", ScaleFactor: 2, Order: 0, Rates: map[string]float64{"x": 1}},
-		"g2": {ID: "g2", ScaleFactor: 2, Order: 1, Rates: map[string]float64{"x": 1}},
-		"s1": {ID: "s1", ScaleFactor: 1, Order: 2, Rates: map[string]float64{"x": 1}},
-		"s2": {ID: "s2", ScaleFactor: 1, Order: 3, Rates: map[string]float64{"x": 1}},
-	}
-	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
-	for id := range jobs {
-		alloc.Fractions[policy.Single(id)] = map[string]float64{"x": 1}
-	}
+	single := policy.Single
 	for _, tc := range []struct {
 		name     string
+		sf       map[string]int // the jobs, by scale factor
 		previous map[policy.Combination][]int
 		want     map[string][]int
 		extended []string
 	}{
-		{"split lease given up", map[policy.Combination][]int{policy.Single("g1"): {0, 1}, policy.Single("g2"): {2, 5}},
+		{"split lease given up", map[string]int{"g1": 2, "g2": 2, "s1": 1, "s2": 1},
+			map[policy.Combination][]int{single("g1"): {0, 1}, single("g2"): {2, 5}},
 			map[string][]int{"g1": {0, 1}, "g2": {3, 4}, "s1": {2}, "s2": {5}}, []string{"g1"}},
+		{"its GPUs freed", map[string]int{"g1": 2, "g2": 2, "s1": 1, "s2": 1},
+			map[policy.Combination][]int{single("g1"): {0, 1}, single("g2"): {2, 5}, single("s1"): {3}, single("s2"): {4}},
+			map[string][]int{"g1": {0, 1}, "g2": {3, 5}, "s1": {2}, "s2": {4}}, []string{"g1", "s2"}},
 		// With a third gang there is no room to unsplit: the lease is kept
 		// rather than moving the split to another gang.
-		{"split unavoidable", map[policy.Combination][]int{policy.Single("g1"): {0, 1}, policy.Single("g2"): {2, 5}, policy.Single("g3"): {3, 4}},
+		{"split unavoidable", map[string]int{"g1": 2, "g2": 2, "g3": 2},
+			map[policy.Combination][]int{single("g1"): {0, 1}, single("g2"): {2, 5}, single("g3"): {3, 4}},
 			map[string][]int{"g1": {0, 1}, "g2": {2, 5}, "g3": {3, 4}}, []string{"g1", "g2", "g3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			jobs := maps.Clone(jobs)
-			alloc := &policy.Allocation{Fractions: maps.Clone(alloc.Fractions)}
-			if _, ok := tc.previous[policy.Single("g3")]; ok {
-				delete(jobs, "s1")
-				delete(jobs, "s2")
-				delete(alloc.Fractions, policy.Single("s1"))
-				delete(alloc.Fractions, policy.Single("s2"))
-				jobs["g3"] = &Job{ID: "g3", ScaleFactor: 2, Order: 4, Rates: map[string]float64{"x": 1}}
-				alloc.Fractions[policy.Single("g3")] = map[string]float64{"x": 1}
+			jobs := map[string]*Job{}
+			for _, id := range slices.Sorted(maps.Keys(tc.sf)) {
+				jobs[id] = &Job{ID: id, ScaleFactor: tc.sf[id], Order: len(jobs), Rates: map[string]float64{"x": 1}}
 			}
 			s := &State{Topology: topo, Jobs: jobs, History: NewLedger(360), Previous: tc.previous}
-			p := Plan(s, alloc, 0)
+			p := Plan(s, fullTimeOn("x", jobs), 0)
 			checkPlan(t, s, p)
-			got := map[string][]int{}
-			var extended []string
-			for _, a := range p.Assignments {
-				got[a.Combination.A] = a.GPUs
-				if a.Extended {
-					extended = append(extended, a.Combination.A)
-				}
-			}
-			slices.Sort(extended)
+			got, extended := placed(p)
 			if !reflect.DeepEqual(got, tc.want) || !slices.Equal(extended, tc.extended) {
 				t.Errorf("placement %v, extended %v; want %v, %v", got, extended, tc.want, tc.extended)
 			}
 		})
 	}
+}
+
+// fullTimeOn allocates every job all of its time on worker type w.
+func fullTimeOn(w string, jobs map[string]*Job) *policy.Allocation {
+	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
+	for id := range jobs {
+		alloc.Fractions[policy.Single(id)] = map[string]float64{w: 1}
+	}
+	return alloc
+}
+
+// placed returns each single job's GPUs in p and, sorted, the jobs that kept
+// last round's.
+func placed(p *RoundPlan) (map[string][]int, []string) {
+	got := map[string][]int{}
+	var extended []string
+	for _, a := range p.Assignments {
+		got[a.Combination.A] = a.GPUs
+		if a.Extended {
+			extended = append(extended, a.Combination.A)
+		}
+	}
+	slices.Sort(extended)
+	return got, extended
 }
 
 func TestPlanLeaseExtension(t *testing.T) {
@@ -398,40 +400,5 @@ func TestPackedPlansKeepPairStates(t *testing.T) {
 	}
 	if pairs == 0 {
 		t.Fatal("no pair was planned; the test checks nothing")
-	}
-}
-
-// A split lease given up frees its GPUs for the gang's fresh placement before those single
-// jobs hold leases on: g2 takes one of its own old GPUs (5) and breaks one lease (s1's 3), not
-// both s1's and s2's (it took 3 and 4 while 5 still counted as reserved).
-func TestPlanSplitLeaseGivenUpFreesItsGPUs(t *testing.T) {
-	topo, err := NewTopology(policy.Cluster{"x": 6}, map[string]int{"x": 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs := map[string]*Job{}
-	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{}}
-	for o, id := range []string{"g1", "g2", "s1", "s2"} {
-		jobs[id] = &Job{ID: id, ScaleFactor: 1, Order: o, Rates: map[string]float64{"x": 1}}
-		alloc.Fractions[policy.Single(id)] = map[string]float64{"x": 1}
-	}
-	jobs["g1"].ScaleFactor, jobs["g2"].ScaleFactor = 2, 2
-	previous := map[policy.Combination][]int{policy.Single("g1"): {0, 1}, policy.Single("g2"): {2, 5},
-		policy.Single("s1"): {3}, policy.Single("s2"): {4}}
-	s := &State{Topology: topo, Jobs: jobs, History: NewLedger(360), Previous: previous}
-	p := Plan(s, alloc, 0)
-	checkPlan(t, s, p)
-	got := map[string][]int{}
-	var extended []string
-	for _, a := range p.Assignments {
-		got[a.Combination.A] = a.GPUs
-		if a.Extended {
-			extended = append(extended, a.Combination.A)
-		}
-	}
-	slices.Sort(extended)
-	want := map[string][]int{"g1": {0, 1}, "g2": {3, 5}, "s1": {2}, "s2": {4}}
-	if !reflect.DeepEqual(got, want) || !slices.Equal(extended, []string{"g1", "s2"}) {
-		t.Errorf("placement %v, extended %v; want %v, [g1 s2]", got, extended, want)
 	}
 }
