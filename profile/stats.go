@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -105,23 +106,13 @@ func (b *batches) shifted(earlier []float64, k int, tol float64) bool {
 	if len(before) < 2 {
 		return false
 	}
-	var mean float64
-	for _, r := range before {
-		mean += r
-	}
-	mean /= float64(len(before))
+	mean, sd := stat.MeanStdDev(before, nil)
 	last := b.meanOf(n-k, n)
 	if mean <= 0 {
 		return last > 0
 	}
-	var ss float64
-	for _, r := range before {
-		ss += (r - mean) * (r - mean)
-	}
-	df := len(before) - 1
-	sd := math.Sqrt(ss / float64(df))
 	diff := math.Abs(last - mean)
-	return diff > tol*mean && diff > tQuantile(0.9995, df)*sd*math.Sqrt(1/float64(k)+1/float64(len(before)))
+	return diff > tol*mean && diff > tQuantile(0.9995, len(before)-1)*sd*math.Sqrt(1/float64(k)+1/float64(len(before)))
 }
 
 // tail returns the last n batch rates (all when fewer).
