@@ -347,7 +347,12 @@ func members(c policy.Combination) []string {
 	return []string{c.A}
 }
 
+// admit makes j active. Steps a trace's job has done when it arrives are not work of this
+// simulation: the job arrives as one of its remaining steps, with none done, so that a policy
+// does not count them as run since arrival (finish-time fairness credits a job first seen with
+// steps done the isolated time they took, which its time since arrival does not include here).
 func (s *simulator) admit(j policy.Job) {
+	j.TotalSteps, j.StepsDone = j.StepsRemaining(), 0
 	s.active[j.ID] = &active{job: j, mech: s.mechJob(j, s.admitted), order: s.admitted}
 	s.admitted++
 }

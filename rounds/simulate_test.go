@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -465,6 +466,37 @@ func TestLoadTraceJSONErrors(t *testing.T) {
 		}
 		if _, _, err := LoadTrace(path); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A job that arrives with steps done is simulated as a job of its remaining steps: finish-time
+// fairness must not credit it isolated time for work done before it arrived (its time since
+// arrival does not include that work), or it is held back against the others.
+func TestSimulateStepsDoneAtArrivalAreNotRunTime(t *testing.T) {
+	done := loadWorkedExample(t)
+	short := slices.Clone(done)
+	for i := range done {
+		if i%2 == 0 {
+			done[i].StepsDone = done[i].TotalSteps * 0.6
+			short[i].TotalSteps -= done[i].StepsDone
+		}
+	}
+	for _, compat := range []bool{false, true} {
+		var jct [2]float64
+		for x, jobs := range [][]policy.Job{done, short} {
+			p, err := policy.New("finish_time_fairness_perf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Simulate(context.Background(), Config{Table: table.Default(), Cluster: workedCluster(), Policy: p, GavelCompat: compat}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jct[x] = res.AvgJCT
+		}
+		if jct[0] != jct[1] {
+			t.Errorf("compat=%v: average JCT %v with steps done at arrival, %v with the jobs shortened by them", compat, jct[0], jct[1])
 		}
 	}
 }
