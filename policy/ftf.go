@@ -70,9 +70,11 @@ func finishTimeFairness(md mode, st *ftfState) allocator {
 			//
 			// A job first seen with steps done (a jobs file of running jobs, a one-shot
 			// allocate) is credited the isolated time those steps took at today's isolated
-			// rate, what the running total would hold had it been seen from the start: with
-			// none, it looked far behind (ρ 2 for a job 40% done in 60 s that needs 60 s more
-			// alone, not 1.2) and was favoured.
+			// rate, which is what the running total would hold had it been seen from the start
+			// with as many jobs present as now (the isolated rate moves with their number;
+			// there is no history to do better): with none, it looked far behind (ρ 2 for a
+			// job 40% done in 60 s that needs 60 s more alone, not 1.2) and was favoured. The
+			// simulator admits jobs with none done (work done before arrival shortens them).
 			c := j.StepsDone / iso[i]
 			if was, ok := st.prevJob[j.ID]; ok && sameJob(was, j) {
 				c = st.cumIso[j.ID]

@@ -93,7 +93,9 @@ func ParsePrices(s string) (Prices, error) {
 
 // Entity is a group of jobs (a user, a team) in hierarchical water filling:
 // entities share the cluster by Weight, and inside an entity jobs share by
-// Policy, "fairness" (weighted max-min) or "fifo" (arrival order).
+// Policy, "fairness" (weighted max-min) or "fifo" (arrival order). Weight must
+// lie within 0.001..1000: unlike Job.Weight, 0 is an error here, not 1 (a jobs
+// file's entity without a weight reads as 1); an empty Policy is "fairness".
 type Entity struct {
 	Weight float64 `json:"weight"`
 	Policy string  `json:"policy"`

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func TestProgressReader(t *testing.T) {
@@ -209,5 +210,51 @@ func TestBatchesShiftedRarelyOnNoise(t *testing.T) {
 		if fired > runs/20 {
 			t.Errorf("batches varying by %.0f%%: a shift found in %d of %d steady measurements, want at most 5%%", 100*cv, fired, runs)
 		}
+	}
+}
+
+// The measuring phase on a clock of its own: a job reports steps at rate(t) steps/s, one report
+// a window. A shift restarts measuring only while a whole measurement (MinBatches windows) still
+// fits in MaxWindow, and MaxWindow counts from the first start whatever the restarts (a final
+// read found neither rule tested).
+func TestMeasureRestartsWithinMaxWindow(t *testing.T) {
+	s := Settings{Window: time.Second, MinBatches: 5, MaxWindow: 20 * time.Second, Precision: 0.001,
+		Settle: 0.1, SettleBatches: 2}.withDefaults()
+	for _, tc := range []struct {
+		name   string
+		moveAt float64 // seconds after measuring began
+		shifts int
+	}{
+		{"early move: measuring starts again", 5, 1},
+		{"late move: no room for a whole measurement", 17, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Unix(1000, 0)
+			// A slow steady rate, then 4x, each window's rate off by up to 10% so that the
+			// interval stays wider than Precision and only MaxWindow ends the measurement.
+			j := &jobState{started: true, anchor: event{at: t0}, warm: batches{rates: []float64{25, 25, 25, 25}}}
+			ses := &session{s: s, jobs: []*jobState{j}, ph: phaseMeasure, warmStart: t0.Add(-4 * time.Second), measStart: t0}
+			var end time.Duration
+			var steps float64
+			for sec := 1; sec <= 60; sec++ {
+				rate := 25.0
+				if float64(sec) > tc.moveAt {
+					rate = 100
+				}
+				steps += rate * (1 + 0.1*math.Sin(float64(sec)*1.7))
+				now := t0.Add(time.Duration(sec) * time.Second)
+				j.last = event{at: now, steps: int64(steps)}
+				if v := ses.advance(now); v.done {
+					end = now.Sub(t0)
+					break
+				}
+			}
+			if end == 0 || end > s.MaxWindow {
+				t.Errorf("measuring ended after %v, want by --max-window %v from its first start", end, s.MaxWindow)
+			}
+			if ses.shifts != tc.shifts {
+				t.Errorf("%d restarts, want %d", ses.shifts, tc.shifts)
+			}
+		})
 	}
 }

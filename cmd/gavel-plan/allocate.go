@@ -245,7 +245,7 @@ func noteUnusedWeights(streams *cli.IO, path string, ps *problemSetup) {
 	}
 	for _, j := range ps.problem.Jobs {
 		if j.EffectiveWeight() != 1 {
-			fmt.Fprintf(streams.Err, "note: %s: job weights are used only by max-min fairness and water filling; %s ignores them (as Gavel does)\n",
+			fmt.Fprintf(streams.Err, "note: %s: job weights are used only by max-min fairness and water filling; %s ignores them\n",
 				path, name)
 			return
 		}

@@ -236,7 +236,7 @@ func TestDemoEntitiesNotedOnce(t *testing.T) {
 	// Its weights shape only max-min fairness and water filling; a policy that ignores them
 	// says so (a reviewer read --help's "only the ratios of weights matter" as for every policy).
 	_, stderr, err = rtRun(t, newAllocateCmd, "--policy", "finish_time_fairness_perf", "--cluster", "v100=4,p100=4,k80=4", "--jobs", jobs)
-	if want := "note: " + jobs + ": job weights are used only by max-min fairness and water filling; finish_time_fairness_perf ignores them (as Gavel does)\n"; err != nil || !strings.Contains(notes(stderr), want) {
+	if want := "note: " + jobs + ": job weights are used only by max-min fairness and water filling; finish_time_fairness_perf ignores them\n"; err != nil || !strings.Contains(notes(stderr), want) {
 		t.Errorf("finish-time fairness: %v, stderr %q, want the note %q", err, stderr, want)
 	}
 }
