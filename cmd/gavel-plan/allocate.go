@@ -116,7 +116,7 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 		return fmt.Errorf("allocate: %w", err)
 	}
 	noteUnusedEntities(streams, inputName(o.jobs), ps)
-	noteUnusedWeights(streams, inputName(o.jobs), ps)
+	noteUnusedWeights(streams, inputName(o.jobs), ps.policy.Name(), ps.problem.Jobs)
 	a, err := ps.allocate(ctx)
 	if err != nil {
 		return fmt.Errorf("allocate: %w", err)
@@ -235,15 +235,15 @@ func noteUnusedEntities(streams *cli.IO, path string, ps *problemSetup) {
 }
 
 // noteUnusedWeights tells, once on stderr, that the jobs' weights do not shape
-// this policy's allocation: as in Gavel, only max-min fairness (LAS) and water
-// filling weigh jobs, and --help's "only the ratios of weights matter" read as
-// if every policy did (a reviewer's finish-time fairness run).
-func noteUnusedWeights(streams *cli.IO, path string, ps *problemSetup) {
-	name := ps.policy.Name()
+// policy name's allocations: only max-min fairness (LAS) and water filling
+// weigh jobs, and --help's "only the ratios of weights matter" read as if every
+// policy did (a reviewer's finish-time fairness run). allocate and simulate say
+// it; rounds realizes allocate's allocation and would repeat it.
+func noteUnusedWeights(streams *cli.IO, path, name string, jobs []policy.Job) {
 	if strings.HasPrefix(name, "max_min_fairness") {
 		return
 	}
-	for _, j := range ps.problem.Jobs {
+	for _, j := range jobs {
 		if j.EffectiveWeight() != 1 {
 			fmt.Fprintf(streams.Err, "note: %s: job weights are used only by max-min fairness and water filling; %s ignores them\n",
 				path, name)

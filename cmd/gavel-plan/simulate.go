@@ -93,6 +93,7 @@ func runSimulate(ctx context.Context, io *cli.IO, o *simulateOptions) error {
 	if err != nil {
 		return cli.UsageError("%s: %v", inputName(o.trace), err)
 	}
+	noteUnusedWeights(io, inputName(o.trace), s.policy.Name(), jobs)
 	cfg := rounds.Config{Table: s.table, Cluster: s.cluster, GPUsPerServer: s.perServer,
 		Policy: s.policy, Entities: entities, Prices: s.prices, RoundSeconds: o.roundSeconds,
 		GavelCompat: o.compat, Seed: o.seed}

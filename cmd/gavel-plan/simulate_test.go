@@ -265,3 +265,21 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 		})
 	}
 }
+
+// A trace's priority weights shape only max-min fairness and water filling; simulate says so
+// once when the policy ignores them, as allocate does, and says nothing when it uses them.
+func TestSimulateNotesUnusedWeights(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "w.trace")
+	lines := "ResNet-18 (batch size 64)\tpython3 main.py\t/tmp\t--num_steps\t0\t8000\t1\t5\t-1\t0\n" +
+		"A3C\tpython3 main.py\t/tmp\t--max-steps\t0\t1000\t1\t1\t-1\t0\n"
+	if err := os.WriteFile(trace, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "note: " + trace + ": job weights are used only by max-min fairness and water filling; fifo_perf ignores them\n"
+	for policy, note := range map[string]string{"fifo_perf": want, "max_min_fairness_perf": ""} {
+		_, errOut, err := rtRun(t, newSimulateCmd, "--trace", trace, "--policy", policy, "--cluster", "v100=1")
+		if err != nil || errOut != note {
+			t.Errorf("%s: %v, stderr %q, want %q", policy, err, errOut, note)
+		}
+	}
+}
