@@ -101,7 +101,8 @@ func TestReadJobs(t *testing.T) {
 		{`{"entities": [], "jobs": []}`, `"entities": want an object of name: {"weight": number, "policy": "fairness" or "fifo"}, got an array`},
 		{`{"entities": {"e": {"weight": "x"}}, "jobs": []}`, `"entities": an entity's "weight": want a number, got a string`},
 		{`{"job": []}`, `jobs file: line 1, column 2: unknown field "job" (want an object with "jobs"`},
-		{"{\"jobs\": [],\n \"entities\": {\"e\": {\"weight\": 1, \"colour\": 1}}}", `jobs file: line 2, column 34: unknown field "colour" (want an object with "jobs"`},
+		// An entity's unknown field was hinted at with the file's shape.
+		{"{\"jobs\": [],\n \"entities\": {\"e\": {\"weight\": 1, \"colour\": 1}}}", `jobs file: line 2, column 34: unknown field "colour" in an entity (want name: {"weight": number, "policy": "fairness" or "fifo"})`},
 	} {
 		_, err := ReadJobs(strings.NewReader(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.msg) || strings.Contains(err.Error(), "Go ") {

@@ -109,6 +109,10 @@ func fileJSONError(name string, isPath bool, data []byte, e *jsonfile.Error) err
 	switch {
 	case e.Type != nil:
 		e.Msg = shapeMessage(e.Type)
+	case e.UnknownField != "" && !topLevelKey(data, e.UnknownField):
+		// Jobs are decoded one by one, so a field the file-level decode refuses below the
+		// top is an entity's: the file's shape was the wrong hint for it.
+		e.Msg += ` in an entity (want name: {"weight": number, "policy": "fairness" or "fifo"})`
 	case e.Offset < 0 || e.UnknownField != "":
 		e.Msg += " (" + jobsShape + ")" // empty, or an unknown field
 	}
@@ -117,6 +121,16 @@ func fileJSONError(name string, isPath bool, data []byte, e *jsonfile.Error) err
 	}
 	line, col := jsonfile.Position(data, e.Offset)
 	return fmt.Errorf("%s: line %d, column %d: %s", name, line, col, e.Msg)
+}
+
+// topLevelKey reports whether the JSON object data has key at its top level.
+func topLevelKey(data []byte, key string) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return true // not an object: whatever it is, the file's shape is the hint
+	}
+	_, ok := top[key]
+	return ok
 }
 
 // shapeMessage says which part of a jobs file has the wrong kind of value.
