@@ -311,6 +311,7 @@ func TestParseTraceErrors(t *testing.T) {
 		{"NaN weight", good + strings.Replace(good, "\t1\t-1", "\tNaN\t-1", 1), "t.trace:2: bad trace: field 8 (priority_weight): \"NaN\" is not a finite number"},
 		{"tiny weight", strings.Replace(good, "\t1\t-1", "\t1e-300\t-1", 1), "t.trace:1: bad trace: field 8 (priority_weight): weight 1e-300 is outside 0.001..1000"},
 		{"zero weight", strings.Replace(good, "\t1\t-1", "\t0\t-1", 1), "t.trace:1: bad trace: field 8 (priority_weight): weight 0 must be positive"},
+		{"zero SLO", strings.Replace(good, "-1\t0", "0\t0", 1), "t.trace:1: bad trace: field 9 (SLO): 0 would put the deadline at the arrival; -1 means no SLO"},
 		{"infinite SLO", strings.Replace(good, "-1\t0", "+Inf\t0", 1), "t.trace:1: bad trace: field 9 (SLO)"},
 		{"zero steps", strings.Replace(good, "\t100\t", "\t0\t", 1), "t.trace:1: bad trace: field 6 (total_steps): 0 must be positive"},
 		{"fractional steps", strings.Replace(good, "\t100\t", "\t100.9\t", 1), "t.trace:1: bad trace: field 6 (total_steps): 100.9 is not a whole number of steps"},

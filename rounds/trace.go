@@ -109,6 +109,9 @@ func parseTraceLine(text string) (TraceJob, error) {
 	if err != nil {
 		return j, err
 	}
+	if slo == 0 { // Gavel reads a multiplier, negative for none: 0 was taken for none here
+		return j, fmt.Errorf("%w: field 9 (SLO): 0 would put the deadline at the arrival; -1 means no SLO", ErrTrace)
+	}
 	arrival, err := num(9, "arrival_time")
 	if err != nil {
 		return j, err
