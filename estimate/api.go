@@ -270,27 +270,34 @@ func outsideMissing(t *table.Table, outs []*outside, workers []string) bool {
 // 11%, and their infeasible pairs no longer found).
 func splitNote(l *tableLayout, sf int) string {
 	var gs []group
-	var union []table.JobType
 	for _, g := range l.groups {
-		if g.sf != sf || g.missing != nil {
-			continue
+		if g.sf == sf && g.missing == nil {
+			gs = append(gs, g)
 		}
-		gs = append(gs, g)
+	}
+	if len(gs) < 2 { // the common case, on tables of thousands of job types too: no work
+		return ""
+	}
+	var union []table.JobType
+	seen := map[table.JobType]bool{}
+	for _, g := range gs {
 		for _, j := range g.jobs {
-			if !slices.Contains(union, j) {
+			if !seen[j] {
+				seen[j] = true
 				union = append(union, j)
 			}
 		}
 	}
-	if len(gs) < 2 {
-		return ""
-	}
 	parts := make([]string, len(gs))
 	for x, g := range gs {
 		parts[x] = strings.Join(g.workers, ",")
+		has := map[table.JobType]bool{}
+		for _, j := range g.jobs {
+			has[j] = true
+		}
 		var lack []string
 		for _, j := range union {
-			if !slices.Contains(g.jobs, j) {
+			if !has[j] {
 				lack = append(lack, j.Model)
 			}
 		}
