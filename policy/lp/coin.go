@@ -45,7 +45,7 @@ func Default() Solver { return COIN{} }
 
 // Solve solves m. On any non-optimal outcome it returns a *StatusError.
 func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
-	opt, lim, err := prepare(ctx, m, opt)
+	opt, lim, byDeadline, err := prepare(ctx, m, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -55,33 +55,42 @@ func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
 	} else {
 		res, err = solveCLP(m, opt, lim)
 	}
-	return res, withContext(ctx, err)
+	return res, withContext(ctx, byDeadline, err)
 }
 
 // withContext adds ctx's error to a time limit that was ctx's deadline, so that the caller
 // can tell its own deadline (errors.Is context.DeadlineExceeded) from the LP's time limit:
-// the deadline becomes COIN's time limit, and it was reported as ErrTimeLimit alone.
-func withContext(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ErrTimeLimit) {
+// the deadline becomes COIN's time limit, and it was reported as ErrTimeLimit alone. COIN's
+// clock can stop the solve just before ctx's timer fires; a limit the deadline set
+// (byDeadline) is then still the deadline's.
+func withContext(ctx context.Context, byDeadline bool, err error) error {
+	if !errors.Is(err, ErrTimeLimit) {
+		return err
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%w (%w)", ctxErr, err)
+	}
+	if byDeadline {
+		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 	}
 	return err
 }
 
 // prepare checks m and returns opt with its default tolerance and the time
-// limit in seconds (0 = none) from opt and ctx's deadline.
-func prepare(ctx context.Context, m *Model, opt Options) (Options, float64, error) {
+// limit in seconds (0 = none) from opt and ctx's deadline; byDeadline says the deadline
+// set it.
+func prepare(ctx context.Context, m *Model, opt Options) (_ Options, lim float64, byDeadline bool, err error) {
 	if err := m.check(); err != nil {
-		return opt, 0, err
+		return opt, 0, false, err
 	}
-	lim, err := timeLimit(ctx, opt)
+	lim, byDeadline, err = timeLimit(ctx, opt)
 	if err != nil {
-		return opt, 0, err
+		return opt, 0, false, err
 	}
 	if opt.Tolerance == 0 {
 		opt.Tolerance = 1e-9
 	}
-	return opt, lim, nil
+	return opt, lim, byDeadline, nil
 }
 
 // cbounds converts ±Inf to the ±DBL_MAX that COIN reads as infinite.
@@ -261,7 +270,7 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	if s.closed {
 		return nil, errors.New("lp: Session.Solve after Close")
 	}
-	opt, lim, err := prepare(ctx, s.m, opt)
+	opt, lim, byDeadline, err := prepare(ctx, s.m, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +292,7 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	// Until the result is read: a caller that drops s after Solve would
 	// otherwise let the finalizer free the model while clpResult reads it.
 	runtime.KeepAlive(s)
-	return res, withContext(ctx, err)
+	return res, withContext(ctx, byDeadline, err)
 }
 
 // push hands the rows and columns added since the last solve to CLP:

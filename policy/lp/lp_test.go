@@ -333,11 +333,25 @@ func TestTimeLimit(t *testing.T) {
 	if _, err := (COIN{}).Solve(ctx, m, Options{Method: Primal}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline during the solve: %v, want context.DeadlineExceeded", err)
 	}
+	// COIN's clock can stop the solve just before the context's timer fires (ctx.Err still
+	// nil); the limit was still the deadline's.
+	lagging := lagCtx{context.Background(), time.Now().Add(time.Millisecond)}
+	if _, err := (COIN{}).Solve(lagging, m, Options{Method: Primal}); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrTimeLimit) {
+		t.Fatalf("deadline whose timer has not fired: %v, want context.DeadlineExceeded and ErrTimeLimit", err)
+	}
 	r, err := COIN{}.Solve(context.Background(), m, Options{Method: Dual})
 	if err != nil || r.Objective <= 0 {
 		t.Fatalf("without limit: %v %v", r, err)
 	}
 }
+
+// lagCtx has a deadline whose timer never fires: Err stays nil past it.
+type lagCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c lagCtx) Deadline() (time.Time, bool) { return c.dl, true }
 
 // The Wyndor LP built column by column, rows first, gives the same optimum.
 func TestColumnWise(t *testing.T) {

@@ -343,20 +343,21 @@ type Solver interface {
 	Solve(ctx context.Context, m *Model, opt Options) (*Result, error)
 }
 
-// timeLimit combines the option and the context deadline; 0 = none.
-func timeLimit(ctx context.Context, opt Options) (float64, error) {
+// timeLimit combines the option and the context deadline; 0 = none. byDeadline says the
+// deadline set it.
+func timeLimit(ctx context.Context, opt Options) (lim float64, byDeadline bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	lim := opt.TimeLimit.Seconds()
+	lim = opt.TimeLimit.Seconds()
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl).Seconds()
 		if left <= 0 {
-			return 0, context.DeadlineExceeded
+			return 0, false, context.DeadlineExceeded
 		}
 		if lim == 0 || left < lim {
-			lim = left
+			lim, byDeadline = left, true
 		}
 	}
-	return lim, nil
+	return lim, byDeadline, nil
 }
