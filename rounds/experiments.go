@@ -144,7 +144,7 @@ func (cfg *ContinuousConfig) simulateOne(ctx context.Context, name string, rate 
 // each, one more job every StepsPerJob timesteps, allocation only.
 type HierarchicalConfig struct {
 	Table          *table.Table
-	Cluster        policy.Cluster // default: 3 GPUs of each worker type of the table
+	Cluster        policy.Cluster // required; the paper's is 3 GPUs of each of v100, p100 and k80
 	EntityWeights  []float64      // default 1, 2, 3
 	JobsPerEntity  int            // default 6
 	StepsPerJob    int            // default 4
