@@ -364,6 +364,35 @@ func TestParseTrace(t *testing.T) {
 	}
 }
 
+// FormatTrace refuses a job the trace format cannot hold instead of dropping what does not fit:
+// the SLOs Generator draws (seconds) were written as "no SLO".
+func TestFormatTraceRejects(t *testing.T) {
+	ok := policy.Job{ID: "7", Type: table.JobType{Model: "A3C", ScaleFactor: 1}, TotalSteps: 100}
+	tests := []struct {
+		name string
+		edit func(*policy.Job)
+		want string
+	}{
+		{"SLO in seconds", func(j *policy.Job) { j.SLO = 3600 }, "SLO of 3600 s"},
+		{"fractional steps", func(j *policy.Job) { j.TotalSteps = 100.5 }, "total steps 100.5"},
+		{"no steps", func(j *policy.Job) { j.TotalSteps = 0 }, "total steps 0"},
+		{"steps done", func(j *policy.Job) { j.StepsDone = 10 }, "10 steps done"},
+		{"tab in model", func(j *policy.Job) { j.Type.Model = "A\tB" }, `model "A\tB"`},
+		{"spaces around model", func(j *policy.Job) { j.Type.Model = " A3C" }, `model " A3C"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := ok
+			tt.edit(&j)
+			var b strings.Builder
+			err := FormatTrace(&b, []TraceJob{{Job: ok}, {Job: j}})
+			if err == nil || !strings.Contains(err.Error(), `job "7": `+tt.want) || !errors.Is(err, ErrTrace) || b.Len() != 0 {
+				t.Errorf("FormatTrace error %v (wrote %q), want one naming job 7 and containing %q", err, b.String(), tt.want)
+			}
+		})
+	}
+}
+
 func TestPrepareRejects(t *testing.T) {
 	tbl := table.New()
 	tbl.SetIsolated("a", table.JobType{Model: "m", ScaleFactor: 4}, 1)

@@ -132,8 +132,29 @@ func parseTraceLine(text string) (TraceJob, error) {
 	return j, nil
 }
 
-// FormatTrace writes jobs in Gavel's trace format (commands left empty).
+// FormatTrace writes jobs in Gavel's trace format (commands left empty). The format has no
+// ids (ParseTrace numbers the jobs in line order), entities or time run; a job it cannot hold
+// otherwise is an error naming the job, and nothing is written: an SLO in seconds (Job.SLO,
+// as Generator draws them; the format holds SLOFactor), total steps that are not a whole
+// positive number, steps done, or a model name with a tab, a line break or surrounding
+// spaces.
 func FormatTrace(w io.Writer, jobs []TraceJob) error {
+	for _, j := range jobs {
+		var why string
+		switch m := j.Type.Model; {
+		case j.SLO != 0:
+			why = fmt.Sprintf("SLO of %v s: the trace format holds a multiplier of the job's duration (SLOFactor), not seconds", j.SLO)
+		case !(j.TotalSteps > 0) || j.TotalSteps != math.Trunc(j.TotalSteps) || j.TotalSteps > math.MaxInt64:
+			why = fmt.Sprintf("total steps %v: the trace format holds a whole positive number", j.TotalSteps)
+		case j.StepsDone != 0:
+			why = fmt.Sprintf("%v steps done: the trace format has no such field (the job would start again)", j.StepsDone)
+		case m == "" || m != strings.TrimSpace(m) || strings.ContainsAny(m, "\t\r\n"):
+			why = fmt.Sprintf("model %q: the trace format cannot hold an empty name, a tab, a line break or surrounding spaces", m)
+		}
+		if why != "" {
+			return fmt.Errorf("%w: job %q: %s", ErrTrace, j.ID, why)
+		}
+	}
 	bw := bufio.NewWriter(w)
 	for _, j := range jobs {
 		slo := -1.0
