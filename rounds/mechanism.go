@@ -96,11 +96,12 @@ type Options struct {
 
 // State is the mechanism's input besides the allocation.
 type State struct {
-	Topology *Topology
+	Topology *Topology // required
 	Jobs     map[string]*Job
-	// PairRates is needed only when the allocation has pairs.
+	// PairRates is needed only when the allocation has pairs: without it
+	// (nil) Plan runs none of them (TablePairRates reads a table's).
 	PairRates PairRates
-	History   Accounting
+	History   Accounting // required; NewLedger gives the default
 	// Previous is last round's placement, for lease extension.
 	Previous map[policy.Combination][]int
 	Options
