@@ -945,6 +945,9 @@ func Active(ctx context.Context, truth, partial *Data, method Method, budget, ba
 	if err := aim.check(); err != nil { // before the fits, not after the first
 		return nil, err
 	}
+	if budget < 0 {
+		return nil, fmt.Errorf("budget %d: must be 0 or more", budget)
+	}
 	var pool func(w, i, k int) bool
 	if truth.Missing() > 0 {
 		pool = func(w, i, k int) bool {

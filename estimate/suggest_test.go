@@ -427,6 +427,9 @@ func TestSuggestAimDecisions(t *testing.T) {
 	if _, err := Active(ctx, d, d, Pairwise{}, 1, 1, Aim(7)); err == nil || !strings.Contains(err.Error(), "Aim(7)") {
 		t.Errorf("Active with aim 7: %v, want an error naming the aim", err)
 	}
+	if _, err := Active(ctx, d, d, Pairwise{}, -1, 1, AimBalanced); err == nil || !strings.Contains(err.Error(), "budget -1") {
+		t.Errorf("Active with budget -1: %v, want an error naming the budget", err)
+	}
 	if _, _, err := SuggestTable(ctx, table.New(), 1, Options{Aim: -1}); err == nil || !strings.Contains(err.Error(), "Aim(-1)") {
 		t.Errorf("SuggestTable with aim -1: %v, want an error naming the aim", err)
 	}
