@@ -546,3 +546,28 @@ func TestWriteJobsLeavesNamesReadable(t *testing.T) {
 		}
 	}
 }
+
+// WriteJobs writes only what ReadJobs reads back: a job it would refuse is an error naming the
+// entry, and nothing is written.
+func TestWriteJobsRefusesWhatReadJobsRefuses(t *testing.T) {
+	typ := table.JobType{Model: "m", ScaleFactor: 1}
+	for _, tt := range []struct {
+		name string
+		job  Job
+		want string
+	}{
+		{"plus in id", Job{ID: "a+b", Type: typ, Weight: 1, TotalSteps: 5}, `"a+b"`},
+		{"weight out of range", Job{ID: "a", Type: typ, Weight: 1e9, TotalSteps: 5}, "weight"},
+		{"finished", Job{ID: "a", Type: typ, Weight: 1, TotalSteps: 5, StepsDone: 5}, "no steps left"},
+		{"unknown entity", Job{ID: "a", Type: typ, Weight: 1, TotalSteps: 5, Entity: "x"}, `"x"`},
+	} {
+		var b strings.Builder
+		err := WriteJobs(&b, &JobsFile{Jobs: []Job{tt.job}})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "jobs[0]") {
+			t.Errorf("%s: %v, want an error naming jobs[0] and %s", tt.name, err, tt.want)
+		}
+		if b.Len() != 0 {
+			t.Errorf("%s: wrote %q with the error", tt.name, b.String())
+		}
+	}
+}

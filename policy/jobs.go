@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -283,7 +284,9 @@ func readJob(msg json.RawMessage, entities map[string]Entity, seen map[string]bo
 		TotalSteps: total, StepsDone: j.StepsDone, TimeRun: j.TimeRun, Arrival: j.Arrival, SLO: j.SLO}, nil
 }
 
-// WriteJobs writes jf in the jobs file format.
+// WriteJobs writes jf in the jobs file format. A file ReadJobs would refuse (an id with '+',
+// a weight out of range, an unknown entity...) is an error naming the entry, and nothing is
+// written.
 func WriteJobs(w io.Writer, jf *JobsFile) error {
 	out := jsonJobsFile{Entities: jf.Entities}
 	for _, j := range jf.Jobs {
@@ -293,8 +296,16 @@ func WriteJobs(w io.Writer, jf *JobsFile) error {
 		out.Jobs = append(out.Jobs, jsonJob{ID: j.ID, Type: j.Type.Model, ScaleFactor: &sf, Weight: &wt,
 			Entity: j.Entity, TotalSteps: &total, StepsDone: j.StepsDone, TimeRun: j.TimeRun, Arrival: j.Arrival, SLO: j.SLO})
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	if _, err := readJobs(bytes.NewReader(buf.Bytes()), "jobs to write", false); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
 }
