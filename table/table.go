@@ -52,7 +52,9 @@ func (t *Table) worker(w string, create bool) *workerTable {
 	return wt
 }
 
-// WorkerTypes returns the worker types in the table, sorted by name.
+// WorkerTypes returns the worker types in the table, sorted by name: every one an entry was
+// set on or a file named, even when its entries were deleted since (JSON keeps such a type as
+// {}; CSV, which has rows only, drops it).
 func (t *Table) WorkerTypes() []string { return slices.Sorted(maps.Keys(t.workers)) }
 
 // JobTypes returns every job type that has an entry on any worker type
@@ -319,7 +321,8 @@ func (t *Table) Select(jobs []JobType, workers []string) *Table {
 	return out
 }
 
-// Equal reports whether t and u hold exactly the same entries.
+// Equal reports whether t and u have the same worker types (see WorkerTypes) and hold exactly
+// the same entries.
 func (t *Table) Equal(u *Table) bool {
 	if len(t.workers) != len(u.workers) {
 		return false
