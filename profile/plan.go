@@ -93,7 +93,7 @@ func Plan(spec PlanSpec) (tasks []Task, notes []string, err error) {
 }
 
 // check refuses a spec that would plan nonsense: a job type or reference no table can hold,
-// an empty worker type, a fraction that is no probability, or two pair selections at once
+// no worker type or an empty one, a fraction that is no probability, or two pair selections at once
 // (one silently won).
 func (spec PlanSpec) check() error {
 	if !spec.ReferenceBlock {
@@ -105,6 +105,9 @@ func (spec PlanSpec) check() error {
 		if err := r.Check(); err != nil {
 			return fmt.Errorf("reference: %w", err)
 		}
+	}
+	if len(spec.WorkerTypes) == 0 {
+		return errors.New("no worker types: name at least one to measure on")
 	}
 	for _, w := range spec.WorkerTypes {
 		if strings.TrimSpace(w) == "" {

@@ -85,6 +85,8 @@ func TestPlanRejectsBadSpecs(t *testing.T) {
 		{"empty job", PlanSpec{WorkerTypes: cpu}, "job: "},
 		{"bad reference", PlanSpec{Model: m, References: []table.JobType{{Model: "r", ScaleFactor: 0}}, WorkerTypes: cpu}, "reference: "},
 		{"empty worker type", PlanSpec{Model: m, WorkerTypes: []string{""}}, "an empty worker type"},
+		{"no worker types", PlanSpec{Model: m, References: []table.JobType{r}}, "no worker types"},
+		{"reference block without worker types", PlanSpec{References: []table.JobType{r}, ReferenceBlock: true}, "no worker types"},
 		{"NaN fraction", PlanSpec{Model: m, References: []table.JobType{r}, WorkerTypes: cpu, Fraction: math.NaN()}, "fraction NaN"},
 		{"negative fraction", PlanSpec{Model: m, References: []table.JobType{r}, WorkerTypes: cpu, Fraction: -1}, "fraction -1"},
 		{"two selections", PlanSpec{Model: m, References: []table.JobType{r}, WorkerTypes: cpu, Partners: []string{"r"}, Fraction: 0.5}, "more than one pair selection"},
