@@ -11,7 +11,7 @@
 //	max_min_fairness_water_filling[_perf|_packed]  progressive filling, hierarchical with Problem.Entities
 //	finish_time_fairness[_perf|_packed]            exact min-max ratio (a few LPs), stateful across calls
 //	fifo[_perf|_packed]                            greedy, not an LP
-//	min_total_duration[_perf|_packed]              makespan, one LP
+//	min_total_duration[_perf|_packed]              makespan, one LP (and one to use the time left)
 //	max_sum_throughput_perf, max_sum_throughput_normalized_by_cost_perf[_SLOs],
 //	max_sum_throughput_normalized_by_cost_packed_SLOs
 //	allox, allox_alpha=<a>, gandiva, isolated, proportional
@@ -25,7 +25,9 @@
 // simplex, or presolve plus barrier for wide packed max-min LPs, see
 // MethodAuto; tolerances 1e-9).
 // Differences from Gavel, each deliberate (gavel-reference §11): makespan is
-// one LP instead of a 5% bisection; packed LPs are correct with mixed scale
+// one LP instead of a 5% bisection, and a second that gives jobs which finish
+// before it the time they can use (Gavel returns any point that meets its
+// makespan); packed LPs are correct with mixed scale
 // factors and carry the odd-set rows of sets of 3 and 5 jobs their
 // solutions would otherwise break (the pairs inside a set of 3 jobs can run
 // only one at a time, so take at most all of the time together; Gavel's LP

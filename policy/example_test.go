@@ -43,7 +43,8 @@ func ExampleNew() {
 }
 
 // Makespan is one exact LP: both jobs finish in 200 s (Gavel's bisection
-// returns 206.8 s).
+// returns 206.8 s after 17 LPs); a second LP gives jobs that finish earlier
+// the time they can use (here none can).
 func ExamplePolicy_Allocate() {
 	t, a, b := exampleTable()
 	pol, _ := policy.New("min_total_duration_perf")
@@ -55,9 +56,9 @@ func ExamplePolicy_Allocate() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("makespan %.1f s with %d LP\n", alloc.Objective, alloc.Stats.LPs)
+	fmt.Printf("makespan %.1f s with %d LPs\n", alloc.Objective, alloc.Stats.LPs)
 	// Output:
-	// makespan 200.0 s with 1 LP
+	// makespan 200.0 s with 2 LPs
 }
 
 // Every registered policy, by Gavel's name.

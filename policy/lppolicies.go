@@ -90,7 +90,8 @@ func (in *instance) familyView(md mode, opt *options) ([][]float64, error) {
 // makespan (§3.5) exactly: with s = 1/T, "every job finishes by T" is
 // eff_i ≥ steps_i·s, so maximizing s is one LP (Gavel bisects on T to 5%).
 // s is scaled by T0 = max_i steps_i/iso_i so that the LP's numbers are O(1).
-// The objective is T in seconds.
+// A second LP (makespanUseIdle) then picks, among the allocations that meet
+// that T, one where jobs progress fastest. The objective is T in seconds.
 func makespan(md mode) allocator {
 	return func(ctx context.Context, p *Problem, opt *options) (*Allocation, error) {
 		in, err := prepare(p, md, opt)
@@ -129,7 +130,13 @@ func makespan(md mode) allocator {
 		if !(res.Objective > 0) {
 			return nil, &lp.StatusError{Status: lp.Numerical, Detail: "makespan LP returned a non-positive rate of progress"}
 		}
-		x := b.fractions(res)
+		x, err := in.makespanUseIdle(ctx, opt, &st, rate, t0, res.Objective)
+		if err != nil {
+			return nil, err
+		}
+		if x == nil {
+			x = b.fractions(res)
+		}
 		var warn string
 		if md == agnostic {
 			if x, warn, err = in.spread(ctx, opt, &st, x); err != nil {
@@ -151,6 +158,40 @@ func makespan(md mode) allocator {
 		}
 		return a, nil
 	}
+}
+
+// makespanUseIdle returns, among the allocations that finish every job by
+// the optimal makespan T* = t0/u, one that maximizes Σ_i eff_i/steps_i (the
+// rate at which jobs progress): the first LP's point is any that meets T*
+// (like Gavel's feasibility LP, §11.12), which gave a job that finishes
+// early only the time it needs to finish at T* and left GPUs idle that it
+// could use. It returns nil (keep the first point) when the second LP
+// fails; only the context's error is returned.
+func (in *instance) makespanUseIdle(ctx context.Context, opt *options, st *SolveStats, rate rateFunc, t0, u float64) ([][]float64, error) {
+	b := in.newBuilder(lp.Maximize)
+	obj := map[int]float64{}
+	for i, j := range in.jobs {
+		r := j.StepsRemaining()
+		if r == 0 {
+			continue
+		}
+		idx, val := b.expr(i, rate, t0/r)
+		b.m.AddRow(u, lp.Inf, idx, val) // the first LP's rows, at its optimum
+		for k, c := range idx {
+			obj[c] += val[k]
+		}
+	}
+	for c, v := range obj {
+		b.m.SetObj(c, v)
+	}
+	res, err := b.solve(ctx, opt, st)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, nil
+	}
+	return b.fractions(res), nil
 }
 
 // throughputSum (§3.6): maximize Σ_i eff_i/cost, where cost is the price of

@@ -275,6 +275,28 @@ func TestMakespanAgnosticHand(t *testing.T) {
 	}
 }
 
+// Makespan uses the time a job that finishes early could take. twoTypes (k80 1, v100 1), a and
+// b both A (k80 1, v100 4), 100 and 1000 steps: b full time on v100 sets T* = 250 s, and a
+// then has k80 to itself, finishing in 100 s. Any a-share of 0.4 steps/s meets T*, which is
+// what the makespan LP alone returned (a 40% of k80, the rest idle). Agnostic (rate 4 on
+// both types): T* = 250 s again, a full time too (25 s in its view), each split by GPUs.
+func TestMakespanUsesIdleTime(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		termA float64
+	}{{"min_total_duration_perf", 100}, {"min_total_duration_packed", 100}, {"min_total_duration", 25}} {
+		p := twoTypes(job("a", jt("A"), 100), job("b", jt("A"), 1000))
+		a := mustAllocate(t, tc.name, p)
+		total := 0.0
+		for _, f := range a.Fractions[Single("a")] {
+			total += f
+		}
+		if !approx(a.Objective, 250, 1e-7) || !approx(a.Terms["b"], 250, 1e-7) || !approx(a.Terms["a"], tc.termA, 1e-7) || !approx(total, 1, 1e-7) {
+			t.Errorf("%s: T* %v, terms %v, a's time %v (%v); want 250, a %v, 1", tc.name, a.Objective, a.Terms, total, a.Fractions, tc.termA)
+		}
+	}
+}
+
 // Packing with mixed scale factors (Gavel's reshape bug, §11.2). Two v100s;
 // A, B sf 1 (rate 2, pair 1.5 each), C sf 2 (rate 4). LAS coefficients
 // sf·eff/prop give t ≤ a + 0.75p (A, B with singles a each and pair p),
