@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/gavelkit/gavel/policy/lp"
 )
@@ -252,7 +253,7 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 		b := build(slos)
 		res, err := b.solve(ctx, opt, &st)
 		if slos && errors.Is(err, lp.ErrInfeasible) {
-			warnings = append(warnings, "SLOs cannot all be met; solved without SLO constraints (as Gavel does)")
+			warnings = append(warnings, "SLOs cannot all be met"+in.sloOutOfReach()+"; solved without SLO constraints (as Gavel does)")
 			b = build(false)
 			res, err = b.solve(ctx, opt, &st)
 		}
@@ -267,6 +268,35 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 		}
 		return a, nil
 	}
+}
+
+// sloOutOfReach names the jobs whose SLO needs more than the job's best
+// rate (on any worker type, alone or in a pair), which no allocation
+// gives: " (job "a" needs 10 steps/s, its best rate is 4)", or "" when each
+// SLO alone could be met and only together they cannot.
+func (in *instance) sloOutOfReach() string {
+	var out []string
+	for i, j := range in.jobs {
+		left := j.SLO - j.TimeRun
+		if j.SLO == 0 || j.StepsRemaining() == 0 || left <= 0 {
+			continue
+		}
+		best := 0.0
+		for _, c := range in.byJob[i] {
+			for w := range in.workers {
+				if in.combos[c].runnable(w) {
+					best = math.Max(best, in.combos[c].rateOf(i, w))
+				}
+			}
+		}
+		if need := j.StepsRemaining() / left; need > best*(1+1e-9) {
+			out = append(out, fmt.Sprintf("job %q needs %.4g steps/s, its best rate is %.4g", j.ID, need, best))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
 }
 
 // fifoOrder returns job indices by (Arrival, ID): FIFO order, with the job

@@ -338,7 +338,9 @@ func TestPackedMixedScaleFactors(t *testing.T) {
 // A on k80 + B on v100 reaches 2. SLOs A, B ≥ 1.5 steps/s (150 steps in
 // 100 s): with pair share p the best is 2 − p/2, p = 0: each half v100,
 // half k80 (1 + 0.5 = 1.5 each): still 2. An SLO of 3 steps/s cannot be
-// met (max 2): dropped with a warning.
+// met (max 2): dropped with a warning that names the job. SLOs of 2 steps/s
+// each can each be met alone (v100 full time) but not together (the pair
+// gives 1.5): the warning names no job.
 func TestCostPackedSLOHand(t *testing.T) {
 	x := jt("X")
 	tb := rateTable([]string{"k80", "v100"}, map[table.JobType][]float64{x: {1, 2}})
@@ -352,8 +354,13 @@ func TestCostPackedSLOHand(t *testing.T) {
 	}
 	p.Jobs[0].TotalSteps = 300
 	a = mustAllocate(t, "max_sum_throughput_normalized_by_cost_packed_SLOs", p)
-	if !approx(a.Objective, 2, 1e-7) || len(a.Warnings) == 0 {
-		t.Fatalf("objective %v warnings %v", a.Objective, a.Warnings)
+	if want := `SLOs cannot all be met (job "A" needs 3 steps/s, its best rate is 2); solved without SLO constraints (as Gavel does)`; !approx(a.Objective, 2, 1e-7) || len(a.Warnings) != 1 || a.Warnings[0] != want {
+		t.Fatalf("objective %v warnings %q, want %q", a.Objective, a.Warnings, want)
+	}
+	p.Jobs[0].TotalSteps, p.Jobs[1].TotalSteps = 200, 200
+	a = mustAllocate(t, "max_sum_throughput_normalized_by_cost_packed_SLOs", p)
+	if want := "SLOs cannot all be met; solved without SLO constraints (as Gavel does)"; len(a.Warnings) != 1 || a.Warnings[0] != want {
+		t.Fatalf("warnings %q, want %q", a.Warnings, want)
 	}
 	p.Prices = Prices{"v100": 2}
 	pol, _ := New("max_sum_throughput_normalized_by_cost_packed_SLOs")
