@@ -177,7 +177,9 @@ func (in *instance) makespanUseIdle(ctx context.Context, opt *options, st *Solve
 			continue
 		}
 		idx, val := b.expr(i, rate, t0/r)
-		b.m.AddRow(u, lp.Inf, idx, val) // the first LP's rows, at its optimum
+		// The first LP's rows at its optimum, loosened by 1e-8 so that its own point, met to the
+		// solver's tolerance, stays feasible here.
+		b.m.AddRow(u*(1-1e-8), lp.Inf, idx, val)
 		for k, c := range idx {
 			obj[c] += val[k]
 		}
