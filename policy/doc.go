@@ -14,6 +14,7 @@
 //	min_total_duration[_perf|_packed]              makespan, one LP (and one to use the time left)
 //	max_sum_throughput_perf, max_sum_throughput_normalized_by_cost_perf[_SLOs],
 //	max_sum_throughput_normalized_by_cost_packed_SLOs
+//	                                               one LP, and one that breaks ties by FIFO order
 //	allox, allox_alpha=<a>, gandiva, isolated, proportional
 //
 // The plain names are heterogeneity-agnostic, _perf is aware, _packed adds
@@ -27,7 +28,9 @@
 // Differences from Gavel, each deliberate (gavel-reference §11): makespan is
 // one LP instead of a 5% bisection, and a second that gives jobs which finish
 // before it the time they can use (Gavel returns any point that meets its
-// makespan); packed LPs are correct with mixed scale
+// makespan); the max-sum policies break ties among their optima by FIFO
+// order (arrival, then id; a simplex corner gave identical jobs' time to the
+// later id, and Gavel's interior-point solver splits it); packed LPs are correct with mixed scale
 // factors and carry the odd-set rows of sets of 3 and 5 jobs their
 // solutions would otherwise break (the pairs inside a set of 3 jobs can run
 // only one at a time, so take at most all of the time together; Gavel's LP

@@ -222,16 +222,17 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 			}
 		}
 		var warnings []string
+		objective := func(c, w int) float64 {
+			cb := &in.combos[c]
+			r := cb.ra[w]
+			if cb.pair() {
+				r += cb.rb[w]
+			}
+			return r / cost[w]
+		}
 		build := func(withSLO bool) *builder {
 			b := in.newBuilder(lp.Maximize)
-			b.addObjective(func(c, w int) float64 {
-				cb := &in.combos[c]
-				r := cb.ra[w]
-				if cb.pair() {
-					r += cb.rb[w]
-				}
-				return r / cost[w]
-			})
+			b.addObjective(objective)
 			if !withSLO {
 				return b
 			}
@@ -252,17 +253,26 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 			return b
 		}
 		var st SolveStats
-		b := build(slos)
+		withSLO := slos
+		b := build(withSLO)
 		res, err := b.solve(ctx, opt, &st)
 		if slos && errors.Is(err, lp.ErrInfeasible) {
 			warnings = append(warnings, "SLOs cannot all be met"+in.sloOutOfReach()+"; solved without SLO constraints (as Gavel does)")
-			b = build(false)
+			withSLO = false
+			b = build(withSLO)
 			res, err = b.solve(ctx, opt, &st)
 		}
 		if err != nil {
 			return nil, err
 		}
-		a := in.allocation(b.fractions(res))
+		x, err := in.preferEarlier(ctx, opt, &st, build(withSLO), objective, res.Objective)
+		if err != nil {
+			return nil, err
+		}
+		if x == nil {
+			x = b.fractions(res)
+		}
+		a := in.allocation(x)
 		a.Objective, a.Stats, a.Warnings = res.Objective, st, warnings
 		a.ObjectiveMeaning = "total throughput, Σ over jobs of effective steps/s"
 		if useCost {
@@ -270,6 +280,52 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 		}
 		return a, nil
 	}
+}
+
+// preferEarlier breaks ties among the allocations of the largest sum (objective, with
+// optimum z, already b's objective): keeping it at z, it favours jobs in FIFO order (arrival,
+// then id), each job's normalized throughput weighted by (m − rank)/m. Without it the simplex
+// corner decides, which gave two identical jobs' time all to the later id, and ran a trace of
+// identical jobs last in, first out. It returns nil (keep the first point) when the LP fails;
+// only the context's error is returned.
+func (in *instance) preferEarlier(ctx context.Context, opt *options, st *SolveStats, b *builder, objective func(c, w int) float64, z float64) ([][]float64, error) {
+	var idx []int
+	var val []float64
+	for c := range b.col {
+		for w, j := range b.col[c] {
+			if j >= 0 {
+				if v := objective(c, w); v != 0 {
+					idx, val = append(idx, j), append(val, v)
+				}
+			}
+		}
+	}
+	// Not loosened: the sum is not scaled to O(1), so a relative slack would trade real
+	// throughput for order; the solver's feasibility tolerance takes the first point.
+	b.m.AddRow(z, lp.Inf, idx, val)
+	b.addObjective(func(int, int) float64 { return 0 })
+	obj := map[int]float64{}
+	m := float64(in.m())
+	for rank, i := range in.fifoOrder() {
+		if !(in.iso[i] > 0) {
+			continue
+		}
+		ji, jv := b.expr(i, in.trueRates(), (m-float64(rank))/m/in.iso[i])
+		for k, c := range ji {
+			obj[c] += jv[k]
+		}
+	}
+	for c, v := range obj {
+		b.m.SetObj(c, v)
+	}
+	res, err := b.solve(ctx, opt, st)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, nil
+	}
+	return b.fractions(res), nil
 }
 
 // sloOutOfReach names the jobs whose SLO needs more than the job's best

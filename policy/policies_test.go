@@ -856,3 +856,31 @@ func TestPackedRefusesBadPairRates(t *testing.T) {
 		}
 	}
 }
+
+// Max-sum policies break ties by FIFO order (arrival, then id), not by the simplex corner:
+// jobs a and b of one type on one v100 give the same sum whoever runs, so the earlier job
+// runs (the corner had given the later id all the time, and a trace of identical jobs ran
+// last in, first out). With b arriving first, b runs; "9" comes before "10".
+func TestMaxSumTiesFavourEarlierJobs(t *testing.T) {
+	prices := Prices{"k80": 1, "v100": 2}
+	for _, name := range []string{"max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf",
+		"max_sum_throughput_normalized_by_cost_perf_SLOs", "max_sum_throughput_normalized_by_cost_packed_SLOs"} {
+		for _, tc := range []struct {
+			ids      [2]string
+			arrivals [2]float64
+			want     string
+		}{{[2]string{"a", "b"}, [2]float64{0, 0}, "a"}, {[2]string{"a", "b"}, [2]float64{5, 0}, "b"}, {[2]string{"10", "9"}, [2]float64{0, 0}, "9"}} {
+			var jobs []Job
+			for k, id := range tc.ids {
+				j := job(id, jt("A"), 100)
+				j.Arrival = tc.arrivals[k]
+				jobs = append(jobs, j)
+			}
+			p := &Problem{Table: rateTable([]string{"v100"}, map[table.JobType][]float64{jt("A"): {4}}), Cluster: Cluster{"v100": 1}, Jobs: jobs, Prices: prices}
+			a := mustAllocate(t, name, p)
+			if got := a.Fractions[Single(tc.want)]["v100"]; !approx(got, 1, 1e-7) || !approx(a.Objective, 4/map[bool]float64{true: 2, false: 1}[strings.Contains(name, "cost")], 1e-7) {
+				t.Errorf("%s, ids %v arriving %v: %s has %v of the v100 (objective %v), want all of it: %v", name, tc.ids, tc.arrivals, tc.want, got, a.Objective, a.Fractions)
+			}
+		}
+	}
+}
