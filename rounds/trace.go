@@ -161,9 +161,11 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 		if j.SLOFactor > 0 {
 			slo = j.SLOFactor
 		}
-		// Weights and arrival times as written in full: ParseTrace reads
-		// them back exactly (a weight of 0.5 truncated to 0 was refused).
-		fmt.Fprintf(bw, "%s\t\t\t\t0\t%d\t%d\t%s\t%g\t%s\n", j.Type.Model, int64(j.TotalSteps), j.Type.ScaleFactor,
+		// Weights, arrival times and steps as written in full: ParseTrace reads
+		// them back exactly (a weight of 0.5 truncated to 0 was refused, and
+		// steps beyond int64 were written as -9223372036854775808).
+		fmt.Fprintf(bw, "%s\t\t\t\t0\t%s\t%d\t%s\t%g\t%s\n", j.Type.Model,
+			strconv.FormatFloat(math.Trunc(j.TotalSteps), 'f', -1, 64), j.Type.ScaleFactor,
 			strconv.FormatFloat(j.EffectiveWeight(), 'f', -1, 64), slo, strconv.FormatFloat(j.Arrival, 'f', -1, 64))
 	}
 	return bw.Flush()
