@@ -144,7 +144,7 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 		switch m := j.Type.Model; {
 		case j.SLO != 0:
 			why = fmt.Sprintf("SLO of %v s: the trace format holds a multiplier of the job's duration (SLOFactor), not seconds", j.SLO)
-		case !(j.TotalSteps > 0) || j.TotalSteps != math.Trunc(j.TotalSteps) || j.TotalSteps > math.MaxInt64:
+		case !(j.TotalSteps > 0) || j.TotalSteps != math.Trunc(j.TotalSteps) || math.IsInf(j.TotalSteps, 0):
 			why = fmt.Sprintf("total steps %v: the trace format holds a whole positive number", j.TotalSteps)
 		case j.StepsDone != 0:
 			why = fmt.Sprintf("%v steps done: the trace format has no such field (the job would start again)", j.StepsDone)
@@ -165,7 +165,7 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 		// them back exactly (a weight of 0.5 truncated to 0 was refused, and
 		// steps beyond int64 were written as -9223372036854775808).
 		fmt.Fprintf(bw, "%s\t\t\t\t0\t%s\t%d\t%s\t%g\t%s\n", j.Type.Model,
-			strconv.FormatFloat(math.Trunc(j.TotalSteps), 'f', -1, 64), j.Type.ScaleFactor,
+			strconv.FormatFloat(j.TotalSteps, 'f', -1, 64), j.Type.ScaleFactor,
 			strconv.FormatFloat(j.EffectiveWeight(), 'f', -1, 64), slo, strconv.FormatFloat(j.Arrival, 'f', -1, 64))
 	}
 	return bw.Flush()
