@@ -323,6 +323,9 @@ func TestReadSuggestionsWrongShape(t *testing.T) {
 		{"misspelled", `{"measurment":[{"worker_type":"v100","job":"a","partner":"b"}]}`, []string{`no "measurements" list`}},
 		{"two objects", `{"measurements":[]} {"measurements":[]}`, []string{"more after the first object", "want one object"}},
 		{"trailing text", `{"measurements":[]} x`, []string{"more after the first object"}},
+		// dec.More stops at a closing bracket: a stray '}' or ']' after the object was read as nothing more.
+		{"trailing brace", `{"measurements":[{"worker_type":"v100","job":"a","partner":"b"}]} }`, []string{"more after the first object"}},
+		{"trailing bracket", `{"measurements":[{"worker_type":"v100","job":"a","partner":"b"}]}]`, []string{"more after the first object"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

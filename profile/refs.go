@@ -161,7 +161,7 @@ func ReadSuggestions(r io.Reader, file string) ([]Suggestion, error) {
 		}
 		return nil, fmt.Errorf("suggestions %s: %w", file, err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF { // not dec.More, which stops at a stray '}' or ']'
 		return nil, fmt.Errorf("suggestions %s: more after the first object; want one object %s", file, suggestionsShape)
 	}
 	// A misspelled key would otherwise read as nothing to measure.
