@@ -147,3 +147,48 @@ func FuzzReadSidecar(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseWorkerTypeOverrides checks that ParseWorkerTypeOverrides never panics and that what
+// it accepts maps device indices (or -1, every device) to valid names.
+func FuzzParseWorkerTypeOverrides(f *testing.F) {
+	for _, s := range []string{"h200", "0=h200,1=a100", " 0 = h200 ", "h200,a100", "-1=x", "0=h200,0=a100", "0=", "a=b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ParseWorkerTypeOverrides(s)
+		if err != nil {
+			return
+		}
+		for i, w := range o {
+			if i < -1 || !validName(w) {
+				t.Fatalf("%q: accepted %d=%q", s, i, w)
+			}
+		}
+	})
+}
+
+// FuzzPlanPartners checks that Plan never panics on a --pairs value and that every pair it
+// plans is of known jobs of one scale factor.
+func FuzzPlanPartners(f *testing.F) {
+	for _, s := range []string{"ref", "ref+other", "job+ref", "ref,other", "a,b+c", "b+c", "x", "ref+other,job", "+", ",", "ref ,+other"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		model := table.JobType{Model: "job", ScaleFactor: 1}
+		refs := []table.JobType{{Model: "ref", ScaleFactor: 1}, {Model: "other", ScaleFactor: 1}, {Model: "a,b", ScaleFactor: 1},
+			{Model: "b+c", ScaleFactor: 1}, {Model: "big", ScaleFactor: 2}}
+		tasks, _, err := Plan(PlanSpec{Model: model, References: refs, WorkerTypes: []string{"v100"}, Partners: []string{v}})
+		if err != nil {
+			return
+		}
+		known := map[table.JobType]bool{model: true}
+		for _, r := range refs {
+			known[r] = true
+		}
+		for _, tk := range tasks {
+			if !known[tk.Job] || tk.IsPair() && (!known[tk.Partner] || tk.Partner.ScaleFactor != tk.Job.ScaleFactor) {
+				t.Fatalf("%q: planned %s", v, tk)
+			}
+		}
+	})
+}
