@@ -258,7 +258,6 @@ func everywhereJobTypes(t *table.Table, types []string) []table.JobType {
 // present every StepsPerJob timesteps), appends a row per present job to res
 // and sets res.MeanTotal[name]; ref holds each job's reference rate.
 func (cfg *HierarchicalConfig) solveTimesteps(ctx context.Context, name string, ref []float64, res *HierarchicalResult) error {
-	types := cfg.Cluster.WorkerTypes()
 	total := 0.0
 	for t := 0; t < cfg.Timesteps; t++ {
 		if err := ctx.Err(); err != nil {
@@ -275,11 +274,9 @@ func (cfg *HierarchicalConfig) solveTimesteps(ctx context.Context, name string, 
 			return fmt.Errorf("timestep %d: %w", t, err)
 		}
 		for j, job := range res.Jobs[:present] {
-			eff := 0.0
-			for _, w := range types {
-				r, _ := cfg.Table.Isolated(w, job.Type)
-				eff += r * alloc.Fractions[policy.Single(job.ID)][w]
-			}
+			// The allocation's own sum, over the job's combinations: a packing policy's
+			// pairs count too (from the job alone, such a job read 0).
+			eff := alloc.Effective[job.ID]
 			row := HierarchicalRow{Timestep: t, Policy: name, Job: job.ID, Entity: job.Entity, Model: job.Type.Model,
 				Effective: eff, Normalized: eff / ref[j]}
 			total += row.Normalized
