@@ -179,11 +179,16 @@ func Hierarchical(ctx context.Context, cfg HierarchicalConfig) (*HierarchicalRes
 	if cfg.Table == nil {
 		return nil, fmt.Errorf("hierarchical: table is required")
 	}
-	if len(cfg.Cluster) == 0 {
-		return nil, fmt.Errorf("hierarchical: cluster is required")
+	if cfg.Cluster.Total() == 0 {
+		return nil, fmt.Errorf("hierarchical: cluster is required (it has no GPUs)")
 	}
 	cfg.setDefaults()
-	types := cfg.Cluster.WorkerTypes()
+	var types []string // a type listed with no GPUs takes no part, in the reference rate either
+	for _, w := range cfg.Cluster.WorkerTypes() {
+		if cfg.Cluster[w] > 0 {
+			types = append(types, w)
+		}
+	}
 	pool := everywhereJobTypes(cfg.Table, types)
 	if len(pool) == 0 {
 		return nil, fmt.Errorf("hierarchical: no single-GPU job type runs on every worker type of the cluster")

@@ -98,3 +98,22 @@ func TestHierarchicalCountsPairs(t *testing.T) {
 		t.Errorf("mean total normalized throughput packed %v, unpacked %v", packed, perf)
 	}
 }
+
+// A worker type listed with no GPUs takes no part: not in the reference rate
+// either (there it made v100=0,p100=3 read 2.750 against p100=3's 2.833).
+func TestHierarchicalZeroType(t *testing.T) {
+	totals := map[string]float64{}
+	for _, c := range []policy.Cluster{{"p100": 3}, {"v100": 0, "p100": 3}} {
+		res, err := Hierarchical(context.Background(), HierarchicalConfig{Table: table.Default(), Cluster: c, Timesteps: 24})
+		if err != nil {
+			t.Fatal(err)
+		}
+		totals[c.String()] = res.MeanTotal["max_min_fairness_water_filling_perf"]
+	}
+	if a, b := totals["p100=3"], totals["p100=3,v100=0"]; math.Abs(a-b) > 1e-6 {
+		t.Errorf("mean total normalized throughput %v with p100=3, %v with v100=0 beside it", a, b)
+	}
+	if _, err := Hierarchical(context.Background(), HierarchicalConfig{Table: table.Default(), Cluster: policy.Cluster{"v100": 0}}); err == nil {
+		t.Error("a cluster without GPUs: no error")
+	}
+}
