@@ -133,6 +133,10 @@ func (o *continuousOptions) parse() (*continuousRun, error) {
 		if err != nil {
 			return nil, cli.UsageError("--policies: %v", err)
 		}
+		if needsPrices(r.names[i]) {
+			// It failed at its first allocation, after the policies before it had run.
+			return nil, cli.UsageError("--policies: policy %s needs prices, which experiment continuous does not take (simulate --prices runs it)", r.names[i])
+		}
 		packs = packs || policy.Packs(pol)
 	}
 	if o.maxPartners > 0 && !packs {
@@ -274,6 +278,9 @@ func runHierarchical(ctx context.Context, io *cli.IO, o *hierarchicalOptions) er
 	for _, n := range []string{o.aware, o.agnostic} {
 		if _, err := policy.New(n); err != nil {
 			return cli.UsageError("%v", err)
+		}
+		if needsPrices(n) {
+			return cli.UsageError("policy %s needs prices, which experiment hierarchical does not take", n)
 		}
 	}
 	var sums []hierarchicalSummary

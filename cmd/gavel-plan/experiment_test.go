@@ -66,9 +66,11 @@ func TestExperimentBadInput(t *testing.T) {
 		{"continuous", "--rates", "x"},
 		{"continuous", "--window", "5:5"},
 		{"continuous", "--policies", "nope"},
+		{"continuous", "--policies", "max_min_fairness_perf,max_sum_throughput_normalized_by_cost_perf"},
 		{"continuous", "--max-partners", "-3"},
 		{"continuous", "--timeout", "-1s"},
 		{"hierarchical", "--cluster", "v100"},
+		{"hierarchical", "--aware", "max_sum_throughput_normalized_by_cost_perf"},
 	} {
 		if _, _, err := rtRun(t, newExperimentCmd, args...); cli.ExitCode(err) != 2 {
 			t.Errorf("%v: err %v, want exit 2", args, err)
