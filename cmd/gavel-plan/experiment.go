@@ -167,11 +167,11 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 		RoundSeconds: o.roundSeconds, PolicyOptions: []policy.Option{policy.WithMaxPartners(o.maxPartners)}, Timeout: o.timeout,
 		Progress: func(p string, rate float64, seed uint64, res *rounds.Result) {
 			if res == nil {
-				fmt.Fprintf(io.Err, "%-28s rate %5.2f/h seed %d: timed out after %v\n", p, rate, seed, o.timeout)
+				fmt.Fprintf(io.Err, "%-28s rate %5s/h seed %d: timed out after %v\n", p, rateLabel(rate), seed, o.timeout)
 				return
 			}
-			fmt.Fprintf(io.Err, "%-28s rate %5.2f/h seed %d: avg JCT %8.2f h, %d rounds, %d solves (%.1f s), %.0f s elapsed\n",
-				p, rate, seed, res.AvgJCT/3600, res.Rounds, res.Allocations, res.SolveSeconds, time.Since(began).Seconds())
+			fmt.Fprintf(io.Err, "%-28s rate %5s/h seed %d: avg JCT %8.2f h, %d rounds, %d solves (%.1f s), %.0f s elapsed\n",
+				p, rateLabel(rate), seed, res.AvgJCT/3600, res.Rounds, res.Allocations, res.SolveSeconds, time.Since(began).Seconds())
 		}})
 	if err != nil {
 		return err
@@ -181,6 +181,16 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 			"seeds": r.seeds, "policies": r.names, "points": pts})
 	}
 	return printContinuous(io, r.names, pts)
+}
+
+// rateLabel formats a rate with two decimals, or as many as it needs (0.125 and
+// 0.12 both read 0.12, 0.005 read 0.01).
+func rateLabel(rate float64) string {
+	s := fmt.Sprintf("%.2f", rate)
+	if v, _ := strconv.ParseFloat(s, 64); v == rate {
+		return s
+	}
+	return strconv.FormatFloat(rate, 'f', -1, 64)
 }
 
 // printContinuous prints one row per rate; pts holds, per rate, one point per
@@ -195,7 +205,7 @@ func printContinuous(io *cli.IO, names []string, pts []rounds.ContinuousPoint) e
 	}
 	tw := cli.NewTableWriter(io.Out, header...)
 	for i := 0; i < len(pts); i += len(names) {
-		row := []string{fmt.Sprintf("%.2f", pts[i].Rate)}
+		row := []string{rateLabel(pts[i].Rate)}
 		for k := range names {
 			if pts[i+k].TimedOut {
 				row = append(row, "timeout")

@@ -77,3 +77,17 @@ func TestExperimentBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Rates that two decimals do not tell apart get the decimals they need.
+func TestExperimentContinuousRateLabels(t *testing.T) {
+	out, _, err := rtRun(t, newExperimentCmd, "continuous", "--cluster", "v100=2,p100=2,k80=2", "--policies", "max_min_fairness_perf",
+		"--rates", "0.125,0.12,2", "--window", "0:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{" 0.125 │", " 0.12 │", " 2.00 │"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
