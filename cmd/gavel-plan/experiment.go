@@ -74,7 +74,7 @@ few minutes on two cores.`,
 	f.StringVar(&o.window, "window", "100:400", "jobs measured, by arrival rank start:end (end exclusive)")
 	f.BoolVar(&o.multiGPU, "multi-gpu", false, "draw multi-GPU jobs (scale factors 1/2/4/8)")
 	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all)")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit per simulation; past it the point reads \"timeout\" (overloaded)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit per simulation (0: none); past it the point reads \"timeout\" (overloaded)")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
