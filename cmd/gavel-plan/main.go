@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -16,28 +14,11 @@ import (
 func main() {
 	streams := cli.StdIO()
 	root := newRootCmd(streams)
-	ctx, stop := interruptible()
+	ctx, stop := cli.Interruptible(context.Background())
 	root.SetContext(ctx)
 	code := cli.Main(root, streams)
 	stop()
 	os.Exit(code)
-}
-
-// interruptible returns a context canceled on SIGINT, SIGTERM or SIGHUP, so that a long
-// simulation or experiment stops within a round and says "interrupted:" (the signal killed
-// the process outright, without a word). A signal the process was told to ignore (nohup's
-// SIGHUP, a background job's SIGINT) stays ignored: Notify would turn it back on.
-func interruptible() (context.Context, context.CancelFunc) {
-	var sigs []os.Signal
-	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP} {
-		if !signal.Ignored(s) {
-			sigs = append(sigs, s)
-		}
-	}
-	if len(sigs) == 0 {
-		return context.WithCancel(context.Background())
-	}
-	return signal.NotifyContext(context.Background(), sigs...)
 }
 
 func newRootCmd(streams *cli.IO) *cobra.Command {

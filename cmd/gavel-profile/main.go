@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -47,15 +45,13 @@ Typical use:
 	return root
 }
 
-// interruptible returns cmd's context, canceled on SIGINT, SIGTERM or SIGHUP, so a long
-// estimate, suggestion or evaluation stops within an iteration of its fits and a profiling run
-// stops its jobs cleanly. SIGHUP (the terminal or SSH session closed) would otherwise end the
-// profiler at once and leave its jobs running: each is in a process group of its own, which
-// the hangup does not reach.
+// interruptible returns cmd's context, canceled on SIGINT, SIGTERM or SIGHUP (unless
+// ignored; see cli.Interruptible), so a long estimate, suggestion or evaluation stops within an
+// iteration of its fits and a profiling run stops its jobs cleanly.
 func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	ctx := cmd.Context()
 	if ctx == nil { // RunE called without Execute, as tests may
 		ctx = context.Background()
 	}
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	return cli.Interruptible(ctx)
 }

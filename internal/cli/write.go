@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/gavelkit/gavel/table"
 	"golang.org/x/sys/unix"
@@ -26,19 +24,8 @@ func WriteFile(ctx context.Context, path string, write func(io.Writer) error) er
 	if err := checkReplaceable(path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	// A signal the process was told to ignore (nohup's SIGHUP, a background job's SIGINT) stays
-	// ignored: Notify would turn it back on.
-	var sigs []os.Signal
-	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP} {
-		if !signal.Ignored(s) {
-			sigs = append(sigs, s)
-		}
-	}
-	if len(sigs) > 0 {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(ctx, sigs...)
-		defer stop()
-	}
+	ctx, stop := Interruptible(ctx)
+	defer stop()
 	err := table.WriteFileAtomic(path, func(w io.Writer) error { return write(ctxWriter{ctx, w}) })
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return fmt.Errorf("interrupted while writing %s, which is as it was: %w", path, ctx.Err())
