@@ -29,11 +29,36 @@ type builder struct {
 
 func (in *instance) newBuilder(sense lp.Sense) *builder {
 	b := &builder{in: in, m: lp.NewModel(sense), col: make([][]int, len(in.combos))}
-	capIdx := make([][]int, in.nw())
-	capVal := make([][]float64, in.nw())
+	// Sizes first, so that nothing below regrows: columns per worker type,
+	// and those of pairs (in two jobs' rows).
+	perW := make([]int, in.nw())
+	ncols, pairCols := 0, 0
 	for c := range in.combos {
 		cb := &in.combos[c]
-		b.col[c] = make([]int, in.nw())
+		for w := range in.workers {
+			if cb.runnable(w) {
+				perW[w]++
+				ncols++
+				if cb.pair() {
+					pairCols++
+				}
+			}
+		}
+	}
+	// The capacity and job rows here, and as many again for the caller's
+	// rows over each job's throughput (and a column of its own).
+	rows := in.nw() + 2*in.m() + len(in.oddSets) + len(in.covers) + len(in.roundCuts)
+	b.m.Reserve(ncols+1, rows, ncols+2*(ncols+pairCols)+in.m())
+	capIdx := make([][]int, in.nw())
+	capVal := make([][]float64, in.nw())
+	for w := range in.workers {
+		capIdx[w] = make([]int, 0, perW[w])
+		capVal[w] = make([]float64, 0, perW[w])
+	}
+	cols := make([]int, len(in.combos)*in.nw())
+	for c := range in.combos {
+		cb := &in.combos[c]
+		b.col[c] = cols[c*in.nw() : (c+1)*in.nw() : (c+1)*in.nw()]
 		for w := range in.workers {
 			b.col[c][w] = -1
 			if !cb.runnable(w) {
@@ -48,9 +73,10 @@ func (in *instance) newBuilder(sense lp.Sense) *builder {
 	for w := range in.workers {
 		b.m.AddRow(-lp.Inf, in.cap[w], capIdx[w], capVal[w])
 	}
+	var idx []int // reused: AddRow copies
+	var val []float64
 	for i := range in.jobs {
-		var idx []int
-		var val []float64
+		idx, val = idx[:0], val[:0]
 		for _, c := range in.byJob[i] {
 			for _, j := range b.col[c] {
 				if j >= 0 {
@@ -141,7 +167,9 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 	packed, gangs := len(b.in.combos) > b.in.m(), b.in.hasGangs()
 	var sess *lp.Session
 	if _, ok := opt.solver().(lp.COIN); ok && (packed || gangs) && !b.m.IsMIP() {
-		if s, err := lp.NewSession(b.m); err == nil {
+		// The session keeps b.m itself (no copy): until it closes, rows
+		// reach b.m only through it (addRow).
+		if s, err := lp.NewSessionOn(b.m); err == nil {
 			sess = s
 			defer sess.Close()
 		}
@@ -207,15 +235,17 @@ func (b *builder) solve(ctx context.Context, opt *options, st *SolveStats) (*lp.
 	}
 }
 
-// addRow adds Σ idx·val ≤ ub to the model and to sess (when not nil).
+// addRow adds Σ idx·val ≤ ub to the model, through sess when it is not nil
+// (the session's model is b.m).
 func (b *builder) addRow(sess *lp.Session, idx []int, val []float64, ub float64) {
 	if len(idx) == 0 {
 		return
 	}
-	b.m.AddRow(-lp.Inf, ub, idx, val)
 	if sess != nil {
 		sess.AddRow(-lp.Inf, ub, idx, val)
+		return
 	}
+	b.m.AddRow(-lp.Inf, ub, idx, val)
 }
 
 // solveOnce solves b.m, through sess when it is not nil.
@@ -259,8 +289,14 @@ func (b *builder) method(opt *options) lp.Method {
 // fractions reads x[c][w] from a solution.
 func (b *builder) fractions(res *lp.Result) [][]float64 {
 	x := make([][]float64, len(b.col))
+	n := 0
 	for c := range b.col {
-		x[c] = make([]float64, len(b.col[c]))
+		n += len(b.col[c])
+	}
+	all := make([]float64, n) // one allocation; each x[c] is capped at its own part
+	for c := range b.col {
+		k := len(b.col[c])
+		x[c], all = all[:k:k], all[k:]
 		for w, j := range b.col[c] {
 			if j >= 0 {
 				x[c][w] = res.X[j]

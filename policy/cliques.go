@@ -57,7 +57,6 @@ func (in *instance) cliqueFamily() []clique {
 		n := in.cap[w]
 		gang := false
 		var big []int
-		byJob := map[int][]int{}
 		for c := range in.combos {
 			cb := &in.combos[c]
 			if !cb.runnable(w) {
@@ -66,6 +65,17 @@ func (in *instance) cliqueFamily() []clique {
 			gang = gang || cb.sf > 1
 			if float64(2*cb.sf) > n {
 				big = append(big, c)
+			}
+		}
+		if !gang || len(big) == 0 { // with one GPU each, capacity and job rows say it all
+			continue
+		}
+		// Only now (most types, and every type without gangs, stop above)
+		// the combinations that are not big, by job.
+		byJob := map[int][]int{}
+		for c := range in.combos {
+			cb := &in.combos[c]
+			if !cb.runnable(w) || float64(2*cb.sf) > n {
 				continue
 			}
 			for _, j := range [2]int{cb.a, cb.b} {
@@ -73,9 +83,6 @@ func (in *instance) cliqueFamily() []clique {
 					byJob[j] = append(byJob[j], c)
 				}
 			}
-		}
-		if !gang || len(big) == 0 { // with one GPU each, capacity and job rows say it all
-			continue
 		}
 		above := map[float64][]int{} // the big part of each threshold, made once
 		bigAbove := func(a float64) []int {

@@ -417,11 +417,11 @@ func (in *instance) pairLookup() func(a, b int) *pairRates {
 	}
 	cache := make([]*pairRates, len(typeIdx)*len(typeIdx))
 	return func(a, b int) *pairRates {
-		ta, tb := in.jobs[a].Type, in.jobs[b].Type
 		k := ti[a]*len(typeIdx) + ti[b]
 		if r := cache[k]; r != nil {
 			return r
 		}
+		ta, tb := in.jobs[a].Type, in.jobs[b].Type
 		r := &pairRates{ra: make([]float64, in.nw()), rb: make([]float64, in.nw())}
 		for w, wt := range in.workers {
 			if in.rate[a][w] == 0 || in.rate[b][w] == 0 {
@@ -453,13 +453,20 @@ func (in *instance) addPairs(maxPartners int) error {
 	in.cliquesMade = false // the clique family depends on the combinations
 	lookup := in.pairLookup()
 	for _, g := range in.sfGroups() {
-		var keep map[[2]int]bool
+		var keep bitMatrix
 		if maxPartners > 0 {
 			keep = in.topPartners(g, maxPartners, lookup)
+			in.combos = slices.Grow(in.combos, len(g)*maxPartners)
+		} else {
+			in.combos = slices.Grow(in.combos, len(g)*(len(g)-1)/2)
+			for _, a := range g {
+				in.byJob[a] = slices.Grow(in.byJob[a], len(g)-1)
+			}
 		}
 		for ai, a := range g {
-			for _, b := range g[ai+1:] {
-				if keep != nil && !keep[[2]int{a, b}] {
+			for bi := ai + 1; bi < len(g); bi++ {
+				b := g[bi]
+				if keep.n > 0 && !keep.has(ai, bi) {
 					continue
 				}
 				r := lookup(a, b)
@@ -495,21 +502,37 @@ func (in *instance) sfGroups() [][]int {
 	return out
 }
 
-// topPartners returns the pairs (smaller index first) of group g that are
+// bitMatrix is a symmetric n×n set of position pairs.
+type bitMatrix struct {
+	n    int
+	bits []uint64
+}
+
+func newBitMatrix(n int) bitMatrix { return bitMatrix{n: n, bits: make([]uint64, (n*n+63)/64)} }
+
+func (m bitMatrix) set(a, b int) {
+	for _, k := range [2]int{a*m.n + b, b*m.n + a} {
+		m.bits[k/64] |= 1 << (k % 64)
+	}
+}
+
+func (m bitMatrix) has(a, b int) bool { k := a*m.n + b; return m.bits[k/64]&(1<<(k%64)) != 0 }
+
+// topPartners returns the pairs of group g (by position in g) that are
 // among the k best-scoring partners of one of their members; ties go to
 // the partner earlier in id order. Each job keeps its best k by insertion
 // (O(|g|·k)), not by sorting all |g| candidates.
-func (in *instance) topPartners(g []int, k int, lookup func(a, b int) *pairRates) map[[2]int]bool {
-	keep := map[[2]int]bool{}
+func (in *instance) topPartners(g []int, k int, lookup func(a, b int) *pairRates) bitMatrix {
+	keep := newBitMatrix(len(g))
 	type cand struct {
-		b     int
+		b     int // position in g (g is in index order: ties as by index)
 		score float64
 	}
 	better := func(x, y cand) bool { return x.score > y.score || (x.score == y.score && x.b < y.b) }
 	best := make([]cand, 0, k+1)
-	for _, a := range g {
+	for ai, a := range g {
 		best = best[:0]
-		for _, b := range g {
+		for bi, b := range g {
 			if b == a {
 				continue
 			}
@@ -517,7 +540,7 @@ func (in *instance) topPartners(g []int, k int, lookup func(a, b int) *pairRates
 			if !r.ok {
 				continue
 			}
-			c := cand{b, r.score}
+			c := cand{bi, r.score}
 			if len(best) == k && !better(c, best[k-1]) {
 				continue
 			}
@@ -531,7 +554,7 @@ func (in *instance) topPartners(g []int, k int, lookup func(a, b int) *pairRates
 			}
 		}
 		for _, c := range best {
-			keep[[2]int{min(a, c.b), max(a, c.b)}] = true
+			keep.set(ai, c.b)
 		}
 	}
 	return keep
@@ -556,11 +579,14 @@ func (in *instance) allocation(x [][]float64) *Allocation {
 		Normalized: map[string]float64{},
 		EqualShare: map[string]float64{},
 	}
+	// Per job (index), summed in the order the map was: combination by
+	// combination, worker type by worker type.
+	eff := make([]float64, in.m())
+	snapped := make([]float64, in.nw())
 	for c := range in.combos {
 		cb := &in.combos[c]
 		used := false
-		fr := make(map[string]float64, in.nw())
-		for w, wt := range in.workers {
+		for w := range in.workers {
 			v := 0.0
 			if x[c] != nil {
 				v = x[c][w]
@@ -571,25 +597,28 @@ func (in *instance) allocation(x [][]float64) *Allocation {
 			case v > 1-1e-9 && v < 1+1e-6:
 				v = 1
 			}
-			fr[wt] = v
+			snapped[w] = v
 			if v > 0 {
 				used = true
-				a.Effective[in.jobs[cb.a].ID] += cb.ra[w] * v
+				eff[cb.a] += cb.ra[w] * v
 				if cb.pair() {
-					a.Effective[in.jobs[cb.b].ID] += cb.rb[w] * v
+					eff[cb.b] += cb.rb[w] * v
 				}
 			}
 		}
 		if cb.pair() && !used {
-			continue
+			continue // most pairs: no map for them
+		}
+		fr := make(map[string]float64, in.nw())
+		for w, wt := range in.workers {
+			fr[wt] = snapped[w]
 		}
 		a.Fractions[in.key(c)] = fr
 	}
 	for i, j := range in.jobs {
-		e := a.Effective[j.ID]
-		a.Effective[j.ID] = e
+		a.Effective[j.ID] = eff[i]
 		a.EqualShare[j.ID] = in.equal[i]
-		a.Normalized[j.ID] = e / in.equal[i] // > 0: every job runs somewhere
+		a.Normalized[j.ID] = eff[i] / in.equal[i] // > 0: every job runs somewhere
 	}
 	return a
 }

@@ -257,11 +257,30 @@ func NewSession(m *Model) (*Session, error) {
 	if err := m.check(); err != nil {
 		return nil, err
 	}
-	s := &Session{m: m.clone()}
+	return newSession(m.clone()), nil
+}
+
+// NewSessionOn is NewSession without the copy: the session keeps m itself
+// and adds the rows and columns given to it there, so m must be changed
+// only through the session while it is open (its copy in CLP would not
+// follow). It spares copying a large model that the caller would otherwise
+// build on in step with the session.
+func NewSessionOn(m *Model) (*Session, error) {
+	if m.IsMIP() {
+		return nil, errors.New("lp: NewSessionOn: the model has integer columns")
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	return newSession(m), nil
+}
+
+func newSession(m *Model) *Session {
+	s := &Session{m: m}
 	s.c = newCLP(s.m)
 	s.nr, s.nc, s.nz = s.m.NumRows(), s.m.NumCols(), s.m.NumNonzeros()
 	runtime.SetFinalizer(s, (*Session).Close)
-	return s, nil
+	return s
 }
 
 // Solve optimizes the session's LP: with opt.Method the first time, then

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -33,6 +34,25 @@ type Model struct {
 	tRow, tCol   []int32
 	tVal         []float64
 	hasInt       bool
+	// byCol: some column was built with AddColumn, whose entries may come
+	// before rows added earlier; with AddRow alone every column's entries
+	// are in row order and csc need not sort them.
+	byCol bool
+}
+
+// Reserve makes room for cols more columns, rows more rows and nz more
+// nonzeros, so that building a model of known size does not regrow its
+// slices. It changes nothing else.
+func (m *Model) Reserve(cols, rows, nz int) {
+	m.obj = slices.Grow(m.obj, cols)
+	m.lb = slices.Grow(m.lb, cols)
+	m.ub = slices.Grow(m.ub, cols)
+	m.integer = slices.Grow(m.integer, cols)
+	m.rowLB = slices.Grow(m.rowLB, rows)
+	m.rowUB = slices.Grow(m.rowUB, rows)
+	m.tRow = slices.Grow(m.tRow, nz)
+	m.tCol = slices.Grow(m.tCol, nz)
+	m.tVal = slices.Grow(m.tVal, nz)
 }
 
 // NewModel returns an empty model.
@@ -55,6 +75,7 @@ func (m *Model) AddColumn(lb, ub, obj float64, rows []int, vals []float64) int {
 		panic("lp: AddColumn: len(rows) != len(vals)")
 	}
 	j := m.AddCol(lb, ub, obj)
+	m.byCol = m.byCol || len(rows) > 0
 	for k, r := range rows {
 		if r < 0 || r >= len(m.rowLB) {
 			panic("lp: AddColumn: row out of range")
@@ -169,8 +190,9 @@ func (m *Model) csc() (start, index []int32, value []float64) {
 		next[c]++
 	}
 	// Rows ascending within each column. AddRow appends in row order, so this
-	// only does work for columns built with AddColumn.
-	for j := 0; j < n; j++ {
+	// only does work for columns built with AddColumn (and is skipped
+	// without them).
+	for j := 0; m.byCol && j < n; j++ {
 		seg := colSegment{index[start[j]:start[j+1]], value[start[j]:start[j+1]]}
 		if !sort.IsSorted(seg) {
 			sort.Stable(seg)

@@ -26,6 +26,9 @@ type handle = struct{}
 // NewSession always fails without cgo.
 func NewSession(m *Model) (*Session, error) { return nil, ErrUnavailable }
 
+// NewSessionOn always fails without cgo.
+func NewSessionOn(m *Model) (*Session, error) { return nil, ErrUnavailable }
+
 // Solve always fails without cgo.
 func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	return nil, ErrUnavailable
