@@ -5,13 +5,24 @@ package main
 import (
 	"context"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gavelkit/gavel/internal/cli"
 )
 
+// gcPercent is the GC target the command runs with unless GOGC is set.
+// Packed simulations build and drop an LP model (tens of thousands of
+// columns) per allocation, so with Go's default of 100 the collector and
+// the scavenger took about a sixth of the CPU time; 400 keeps the heap of
+// such a run under 50 MB (33 MB at 100) and changes no output.
+const gcPercent = 400
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	streams := cli.StdIO()
 	root := newRootCmd(streams)
 	ctx, stop := cli.Interruptible(context.Background())
