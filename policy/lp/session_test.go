@@ -226,3 +226,33 @@ func TestSessionRejectsMIP(t *testing.T) {
 		t.Fatal("NewSession accepted a MILP")
 	}
 }
+
+// NewSessionOn keeps the caller's model: a row added through the session is the model's, and
+// the warm-started solve agrees with a fresh solve of that model. A MIP is refused, as
+// NewSession refuses one.
+func TestSessionOnSharesTheModel(t *testing.T) {
+	m := wyndor()
+	s, err := NewSessionOn(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if r, err := s.Solve(ctx, Options{}); err != nil || !near(r.Objective, 36) {
+		t.Fatalf("got %v, %v; want 36", r, err)
+	}
+	s.AddRow(-Inf, 5, []int{0, 1}, []float64{1, 1}) // x + y ≤ 5: y = 5 (5 a unit beats 3) gives 25
+	if m.NumRows() != 4 {
+		t.Fatalf("the model has %d rows after the session added its fourth", m.NumRows())
+	}
+	r, err := s.Solve(ctx, Options{})
+	fresh, ferr := COIN{}.Solve(ctx, m, Options{})
+	if err != nil || ferr != nil || !near(r.Objective, 25) || !near(fresh.Objective, 25) {
+		t.Fatalf("session %v, %v; fresh %v, %v; want 25", r, err, fresh, ferr)
+	}
+	mip := wyndor()
+	mip.SetInteger(0)
+	if _, err := NewSessionOn(mip); err == nil {
+		t.Error("NewSessionOn took a model with integer columns")
+	}
+}
