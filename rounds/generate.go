@@ -85,6 +85,19 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 // Reference returns the worker type durations refer to.
 func (g *Generator) Reference() string { return g.ref }
 
+// Unavailable returns the multi-GPU scale factors (2, 4, 8) no job type can be drawn for: none
+// in the table has a rate on the reference type and fits some worker type's GPUs. With
+// MultiGPU, a draw of such a scale factor becomes a single-GPU job, which changes the mix.
+func (g *Generator) Unavailable() []int {
+	var out []int
+	for _, sf := range []int{2, 4, 8} {
+		if len(g.bySF[sf]) == 0 {
+			out = append(out, sf)
+		}
+	}
+	return out
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if x == y {

@@ -14,6 +14,7 @@ import (
 	"github.com/gavelkit/gavel/internal/cli"
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/rounds"
+	"github.com/gavelkit/gavel/table"
 )
 
 func newExperimentCmd(io *cli.IO) *cobra.Command {
@@ -161,6 +162,9 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	if err != nil {
 		return err
 	}
+	if o.multiGPU {
+		warnUnavailable(io, tbl, cluster)
+	}
 	began := time.Now()
 	pts, err := rounds.Continuous(ctx, rounds.ContinuousConfig{Table: tbl, Cluster: cluster, GPUsPerServer: perServer,
 		Policies: r.names, Rates: r.rates, Seeds: r.seeds, WindowStart: r.start, WindowEnd: r.end, MultiGPU: o.multiGPU,
@@ -181,6 +185,23 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 			"seeds": r.seeds, "policies": r.names, "points": pts})
 	}
 	return printContinuous(io, r.names, pts)
+}
+
+// warnUnavailable says which scale factors --multi-gpu cannot draw on cluster, whose draws
+// become single-GPU jobs (an 8-GPU job on 4 GPUs a type was changed without a word).
+func warnUnavailable(io *cli.IO, tbl *table.Table, cluster policy.Cluster) {
+	g, err := rounds.NewGenerator(rounds.GeneratorConfig{Table: tbl, Cluster: cluster, MultiGPU: true})
+	if err != nil {
+		return // Continuous reports it
+	}
+	if sfs := g.Unavailable(); len(sfs) > 0 {
+		names := make([]string, len(sfs))
+		for i, sf := range sfs {
+			names[i] = strconv.Itoa(sf)
+		}
+		fmt.Fprintf(io.Err, "warning: --multi-gpu: no job type of %s GPUs has a rate on %s and fits a worker type of cluster %s; those draws become single-GPU jobs\n",
+			strings.Join(names, " or "), g.Reference(), cluster)
+	}
 }
 
 // rateLabel formats a rate with two decimals, or as many as it needs (0.125 and

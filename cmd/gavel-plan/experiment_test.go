@@ -91,3 +91,22 @@ func TestExperimentContinuousRateLabels(t *testing.T) {
 		}
 	}
 }
+
+// --multi-gpu on a cluster of 4 GPUs a type says that 8-GPU draws become single-GPU jobs (they
+// did without a word); on 8 a type it says nothing.
+func TestExperimentContinuousMultiGPUWarns(t *testing.T) {
+	for _, tc := range []struct {
+		cluster string
+		warn    bool
+	}{{"v100=4,p100=4,k80=4", true}, {"v100=8,p100=8,k80=8", false}} {
+		_, errOut, err := rtRun(t, newExperimentCmd, "continuous", "--cluster", tc.cluster, "--policies", "max_min_fairness_perf",
+			"--rates", "1", "--window", "0:2", "--multi-gpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = "no job type of 8 GPUs has a rate on v100 and fits a worker type of cluster"
+		if got := strings.Contains(errOut, want); got != tc.warn {
+			t.Errorf("%s: warning %v, want %v:\n%s", tc.cluster, got, tc.warn, errOut)
+		}
+	}
+}
