@@ -10,20 +10,30 @@ import (
 // seconds it was owed (its target fraction × the length of each round it was
 // allocated in) and the seconds it actually ran. History survives allocation
 // changes, so a job starved under one allocation stays ahead in the queue
-// under the next.
+// under the next. A lead does not carry over the same way: time run more
+// than a round ahead of what was owed (on GPUs that would otherwise idle:
+// back-fill, or a job already a round ahead) counts as received, but ranks
+// as at most one round ahead, so a job that had idle GPUs to itself is not
+// kept off them for as long once others want them (before, a job allocated
+// a quarter of an otherwise idle GPU for 100 rounds then ran in 13 of the
+// next 100 rounds at a target of a half).
 type Ledger struct {
 	round   float64
 	owed    map[policy.Combination]map[string]float64
 	got     map[policy.Combination]map[string]float64
 	owedJob map[string]float64 // per job, over its combinations and types
 	gotJob  map[string]float64
+	// rgot and rgotJob are got and gotJob as ranked: at most a round
+	// beyond owed (see the type's comment).
+	rgot    map[policy.Combination]map[string]float64
+	rgotJob map[string]float64
 	elapsed float64
 }
 
 // NewLedger returns an empty ledger for rounds of roundSeconds.
 func NewLedger(roundSeconds float64) *Ledger {
 	return &Ledger{round: roundSeconds, owed: map[policy.Combination]map[string]float64{}, got: map[policy.Combination]map[string]float64{},
-		owedJob: map[string]float64{}, gotJob: map[string]float64{}}
+		owedJob: map[string]float64{}, gotJob: map[string]float64{}, rgot: map[policy.Combination]map[string]float64{}, rgotJob: map[string]float64{}}
 }
 
 // Rank orders c on w like Pfair (PD²) scheduling with early release. c is
@@ -39,11 +49,10 @@ func NewLedger(roundSeconds float64) *Ledger {
 // if c ran in it: (owed + target·T) ÷ (received + T). A zero target ranks
 // last (back-fill), least-served first.
 func (l *Ledger) Rank(c policy.Combination, w string, target float64, inAlloc bool) Rank {
-	got := l.got[c][w]
 	if target <= 0 {
-		return Rank{Class: 0, Key: -got}
+		return Rank{Class: 0, Key: -l.got[c][w]}
 	}
-	owed := l.owed[c][w]
+	got, owed := l.rgot[c][w], l.owed[c][w]
 	class := 1
 	if owed+target*l.round > got+1e-9*l.round {
 		class = 2
@@ -86,7 +95,8 @@ type Busy struct {
 
 // Record adds one round of length duration: every combination of alloc whose
 // jobs are all active is owed target × duration on each type, and every busy
-// entry is credited.
+// entry is credited (for ranking, up to a round beyond what it was owed; see
+// Ledger).
 func (l *Ledger) Record(alloc *policy.Allocation, active func(id string) bool, duration float64, busy []Busy) {
 	if alloc != nil {
 		// Singles first, then pairs sorted, types sorted: a job's sums come
@@ -106,8 +116,17 @@ func (l *Ledger) Record(alloc *policy.Allocation, active func(id string) bool, d
 	}
 	for _, b := range busy {
 		add(l.got, b.Combination, b.WorkerType, b.Seconds)
+		add(l.rgot, b.Combination, b.WorkerType, b.Seconds)
 		for _, m := range members(b.Combination) {
 			l.gotJob[m] += b.Seconds
+			l.rgotJob[m] += b.Seconds
+		}
+	}
+	for _, b := range busy {
+		c, w := b.Combination, b.WorkerType
+		l.rgot[c][w] = min(l.rgot[c][w], l.owed[c][w]+l.round)
+		for _, m := range members(c) {
+			l.rgotJob[m] = min(l.rgotJob[m], l.owedJob[m]+l.round)
 		}
 	}
 	l.elapsed += duration
@@ -116,7 +135,7 @@ func (l *Ledger) Record(alloc *policy.Allocation, active func(id string) bool, d
 // Due is c's pseudo-deadline on w in rounds from now: the rounds it can sit
 // out before it is owed a full round more than it received there.
 func (l *Ledger) Due(c policy.Combination, w string, target float64) float64 {
-	return (l.got[c][w] + l.round - l.owed[c][w]) / (target * l.round)
+	return (l.rgot[c][w] + l.round - l.owed[c][w]) / (target * l.round)
 }
 
 // owe adds what c was owed over one round, unless one of its jobs was gone.
@@ -136,19 +155,20 @@ func (l *Ledger) owe(c policy.Combination, x map[string]float64, active func(id 
 
 // JobDue is job id's pseudo-deadline as a whole, in rounds from now.
 func (l *Ledger) JobDue(id string, totalTarget float64) float64 {
-	return (l.gotJob[id] + l.round - l.owedJob[id]) / (totalTarget * l.round)
+	return (l.rgotJob[id] + l.round - l.owedJob[id]) / (totalTarget * l.round)
 }
 
 // JobPD2 is PD²'s tie-breaks (see pd2) for job id as a whole.
 func (l *Ledger) JobPD2(id string, totalTarget float64) (bbit, group float64) {
-	return pd2(l.gotJob[id]/l.round, l.owedJob[id]/(totalTarget*l.round), min(totalTarget, 1))
+	return pd2(l.rgotJob[id]/l.round, l.owedJob[id]/(totalTarget*l.round), min(totalTarget, 1))
 }
 
 // Forget drops every combination that contains job id.
 func (l *Ledger) Forget(id string) {
 	delete(l.owedJob, id)
 	delete(l.gotJob, id)
-	for _, m := range []map[policy.Combination]map[string]float64{l.owed, l.got} {
+	delete(l.rgotJob, id)
+	for _, m := range []map[policy.Combination]map[string]float64{l.owed, l.got, l.rgot} {
 		for c := range m {
 			if c.Contains(id) {
 				delete(m, c)

@@ -402,3 +402,45 @@ func TestPackedPlansKeepPairStates(t *testing.T) {
 		t.Fatal("no pair was planned; the test checks nothing")
 	}
 }
+
+// A lead earned on GPUs that would otherwise idle is not banked: a job
+// allocated a quarter of a GPU nothing else wanted ran every round for 100
+// rounds; when a second job arrives and both are allocated half, the first
+// must not sit out while its 75 rounds of lead wear off (it ran in 13 of
+// the next 100 rounds before).
+func TestLedgerLeadNotBanked(t *testing.T) {
+	topo, err := NewTopology(policy.Cluster{"x": 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := NewLedger(360)
+	s := &State{Topology: topo, History: ledger, Jobs: map[string]*Job{
+		"a": {ID: "a", ScaleFactor: 1, Order: 0, Rates: map[string]float64{"x": 1}}}}
+	run := func(alloc *policy.Allocation, rounds int) map[string]int {
+		ran := map[string]int{}
+		for r := 0; r < rounds; r++ {
+			p := Plan(s, alloc, 0)
+			var busy []Busy
+			for _, a := range p.Assignments {
+				busy = append(busy, Busy{a.Combination, a.WorkerType, 360})
+				ran[a.Combination.A]++
+			}
+			ledger.Record(alloc, func(string) bool { return true }, 360, busy)
+			s.Previous = p.Placement()
+		}
+		return ran
+	}
+	if ran := run(&policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+		policy.Single("a"): {"x": 0.25}}}, 100); ran["a"] != 100 {
+		t.Fatalf("alone, a ran in %d of 100 rounds, want all (back-fill)", ran["a"])
+	}
+	s.Jobs["b"] = &Job{ID: "b", ScaleFactor: 1, Order: 1, Rates: map[string]float64{"x": 1}}
+	ran := run(&policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+		policy.Single("a"): {"x": 0.5}, policy.Single("b"): {"x": 0.5}}}, 20)
+	if ran["a"] < 9 || ran["b"] < 9 {
+		t.Errorf("at half each, a ran in %d and b in %d of 20 rounds, want about 10 each", ran["a"], ran["b"])
+	}
+	if got := ledger.Received(policy.Single("a"), "x"); got != 360*(100+float64(ran["a"])) {
+		t.Errorf("a received %v s, want every second it ran", got)
+	}
+}
