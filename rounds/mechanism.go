@@ -102,7 +102,13 @@ type State struct {
 	// (nil) Plan runs none of them (TablePairRates reads a table's).
 	PairRates PairRates
 	History   Accounting // required; NewLedger gives the default
-	// Previous is last round's placement, for lease extension.
+	// Previous is last round's placement, for lease extension, in
+	// Topology's GPU ids. Ids are positions, not physical GPUs (see
+	// Topology): after the topology changes (a server down or back), the
+	// ids of the servers and types after it shift, so translate Previous
+	// into the new ids or drop it. Plan cannot tell, and would keep a
+	// combination on the old ids, marked Extended, though they now name
+	// other GPUs.
 	Previous map[policy.Combination][]int
 	Options
 	// schedule decomposes the current packed allocation (see configs.go):

@@ -19,6 +19,10 @@ type Server struct {
 // Topology is the physical cluster: worker types, their servers and GPU ids.
 // GPU ids are assigned in sorted worker-type order, server by server, as
 // Gavel registers its workers (so on v100=2,p100=2,k80=2 the k80s are 0 and 1).
+// They are positions, not names: a scheduler of a real cluster keeps its own
+// map from ids to machines, and when a server goes down or comes back the new
+// Topology's ids of later servers and types differ from the old (see
+// State.Previous).
 type Topology struct {
 	types   []string
 	count   map[string]int
