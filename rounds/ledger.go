@@ -17,6 +17,12 @@ import (
 // kept off them for as long once others want them (before, a job allocated
 // a quarter of an otherwise idle GPU for 100 rounds then ran in 13 of the
 // next 100 rounds at a target of a half).
+//
+// A Ledger's state is not exported and cannot be saved: a scheduler that
+// restarts either starts a new one (every job then starts even, with no
+// debt or lead) or replays its Record and Forget calls, which give the same
+// ledger. With Options.Decompose, the State's decomposition is not saved
+// either; it starts again with no rounds counted.
 type Ledger struct {
 	round   float64
 	owed    map[policy.Combination]map[string]float64
