@@ -2,6 +2,7 @@ package rounds
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
@@ -13,7 +14,7 @@ import (
 type Job struct {
 	ID          string
 	Type        table.JobType
-	ScaleFactor int
+	ScaleFactor int // GPUs it needs at once, at least 1 (Plan panics otherwise)
 	// Order is the job's arrival rank; on equal priority the earlier job goes
 	// first (Gavel's dict order, made explicit).
 	Order int
@@ -187,7 +188,8 @@ type entry struct {
 // Plan picks the next round's assignment. It is deterministic: equal
 // priorities are broken by deficit, target, arrival order and worker type
 // name, never by map order. No GPU is booked twice and no job runs in two
-// combinations.
+// combinations. A nil job or one with a scale factor below 1 is a
+// programming error: Plan panics naming it.
 func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
 	entries := s.entries(alloc)
 	queue := make([]*entry, len(entries))
@@ -246,7 +248,13 @@ func (s *State) entries(alloc *policy.Allocation) []entry {
 	eb.eu, eb.hasDue = s.History.(EntryUrgency)
 	eb.hasDue = eb.hasDue && !s.GavelCompat
 	// The input order does not matter: the sort's keys are total.
-	for _, j := range s.Jobs {
+	for id, j := range s.Jobs {
+		switch {
+		case j == nil:
+			panic(fmt.Sprintf("rounds: Plan: job %q is nil", id))
+		case j.ScaleFactor < 1:
+			panic(fmt.Sprintf("rounds: Plan: job %q: scale factor %d, want at least 1", id, j.ScaleFactor))
+		}
 		c := policy.Single(j.ID)
 		x, inAlloc := fr[c]
 		for _, w := range types {

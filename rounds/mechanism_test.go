@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gavelkit/gavel/policy"
@@ -443,4 +444,23 @@ func TestLedgerLeadNotBanked(t *testing.T) {
 	if got := ledger.Received(policy.Single("a"), "x"); got != 360*(100+float64(ran["a"])) {
 		t.Errorf("a received %v s, want every second it ran", got)
 	}
+}
+
+// A job without a scale factor (a hand-built Job's zero value) is named in
+// Plan's panic; it was an index out of range in the sort of assignments.
+func TestPlanNamesJobWithoutScaleFactor(t *testing.T) {
+	topo, err := NewTopology(policy.Cluster{"x": 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{
+		"a": {ID: "a", ScaleFactor: 1, Rates: map[string]float64{"x": 1}},
+		"z": {ID: "z", Rates: map[string]float64{"x": 1}}}}
+	defer func() {
+		msg := fmt.Sprint(recover())
+		if !strings.Contains(msg, `job "z": scale factor 0`) {
+			t.Errorf("panic %q, want one naming job z and its scale factor", msg)
+		}
+	}()
+	Plan(s, nil, 0)
 }
