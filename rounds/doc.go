@@ -53,7 +53,9 @@
 // with jobs that have no allocation there (except for FIFO policies).
 // Placement puts multi-GPU combinations on as few servers as possible (best
 // fit, largest first) and keeps a combination on the GPUs it had last round
-// when they are still free.
+// when they are still free. NewTopology builds servers of equal size (the
+// last may be smaller); NewTopologyOfServers takes each server's size, as a
+// live scheduler needs when a GPU of a middle server is out of service.
 //
 // An allocation with pairs or with jobs of several GPUs is different: a
 // round is then a matching of the jobs, or a packing of gangs, and the walk

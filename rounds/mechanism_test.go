@@ -464,3 +464,48 @@ func TestPlanNamesJobWithoutScaleFactor(t *testing.T) {
 	}()
 	Plan(s, nil, 0)
 }
+
+// Servers of unequal sizes: v100 servers of 4, 3 and 4 GPUs (a GPU out of service in the
+// second). Ids follow NewTopology's order; a 4-GPU gang never lands on the 3-GPU server, and
+// NewTopology's cluster gives the same topology as its server sizes.
+func TestTopologyOfServers(t *testing.T) {
+	topo, err := NewTopologyOfServers(map[string][]int{"v100": {4, 3, 4}, "k80": {2}, "p100": {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := topo.Cluster(), (policy.Cluster{"k80": 2, "p100": 0, "v100": 11}); !reflect.DeepEqual(got, want) {
+		t.Errorf("cluster %v, want %v", got, want)
+	}
+	if got := topo.Servers("v100")[1].GPUs; !reflect.DeepEqual(got, []int{6, 7, 8}) {
+		t.Errorf("second v100 server %v, want GPUs 6-8 (k80s are 0 and 1)", got)
+	}
+	if topo.Server(9) != 2 || topo.WorkerType(1) != "k80" || topo.MaxServerSize("v100") != 4 {
+		t.Errorf("GPU 9 on server %d, GPU 1 a %s, largest v100 server %d", topo.Server(9), topo.WorkerType(1), topo.MaxServerSize("v100"))
+	}
+	jobs := map[string]*Job{
+		"a": {ID: "a", ScaleFactor: 4, Order: 0, Rates: map[string]float64{"v100": 1}},
+		"b": {ID: "b", ScaleFactor: 4, Order: 1, Rates: map[string]float64{"v100": 1}},
+		"c": {ID: "c", ScaleFactor: 3, Order: 2, Rates: map[string]float64{"v100": 1}},
+	}
+	s := &State{Topology: topo, Jobs: jobs, History: NewLedger(360)}
+	p := Plan(s, fullTimeOn("v100", jobs), 0)
+	checkPlan(t, s, p)
+	got, _ := placed(p)
+	want := map[string][]int{"a": {2, 3, 4, 5}, "b": {9, 10, 11, 12}, "c": {6, 7, 8}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("placement %v, want %v", got, want)
+	}
+	same, err := NewTopology(policy.Cluster{"v100": 10}, map[string]int{"v100": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sized, _ := NewTopologyOfServers(map[string][]int{"v100": {4, 4, 2}})
+	if !reflect.DeepEqual(same, sized) {
+		t.Errorf("NewTopology %+v, from its server sizes %+v", same, sized)
+	}
+	for _, bad := range []map[string][]int{{"v100": {4, 0}}, {"": {1}}} {
+		if _, err := NewTopologyOfServers(bad); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

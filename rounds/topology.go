@@ -1,7 +1,10 @@
 package rounds
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,14 +37,15 @@ type Topology struct {
 // NewTopology builds the cluster from GPU counts and GPUs per server. A worker
 // type missing from gpusPerServer (or a nil map) gets one GPU per server, as in
 // Gavel's simulator; the last server of a type may be smaller when the count is
-// not a multiple.
+// not a multiple. Servers of other sizes (a GPU out of service in a middle
+// server) need NewTopologyOfServers.
 func NewTopology(c policy.Cluster, gpusPerServer map[string]int) (*Topology, error) {
-	t := &Topology{count: map[string]int{}, servers: map[string][]Server{}}
 	for w := range gpusPerServer {
 		if _, ok := c[w]; !ok {
 			return nil, fmt.Errorf("gpus per server: worker type %q is not in the cluster", w)
 		}
 	}
+	sizes := map[string][]int{}
 	for _, w := range c.WorkerTypes() {
 		n := c[w]
 		if n < 0 {
@@ -54,20 +58,49 @@ func NewTopology(c policy.Cluster, gpusPerServer map[string]int) (*Topology, err
 			}
 			per = g
 		}
-		t.types = append(t.types, w)
-		t.count[w] = n
+		sizes[w] = []int{}
 		for first := 0; first < n; first += per {
+			sizes[w] = append(sizes[w], min(per, n-first))
+		}
+	}
+	return NewTopologyOfServers(sizes)
+}
+
+// NewTopologyOfServers builds the cluster from the sizes of its servers, per worker type in
+// order: {"v100": {4, 3, 4}} is three v100 servers, the second with a GPU out of service. GPU
+// ids follow NewTopology's order (worker types sorted, then server by server). A worker type
+// with no servers (an empty list) has 0 GPUs and takes no part.
+func NewTopologyOfServers(servers map[string][]int) (*Topology, error) {
+	t := &Topology{count: map[string]int{}, servers: map[string][]Server{}}
+	t.types = slices.Sorted(maps.Keys(servers))
+	for _, w := range t.types {
+		if strings.TrimSpace(w) == "" {
+			return nil, errors.New("servers: an empty worker type name")
+		}
+		for k, size := range servers[w] {
+			if size < 1 {
+				return nil, fmt.Errorf("servers: worker type %q: server %d has %d GPUs; want at least 1", w, k, size)
+			}
 			s := Server{WorkerType: w}
-			for i := first; i < n && i < first+per; i++ {
-				id := len(t.gpuType)
-				s.GPUs = append(s.GPUs, id)
+			for range size {
+				s.GPUs = append(s.GPUs, len(t.gpuType))
 				t.gpuType = append(t.gpuType, w)
-				t.gpuSrv = append(t.gpuSrv, len(t.servers[w]))
+				t.gpuSrv = append(t.gpuSrv, k)
 			}
 			t.servers[w] = append(t.servers[w], s)
+			t.count[w] += size
 		}
 	}
 	return t, nil
+}
+
+// Cluster returns the GPU count of each worker type, as a policy takes it.
+func (t *Topology) Cluster() policy.Cluster {
+	c := policy.Cluster{}
+	for _, w := range t.types {
+		c[w] = t.count[w]
+	}
+	return c
 }
 
 // ParseGPUsPerServer parses "v100=4,p100=4,k80=4".
