@@ -2,9 +2,12 @@ package rounds
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/table"
@@ -185,11 +188,76 @@ type entry struct {
 	fill               bool // see Assignment.BackFill
 }
 
+// Check reports the first inconsistency between s and alloc that Plan would not report
+// itself (it panics on some, and drops the others without a word): a missing Topology or
+// History, a nil job or one filed under another id, a scale factor below 1, a combination of
+// alloc with a job not in s.Jobs, a fraction that is not a number in [0, 1], a worker type not
+// in the topology, or a job given time on a type with fewer GPUs than its scale factor. A
+// scheduler that builds the state from live input calls it before Plan; the error names the
+// entry.
+func (s *State) Check(alloc *policy.Allocation) error {
+	switch {
+	case s.Topology == nil:
+		return errors.New("state: no Topology")
+	case s.History == nil:
+		return errors.New("state: no History (NewLedger gives the default)")
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
+		switch j := s.Jobs[id]; {
+		case j == nil:
+			return fmt.Errorf("state: job %q is nil", id)
+		case j.ID != id:
+			return fmt.Errorf("state: job %q is filed under %q", j.ID, id)
+		case j.ScaleFactor < 1:
+			return fmt.Errorf("state: job %q: scale factor %d; want at least 1", id, j.ScaleFactor)
+		}
+	}
+	if alloc == nil {
+		return nil
+	}
+	combos := slices.SortedFunc(maps.Keys(alloc.Fractions), func(a, b policy.Combination) int {
+		return strings.Compare(a.String(), b.String())
+	})
+	for _, c := range combos {
+		for _, w := range slices.Sorted(maps.Keys(alloc.Fractions[c])) {
+			if err := s.checkEntry(c, w, alloc.Fractions[c][w]); err != nil {
+				return fmt.Errorf("allocation: %v on %s: %w", c, w, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEntry checks one fraction x of combination c on worker type w against s.
+func (s *State) checkEntry(c policy.Combination, w string, x float64) error {
+	if !(x >= 0 && x <= 1) {
+		return fmt.Errorf("fraction %v; want a number in [0, 1]", x)
+	}
+	if x == 0 {
+		return nil
+	}
+	n := s.Topology.Count(w)
+	if !slices.Contains(s.Topology.WorkerTypes(), w) {
+		return fmt.Errorf("worker type not in the topology (it has %s)", strings.Join(s.Topology.WorkerTypes(), ", "))
+	}
+	for _, m := range members(c) {
+		j, ok := s.Jobs[m]
+		if !ok {
+			return fmt.Errorf("job %q is not in the state's jobs", m)
+		}
+		if j.ScaleFactor > n {
+			return fmt.Errorf("job %q needs %d GPUs; the type has %d", m, j.ScaleFactor, n)
+		}
+	}
+	return nil
+}
+
 // Plan picks the next round's assignment. It is deterministic: equal
 // priorities are broken by deficit, target, arrival order and worker type
 // name, never by map order. No GPU is booked twice and no job runs in two
 // combinations. A nil job or one with a scale factor below 1 is a
-// programming error: Plan panics naming it.
+// programming error: Plan panics naming it; Check finds these and the
+// inconsistencies Plan passes over.
 func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
 	entries := s.entries(alloc)
 	queue := make([]*entry, len(entries))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -506,6 +507,44 @@ func TestTopologyOfServers(t *testing.T) {
 	for _, bad := range []map[string][]int{{"v100": {4, 0}}, {"": {1}}} {
 		if _, err := NewTopologyOfServers(bad); err == nil {
 			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+// State.Check names what Plan would panic on or pass over without a word.
+func TestStateCheck(t *testing.T) {
+	topo, err := NewTopology(policy.Cluster{"v100": 4, "k80": 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, sf int) *Job {
+		return &Job{ID: id, ScaleFactor: sf, Rates: map[string]float64{"v100": 1, "k80": 1}}
+	}
+	alloc := func(c policy.Combination, w string, x float64) *policy.Allocation {
+		return &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{c: {w: x}}}
+	}
+	a, b := policy.Single("a"), policy.Single("b")
+	for _, tc := range []struct {
+		name  string
+		state State
+		alloc *policy.Allocation
+		want  string // "" for no error
+	}{
+		{"consistent", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("a", 4)}}, alloc(a, "v100", 1), ""},
+		{"zero fraction on a small type", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("a", 4)}}, alloc(a, "k80", 0), ""},
+		{"no topology", State{History: NewLedger(360)}, nil, "no Topology"},
+		{"no history", State{Topology: topo}, nil, "no History"},
+		{"nil job", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": nil}}, nil, `job "a" is nil`},
+		{"filed under another id", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("b", 1)}}, nil, `job "b" is filed under "a"`},
+		{"no scale factor", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("a", 0)}}, nil, `job "a": scale factor 0`},
+		{"job not in state", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("a", 1)}}, alloc(b, "v100", 0.5), `job "b" is not in the state's jobs`},
+		{"NaN fraction", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("a", 1)}}, alloc(a, "v100", math.NaN()), "fraction NaN"},
+		{"unknown worker type", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("a", 1)}}, alloc(a, "h100", 0.5), "not in the topology (it has k80, v100)"},
+		{"gang larger than the type", State{Topology: topo, History: NewLedger(360), Jobs: map[string]*Job{"a": job("a", 4)}}, alloc(a, "k80", 0.5), `job "a" needs 4 GPUs; the type has 2`},
+	} {
+		err := tc.state.Check(tc.alloc)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }
