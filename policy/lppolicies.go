@@ -184,6 +184,14 @@ func (in *instance) makespanUseIdle(ctx context.Context, opt *options, st *Solve
 			obj[c] += val[k]
 		}
 	}
+	return b.secondStage(ctx, opt, st, obj)
+}
+
+// secondStage solves b, whose rows the caller has made keep a first LP at its optimum, with
+// the objective obj (column → coefficient) in place of b's, and returns its fractions; nil
+// (keep the first LP's point) when it fails. Only the context's error is returned.
+func (b *builder) secondStage(ctx context.Context, opt *options, st *SolveStats, obj map[int]float64) ([][]float64, error) {
+	b.addObjective(func(int, int) float64 { return 0 })
 	for c, v := range obj {
 		b.m.SetObj(c, v)
 	}
@@ -303,7 +311,6 @@ func (in *instance) preferEarlier(ctx context.Context, opt *options, st *SolveSt
 	// Not loosened: the sum is not scaled to O(1), so a relative slack would trade real
 	// throughput for order; the solver's feasibility tolerance takes the first point.
 	b.m.AddRow(z, lp.Inf, idx, val)
-	b.addObjective(func(int, int) float64 { return 0 })
 	obj := map[int]float64{}
 	m := float64(in.m())
 	for rank, i := range in.fifoOrder() {
@@ -315,17 +322,7 @@ func (in *instance) preferEarlier(ctx context.Context, opt *options, st *SolveSt
 			obj[c] += jv[k]
 		}
 	}
-	for c, v := range obj {
-		b.m.SetObj(c, v)
-	}
-	res, err := b.solve(ctx, opt, st)
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if err != nil {
-		return nil, nil
-	}
-	return b.fractions(res), nil
+	return b.secondStage(ctx, opt, st, obj)
 }
 
 // sloOutOfReach names the jobs whose SLO needs more than the job's best
