@@ -9,10 +9,13 @@ package lp
 #include <Clp_C_Interface.h>
 #include <Cbc_C_Interface.h>
 
-// COIN installs a SIGINT handler of its own around every solve and then puts the previous
-// one back with signal(), which drops the flags Go's handler needs (SA_SIGINFO, SA_ONSTACK):
-// a later Ctrl-C could crash the process (SIGSEGV in the Go runtime). Go's handler is saved
-// once, before any solve, and put back after each.
+// CBC installs a SIGINT handler of its own around the LPs it solves (CLP's initialSolve) and
+// then puts the previous one back with signal(), which drops the flags Go's handler needs
+// (SA_SIGINFO, SA_ONSTACK): a later Ctrl-C could crash the process (SIGSEGV in the Go runtime).
+// Go's handler is saved once, before any such solve, and put back after each. CLP solves run
+// with that handler switched off (gavel_no_interrupt): its target is one static model, which
+// concurrent solves overwrite, and its save and restore race with theirs; a cancelled context
+// stops them instead (gavel_stop, as COIN's handler does).
 static struct sigaction gavel_go_sigint;
 static void gavel_save_sigint(void) { sigaction(SIGINT, NULL, &gavel_go_sigint); }
 static void gavel_restore_sigint(void) { sigaction(SIGINT, &gavel_go_sigint, NULL); }
@@ -21,6 +24,16 @@ static int gavel_sigint_has_go_flags(void) {
 	sigaction(SIGINT, NULL, &sa);
 	return (sa.sa_flags & SA_SIGINFO) && (sa.sa_flags & SA_ONSTACK);
 }
+// gavel_sigint_handler is SIGINT's handler now, for tests.
+static void *gavel_sigint_handler(void) {
+	struct sigaction sa;
+	sigaction(SIGINT, NULL, &sa);
+	return (void *)sa.sa_sigaction;
+}
+// gavel_no_interrupt switches off initialSolve's SIGINT handler (ClpSolve special option 2).
+static void gavel_no_interrupt(Clp_Solve *o) { ClpSolve_setSpecialOption(o, 2, 1, -1); }
+// gavel_stop makes a running solve stop at its next iteration, as COIN's SIGINT handler does.
+static void gavel_stop(Clp_Simplex *m) { Clp_setMaximumIterations(m, 0); }
 */
 import "C"
 
@@ -53,7 +66,7 @@ func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
 	if m.IsMIP() {
 		res, err = solveCBC(m, opt, lim)
 	} else {
-		res, err = solveCLP(m, opt, lim)
+		res, err = solveCLP(ctx, m, opt, lim)
 	}
 	return res, withContext(ctx, byDeadline, err)
 }
@@ -133,13 +146,13 @@ func load(m *Model) *loaded {
 func dptr(v []float64) *C.double { return (*C.double)(unsafe.Pointer(&v[0])) }
 func iptr(v []int32) *C.int      { return (*C.int)(unsafe.Pointer(&v[0])) }
 
-func solveCLP(m *Model, opt Options, lim float64) (*Result, error) {
+func solveCLP(ctx context.Context, m *Model, opt Options, lim float64) (*Result, error) {
 	t0 := time.Now()
 	model := newCLP(m)
 	defer C.Clp_deleteModel(model)
 	setLimits(model, opt, lim)
-	runMethod(model, opt.Method)
-	return clpResult(model, m.NumCols(), m.NumRows(), lim, t0)
+	stopped := runMethod(ctx, model, opt.Method)
+	return clpResult(model, m.NumCols(), m.NumRows(), t0, stopped)
 }
 
 // newCLP loads m into a new CLP model.
@@ -167,12 +180,14 @@ func setLimits(model unsafe.Pointer, opt Options, lim float64) {
 	}
 }
 
-// runMethod solves a loaded model from scratch with meth.
-// saveSIGINT keeps Go's SIGINT handler, before COIN first replaces it.
+// saveSIGINT keeps Go's SIGINT handler, before CBC first replaces it.
 var saveSIGINT = sync.OnceFunc(func() { C.gavel_save_sigint() })
 
-// coinCall runs a COIN solve and puts Go's SIGINT handler back after it.
-func coinCall(solve func()) {
+// cbcCall runs a CBC solve (under cbcMu) and puts Go's SIGINT handler back after it. Only
+// CBC's solves touch SIGINT's handler (CLP's run with COIN's switched off), and cbcMu
+// serializes them, so no two saves and restores interleave: the handler is COIN's only while
+// CBC solves, and Go's, with its flags, before and after.
+func cbcCall(solve func()) {
 	saveSIGINT()
 	defer C.gavel_restore_sigint()
 	solve()
@@ -181,39 +196,56 @@ func coinCall(solve func()) {
 // sigintHasGoFlags reports whether SIGINT's handler has the flags Go installs it with (for tests).
 func sigintHasGoFlags() bool { return C.gavel_sigint_has_go_flags() != 0 }
 
-// errInterrupted is a solve that COIN's own SIGINT handler stopped (it sets the iteration limit
-// to 0: "iteration limit" with none set). The signal is raised again for Go's handler, so that
-// the program's own handling (a cancelled context, or exit) follows.
-func errInterrupted() error {
-	C.raise(C.SIGINT)
-	return fmt.Errorf("lp: solve stopped by an interrupt (SIGINT): %w", context.Canceled)
+// sigintHandler is SIGINT's handler now (for tests).
+func sigintHandler() uintptr { return uintptr(C.gavel_sigint_handler()) }
+
+// stoppable runs solve, a CLP solve of model, and stops it at its next iteration once ctx is
+// done: a SIGINT (through the caller's signal.NotifyContext), a sibling's error, a deadline.
+// It returns ctx's error if ctx stopped it, after putting model's iteration limit back (a
+// session's next solve starts from it). The stop is waited for, so that it never reaches a
+// model already freed.
+func stoppable(ctx context.Context, model unsafe.Pointer, solve func()) (stopped error) {
+	maxIt := C.maximumIterations(model)
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		C.gavel_stop(model)
+	})
+	solve()
+	if stop() {
+		return nil
+	}
+	<-done
+	C.Clp_setMaximumIterations(model, maxIt)
+	return ctx.Err()
 }
 
-func runMethod(model unsafe.Pointer, meth Method) {
+// runMethod solves a loaded model from scratch with meth; stopped as stoppable's.
+func runMethod(ctx context.Context, model unsafe.Pointer, meth Method) (stopped error) {
 	switch meth {
 	case Dual:
-		coinCall(func() { C.Clp_dual(model, 0) })
+		return stoppable(ctx, model, func() { C.Clp_dual(model, 0) })
 	case Primal:
-		coinCall(func() { C.Clp_primal(model, 0) })
-	default:
-		o := C.ClpSolve_new()
-		switch meth {
-		case Barrier:
-			C.ClpSolve_setSolveType(o, 3, -1)
-		case Sprint:
-			C.ClpSolve_setSolveType(o, 2, -1)
-		default:
-			C.ClpSolve_setSolveType(o, 5, -1)
-		}
-		C.ClpSolve_setPresolveType(o, 0, -1)
-		coinCall(func() { C.Clp_initialSolveWithOptions(model, o) })
-		C.ClpSolve_delete(o)
+		return stoppable(ctx, model, func() { C.Clp_primal(model, 0) })
 	}
+	o := C.ClpSolve_new()
+	defer C.ClpSolve_delete(o)
+	switch meth {
+	case Barrier:
+		C.ClpSolve_setSolveType(o, 3, -1)
+	case Sprint:
+		C.ClpSolve_setSolveType(o, 2, -1)
+	default:
+		C.ClpSolve_setSolveType(o, 5, -1)
+	}
+	C.ClpSolve_setPresolveType(o, 0, -1)
+	C.gavel_no_interrupt(o)
+	return stoppable(ctx, model, func() { C.Clp_initialSolveWithOptions(model, o) })
 }
 
 // clpResult reads a solved model's outcome: a Result when optimal, else a
-// *StatusError.
-func clpResult(model unsafe.Pointer, n, r int, lim float64, t0 time.Time) (*Result, error) {
+// *StatusError, or stopped (runMethod's) wrapped when that stopped the solve.
+func clpResult(model unsafe.Pointer, n, r int, t0 time.Time, stopped error) (*Result, error) {
 	st := int(C.Clp_status(model))
 	sec := int(C.Clp_secondaryStatus(model))
 	res := &Result{Iterations: int(C.Clp_numberIterations(model))}
@@ -225,10 +257,12 @@ func clpResult(model unsafe.Pointer, n, r int, lim float64, t0 time.Time) (*Resu
 	case 2:
 		return nil, &StatusError{Status: Unbounded, Detail: fmt.Sprintf("clp status 2, secondary %d", sec)}
 	case 3:
-		if C.Clp_hitMaximumIterations(model) == 0 || lim > 0 {
-			return nil, &StatusError{Status: TimeLimit, Detail: fmt.Sprintf("clp status 3, secondary %d, after %.3gs", sec, time.Since(t0).Seconds())}
+		detail := fmt.Sprintf("clp status 3, secondary %d, after %.3gs", sec, time.Since(t0).Seconds())
+		if stopped != nil && !errors.Is(stopped, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("lp: solve stopped (%s): %w", detail, stopped)
 		}
-		return nil, errInterrupted() // no iteration limit is set: only COIN's SIGINT handler sets one
+		// COIN's clock, or ctx's deadline (withContext adds it).
+		return nil, &StatusError{Status: TimeLimit, Detail: detail}
 	default:
 		return nil, &StatusError{Status: Numerical, Detail: fmt.Sprintf("clp status %d, secondary %d", st, sec)}
 	}
@@ -298,16 +332,17 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	rows := s.rowsAdded
 	s.push()
 	setLimits(s.c, opt, lim)
+	var stopped error
 	switch {
 	case first:
-		runMethod(s.c, opt.Method)
+		stopped = runMethod(ctx, s.c, opt.Method)
 	case rows:
-		coinCall(func() { C.Clp_dual(s.c, 0) })
+		stopped = stoppable(ctx, s.c, func() { C.Clp_dual(s.c, 0) })
 	default: // columns only, or nothing new
-		coinCall(func() { C.Clp_primal(s.c, 0) })
+		stopped = stoppable(ctx, s.c, func() { C.Clp_primal(s.c, 0) })
 	}
 	s.solved = true
-	res, err := clpResult(s.c, s.m.NumCols(), s.m.NumRows(), lim, t0)
+	res, err := clpResult(s.c, s.m.NumCols(), s.m.NumRows(), t0, stopped)
 	// Until the result is read: a caller that drops s after Solve would
 	// otherwise let the finalizer free the model while clpResult reads it.
 	runtime.KeepAlive(s)
@@ -434,7 +469,7 @@ func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 			cbcSet(model, name, "off")
 		}
 	}
-	coinCall(func() { C.Cbc_solve(model) })
+	cbcCall(func() { C.Cbc_solve(model) })
 	st, sec := int(C.Cbc_status(model)), int(C.Cbc_secondaryStatus(model))
 	nodes := int(C.Cbc_getNodeCount(model))
 	detail := fmt.Sprintf("cbc status %d, secondary %d, %d nodes", st, sec, nodes)

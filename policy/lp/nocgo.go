@@ -39,3 +39,6 @@ func (s *Session) Close() {}
 
 // sigintHasGoFlags: without cgo no COIN code touches signal handlers.
 func sigintHasGoFlags() bool { return true }
+
+// sigintHandler: without cgo there is no C handler to read.
+func sigintHandler() uintptr { return 0 }
