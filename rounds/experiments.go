@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gavelkit/gavel/policy"
@@ -33,9 +36,29 @@ type ContinuousConfig struct {
 	// that runs out is marked TimedOut, like Gavel's sweep timeout (JCT ∞):
 	// past its capacity a policy's queue grows without bound.
 	Timeout time.Duration
-	// Progress, if set, is called after each simulation.
+	// Parallel is how many simulations run at once: 0 means runtime.GOMAXPROCS(0), and 1
+	// (or less) one after another. The points are the same whatever it is; with more than
+	// one, simulations share the CPUs, so each takes longer in wall-clock time and a point
+	// near Timeout may time out where it would not alone.
+	Parallel int
+	// Progress, if set, is called after each simulation, with a nil result for a timed-out
+	// one. With Parallel above 1 the calls come in the order the simulations finish, not in
+	// the order of the points, but never two at once (they are serialized), so Progress
+	// needs no locking of its own.
 	Progress func(policy string, rate float64, seed uint64, r *Result)
 }
+
+// ContinuousPartialError is the error Continuous returns when it stops before every
+// simulation finished (its context was cancelled, or a simulation failed): Points is what
+// Continuous would have returned, with nil for each point whose simulations did not all
+// finish. Err is the error, also what Unwrap gives.
+type ContinuousPartialError struct {
+	Points []*ContinuousPoint
+	Err    error
+}
+
+func (e *ContinuousPartialError) Error() string { return e.Err.Error() }
+func (e *ContinuousPartialError) Unwrap() error { return e.Err }
 
 // ContinuousPoint is the average JCT of one policy at one rate, over seeds.
 type ContinuousPoint struct {
@@ -65,6 +88,15 @@ func (p ContinuousPoint) MarshalJSON() ([]byte, error) {
 
 // Continuous runs every (policy, rate, seed) simulation; the same seed gives
 // every policy the same jobs. Progress gets a nil result for a timed-out run.
+// The points come rate by rate, in Policies' order within a rate. cfg.Parallel
+// simulations run at once; the points do not depend on it.
+//
+// It stops at the first error: a cancelled context stops every running
+// simulation, and a simulation's error stops those after it in the order of
+// the points (those before it run on, so that the error returned is the first
+// in that order, as one after another, whatever finished first). Once a
+// simulation has started, the error is a *ContinuousPartialError with the
+// points that finished.
 func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, error) {
 	if cfg.WindowEnd <= cfg.WindowStart || cfg.WindowStart < 0 {
 		return nil, fmt.Errorf("continuous: window [%d, %d) is empty", cfg.WindowStart, cfg.WindowEnd)
@@ -72,43 +104,152 @@ func Continuous(ctx context.Context, cfg ContinuousConfig) ([]ContinuousPoint, e
 	if len(cfg.Seeds) == 0 {
 		cfg.Seeds = []uint64{0}
 	}
-	var out []ContinuousPoint
 	for _, rate := range cfg.Rates {
 		if rate <= 0 {
 			return nil, fmt.Errorf("continuous: rate %v jobs/hour must be positive", rate)
 		}
-		for _, name := range cfg.Policies {
-			pt := ContinuousPoint{Policy: name, Rate: rate}
-			for _, seed := range cfg.Seeds {
-				res, timedOut, err := cfg.simulateOne(ctx, name, rate, seed)
-				if timedOut {
-					pt.TimedOut = true
-					if cfg.Progress != nil {
-						cfg.Progress(name, rate, seed, nil)
-					}
-					continue
+	}
+	runs := cfg.runAll(ctx)
+	nSeeds := len(cfg.Seeds)
+	pts := make([]*ContinuousPoint, len(runs)/nSeeds)
+	var first error
+	for i := range pts {
+		rate, name := cfg.Rates[i/len(cfg.Policies)], cfg.Policies[i%len(cfg.Policies)]
+		pt := &ContinuousPoint{Policy: name, Rate: rate}
+		for k, seed := range cfg.Seeds {
+			r := runs[i*nSeeds+k]
+			switch {
+			case r.err != nil:
+				if first == nil {
+					first = fmt.Errorf("%s at %v jobs/hour, seed %d: %w", name, rate, seed, r.err)
 				}
-				if err != nil {
-					return nil, fmt.Errorf("%s at %v jobs/hour, seed %d: %w", name, rate, seed, err)
-				}
-				if cfg.Progress != nil {
-					cfg.Progress(name, rate, seed, res)
-				}
-				pt.PerSeed = append(pt.PerSeed, res.AvgJCT)
-				pt.Rounds += res.Rounds
-				pt.Solves += res.Allocations
-				pt.SolveSecs += res.SolveSeconds
+				pt = nil
+			case !r.done:
+				pt = nil
 			}
-			if pt.TimedOut {
-				pt.AvgJCT, pt.PerSeed = 0, nil
+			if pt == nil {
+				continue
 			}
-			for _, v := range pt.PerSeed {
-				pt.AvgJCT += v / float64(len(pt.PerSeed))
+			if r.timedOut {
+				pt.TimedOut = true
+				continue
 			}
-			out = append(out, pt)
+			pt.PerSeed = append(pt.PerSeed, r.res.AvgJCT)
+			pt.Rounds += r.res.Rounds
+			pt.Solves += r.res.Allocations
+			pt.SolveSecs += r.res.SolveSeconds
 		}
+		if pt == nil {
+			continue
+		}
+		if pt.TimedOut {
+			pt.AvgJCT, pt.PerSeed = 0, nil
+		}
+		for _, v := range pt.PerSeed {
+			pt.AvgJCT += v / float64(len(pt.PerSeed))
+		}
+		pts[i] = pt
+	}
+	if first == nil && ctx.Err() != nil && slices.Contains(pts, nil) {
+		first = ctx.Err() // cancelled before a simulation started
+	}
+	if first != nil {
+		return nil, &ContinuousPartialError{Points: pts, Err: first}
+	}
+	out := make([]ContinuousPoint, len(pts))
+	for i, pt := range pts {
+		out[i] = *pt
 	}
 	return out, nil
+}
+
+// continuousRun is the outcome of one simulation; done says it finished (with a result or
+// timed out).
+type continuousRun struct {
+	res            *Result
+	timedOut, done bool
+	err            error
+}
+
+// runAll runs every simulation, cfg.Parallel at once, and returns their outcomes in the
+// order rate, policy, seed. A simulation's error cancels those after it in that order and
+// keeps any after it from starting; ctx's cancellation stops them all.
+func (cfg *ContinuousConfig) runAll(ctx context.Context) []continuousRun {
+	type key struct {
+		name string
+		rate float64
+		seed uint64
+	}
+	var keys []key
+	for _, rate := range cfg.Rates {
+		for _, name := range cfg.Policies {
+			for _, seed := range cfg.Seeds {
+				keys = append(keys, key{name, rate, seed})
+			}
+		}
+	}
+	runs := make([]continuousRun, len(keys))
+	workers := cfg.Parallel
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(keys)))
+	var (
+		mu       sync.Mutex // guards next, failed, cancels
+		next     int
+		failed   = len(keys) // the first failed run's index
+		cancels  = make([]context.CancelFunc, len(keys))
+		progress sync.Mutex // serializes Progress
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				if i >= failed || i >= len(keys) || ctx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				next++
+				runCtx, cancel := context.WithCancel(ctx)
+				cancels[i] = cancel
+				mu.Unlock()
+
+				k := keys[i]
+				res, timedOut, err := cfg.simulateOne(runCtx, k.name, k.rate, k.seed)
+				mu.Lock()
+				cancels[i] = nil
+				if err != nil && i < failed {
+					failed = i
+					for j := i + 1; j < len(keys); j++ {
+						if cancels[j] != nil {
+							cancels[j]()
+						}
+					}
+				}
+				mu.Unlock()
+				cancel()
+				runs[i] = continuousRun{res: res, timedOut: timedOut, done: err == nil, err: err}
+				if err == nil && cfg.Progress != nil {
+					progress.Lock()
+					cfg.Progress(k.name, k.rate, k.seed, res)
+					progress.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// A run cancelled because an earlier one failed reports that cancellation, not an
+	// error of its own: only the first failure counts.
+	for i := failed + 1; i < len(runs); i++ {
+		if runs[i].err != nil {
+			runs[i] = continuousRun{}
+		}
+	}
+	return runs
 }
 
 // simulateOne simulates policy name on the jobs that seed draws at rate,

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	goio "io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +40,7 @@ type continuousOptions struct {
 	clusterFlags
 	policies, rates, seeds, window string
 	roundSeconds                   float64
-	maxPartners                    int
+	maxPartners, parallel          int
 	timeout                        time.Duration
 	multiGPU, json                 bool
 }
@@ -76,6 +78,7 @@ few minutes on two cores.`,
 	f.BoolVar(&o.multiGPU, "multi-gpu", false, "draw multi-GPU jobs (scale factors 1/2/4/8)")
 	f.IntVar(&o.maxPartners, "max-partners", 0, "packed policies: keep each job's k best partners (0 = all)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "wall-clock limit per simulation (0: none); past it the point reads \"timeout\" (overloaded)")
+	f.IntVar(&o.parallel, "parallel", 1, "simulations run at once (0: one per CPU, GOMAXPROCS); same points, progress lines in finishing order. Above 1 they share the CPUs, so each takes longer and a point near --timeout may time out")
 	f.BoolVar(&o.json, "json", false, "print one JSON object")
 	return cmd
 }
@@ -126,6 +129,9 @@ func (o *continuousOptions) parse() (*continuousRun, error) {
 	if o.timeout < 0 {
 		return nil, cli.UsageError("--timeout %v must be at least 0", o.timeout)
 	}
+	if o.parallel < 0 {
+		return nil, cli.UsageError("--parallel %d must be at least 0 (0: one per CPU)", o.parallel)
+	}
 	r.names = strings.Split(o.policies, ",")
 	packs := false
 	for i, n := range r.names {
@@ -169,6 +175,7 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	pts, err := rounds.Continuous(ctx, rounds.ContinuousConfig{Table: tbl, Cluster: cluster, GPUsPerServer: perServer,
 		Policies: r.names, Rates: r.rates, Seeds: r.seeds, WindowStart: r.start, WindowEnd: r.end, MultiGPU: o.multiGPU,
 		RoundSeconds: o.roundSeconds, PolicyOptions: []policy.Option{policy.WithMaxPartners(o.maxPartners)}, Timeout: o.timeout,
+		Parallel: o.parallel,
 		Progress: func(p string, rate float64, seed uint64, res *rounds.Result) {
 			if res == nil {
 				fmt.Fprintf(io.Err, "%-28s rate %5s/h seed %d: timed out after %v\n", p, rateLabel(rate), seed, o.timeout)
@@ -177,14 +184,45 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 			fmt.Fprintf(io.Err, "%-28s rate %5s/h seed %d: avg JCT %8.2f h, %d rounds, %d solves (%.1f s), %.0f s elapsed\n",
 				p, rateLabel(rate), seed, res.AvgJCT/3600, res.Rounds, res.Allocations, res.SolveSeconds, time.Since(began).Seconds())
 		}})
+	var partial *rounds.ContinuousPartialError
+	if errors.As(err, &partial) && errors.Is(err, context.Canceled) && slices.ContainsFunc(partial.Points, func(p *rounds.ContinuousPoint) bool { return p != nil }) {
+		// Interrupted: print what finished, then the error (exit status 1).
+		if perr := writeContinuous(io, o, cluster, r, partial.Points, true); perr != nil {
+			return errors.Join(err, perr)
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
-	if o.json {
-		return cli.WriteJSON(io.Out, map[string]any{"cluster": cluster.String(), "window": []int{r.start, r.end},
-			"seeds": r.seeds, "policies": r.names, "points": pts})
+	all := make([]*rounds.ContinuousPoint, len(pts))
+	for i := range pts {
+		all[i] = &pts[i]
 	}
-	return printContinuous(io, r.names, pts)
+	return writeContinuous(io, o, cluster, r, all, false)
+}
+
+// writeContinuous prints the points as JSON or a table; partial says the run was
+// interrupted, and nil points are those it did not finish (null in the JSON, "-" in the
+// table, with a line saying so).
+func writeContinuous(io *cli.IO, o *continuousOptions, cluster policy.Cluster, r *continuousRun,
+	pts []*rounds.ContinuousPoint, partial bool) error {
+	if o.json {
+		out := map[string]any{"cluster": cluster.String(), "window": []int{r.start, r.end},
+			"seeds": r.seeds, "policies": r.names, "points": pts}
+		if partial {
+			out["partial"] = true
+		}
+		return cli.WriteJSON(io.Out, out)
+	}
+	if err := printContinuous(io, r.names, r.rates, pts); err != nil {
+		return err
+	}
+	if partial {
+		_, err := fmt.Fprintln(io.Out, "partial: interrupted; \"-\" marks points whose simulations did not all finish")
+		return err
+	}
+	return nil
 }
 
 // warnUnavailable says which scale factors --multi-gpu cannot draw on cluster, whose draws
@@ -215,8 +253,8 @@ func rateLabel(rate float64) string {
 }
 
 // printContinuous prints one row per rate; pts holds, per rate, one point per
-// policy in names' order.
-func printContinuous(io *cli.IO, names []string, pts []rounds.ContinuousPoint) error {
+// policy in names' order, nil for one not finished.
+func printContinuous(io *cli.IO, names []string, rates []float64, pts []*rounds.ContinuousPoint) error {
 	header := []string{"rate (jobs/h)"}
 	for _, n := range names {
 		header = append(header, n+" JCT (h)")
@@ -226,17 +264,20 @@ func printContinuous(io *cli.IO, names []string, pts []rounds.ContinuousPoint) e
 	}
 	tw := cli.NewTableWriter(io.Out, header...)
 	for i := 0; i < len(pts); i += len(names) {
-		row := []string{rateLabel(pts[i].Rate)}
+		row := []string{rateLabel(rates[i/len(names)])}
 		for k := range names {
-			if pts[i+k].TimedOut {
+			switch pt := pts[i+k]; {
+			case pt == nil:
+				row = append(row, "-")
+			case pt.TimedOut:
 				row = append(row, "timeout")
-			} else {
-				row = append(row, fmt.Sprintf("%.3f", pts[i+k].AvgJCT/3600))
+			default:
+				row = append(row, fmt.Sprintf("%.3f", pt.AvgJCT/3600))
 			}
 		}
 		if len(names) >= 2 {
 			switch {
-			case pts[i].TimedOut || pts[i+1].TimedOut:
+			case pts[i] == nil || pts[i+1] == nil || pts[i].TimedOut || pts[i+1].TimedOut:
 				row = append(row, "-")
 			default:
 				row = append(row, fmt.Sprintf("%.3f", pts[i].AvgJCT/pts[i+1].AvgJCT))

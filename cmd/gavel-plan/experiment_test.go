@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,6 +34,33 @@ func TestExperimentContinuousSmall(t *testing.T) {
 		if !(p.AvgJCT > 0) || p.Rate != 1 {
 			t.Errorf("point %+v", p)
 		}
+	}
+}
+
+// --parallel gives the sequential run's output, solve_seconds (a timing) aside; a negative
+// count is a usage error.
+func TestExperimentContinuousParallel(t *testing.T) {
+	args := []string{"continuous", "--cluster", "v100=2,p100=2,k80=2", "--rates", "0.2,0.5", "--window", "0:6",
+		"--seeds", "0,1", "--json"}
+	solveSecs := regexp.MustCompile(`"solve_seconds": ?[0-9.e+-]+`)
+	var want string
+	for _, parallel := range []string{"1", "2", "0"} {
+		out, _, err := rtRun(t, newExperimentCmd, append(args, "--parallel", parallel)...)
+		if err != nil {
+			t.Fatalf("--parallel %s: %v", parallel, err)
+		}
+		out = solveSecs.ReplaceAllString(out, `"solve_seconds": 0`)
+		if want == "" {
+			want = out
+		} else if out != want {
+			t.Errorf("--parallel %s:\n%s\nwant (--parallel 1):\n%s", parallel, out, want)
+		}
+	}
+	if strings.Contains(want, "partial") {
+		t.Errorf("a complete run says partial:\n%s", want)
+	}
+	if _, _, err := rtRun(t, newExperimentCmd, append(args, "--parallel", "-1")...); cli.ExitCode(err) != 2 {
+		t.Errorf("--parallel -1: %v, want a usage error", err)
 	}
 }
 

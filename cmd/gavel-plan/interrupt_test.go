@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +27,8 @@ func TestExperimentInterrupted(t *testing.T) {
 			// on (no --timeout) until the signal.
 			cmd := exec.Command(bin, "experiment", "continuous", "--cluster", "v100=2,p100=2,k80=2",
 				"--policies", "max_min_fairness_perf", "--rates", "0.05,30", "--window", "0:5", "--timeout", "0")
+			var stdout strings.Builder
+			cmd.Stdout = &stdout
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -48,6 +52,55 @@ func TestExperimentInterrupted(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(rest.String(), "Error: interrupted: ") {
 				t.Fatalf("exit %v, want status 1 and 'Error: interrupted:'; stderr after the first line:\n%s", err, rest.String())
 			}
+			// The finished point is printed, the unfinished one marked.
+			out := stdout.String()
+			if !strings.Contains(out, "0.05 │") || !regexp.MustCompile(`30\.00 │\s+- │`).MatchString(out) ||
+				!strings.Contains(out, "partial: interrupted") {
+				t.Errorf("stdout, want the first rate's row, \"-\" for the second and a partial line:\n%s", out)
+			}
 		})
+	}
+}
+
+// Interrupted with --json --parallel 2, the output is one JSON object marked partial, with
+// the finished point and null for the unfinished one.
+func TestExperimentInterruptedPartialJSON(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "gavel-plan")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "experiment", "continuous", "--cluster", "v100=2,p100=2,k80=2", "--parallel", "2",
+		"--policies", "max_min_fairness_perf", "--rates", "0.05,30", "--window", "0:5", "--timeout", "0", "--json")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	if !sc.Scan() || !strings.Contains(sc.Text(), "rate  0.05/h") {
+		t.Fatalf("first progress line %q (%v)", sc.Text(), sc.Err())
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for sc.Scan() {
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want status 1", err)
+	}
+	var got struct {
+		Partial bool               `json:"partial"`
+		Points  []*json.RawMessage `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if !got.Partial || len(got.Points) != 2 || got.Points[0] == nil || got.Points[1] != nil {
+		t.Errorf("want partial: true and points [finished, null]:\n%s", stdout.String())
 	}
 }
