@@ -50,7 +50,7 @@ func TestContinuousParallelSamePoints(t *testing.T) {
 	if len(want) != 4 || want[0].Policy != "max_min_fairness_perf" || want[1].Rate != 0.2 || want[2].Rate != 0.5 {
 		t.Fatalf("sequential points %+v", want)
 	}
-	for _, parallel := range []int{2, 0} {
+	for _, parallel := range []int{2, 3} {
 		if got := run(t, parallel); !reflect.DeepEqual(got, want) {
 			t.Errorf("parallel %d:\n got %+v\nwant %+v", parallel, got, want)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -36,8 +35,9 @@ type ContinuousConfig struct {
 	// that runs out is marked TimedOut, like Gavel's sweep timeout (JCT ∞):
 	// past its capacity a policy's queue grows without bound.
 	Timeout time.Duration
-	// Parallel is how many simulations run at once: 0 means runtime.GOMAXPROCS(0), and 1
-	// (or less) one after another. The points are the same whatever it is; with more than
+	// Parallel is how many simulations run at once; 0 or 1 (the zero value), one after
+	// another, so that Timeout keeps its meaning unless a caller asks (runtime.GOMAXPROCS(0)
+	// gives one per CPU). The points are the same whatever it is; with more than
 	// one, simulations share the CPUs, so each takes longer in wall-clock time and a point
 	// near Timeout may time out where it would not alone.
 	Parallel int
@@ -189,11 +189,7 @@ func (cfg *ContinuousConfig) runAll(ctx context.Context) []continuousRun {
 		}
 	}
 	runs := make([]continuousRun, len(keys))
-	workers := cfg.Parallel
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(keys)))
+	workers := max(1, min(cfg.Parallel, len(keys)))
 	var (
 		mu       sync.Mutex // guards next, failed, cancels
 		next     int

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	goio "io"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,7 +177,7 @@ func runContinuous(ctx context.Context, io *cli.IO, o *continuousOptions) error 
 	pts, err := rounds.Continuous(ctx, rounds.ContinuousConfig{Table: tbl, Cluster: cluster, GPUsPerServer: perServer,
 		Policies: r.names, Rates: r.rates, Seeds: r.seeds, WindowStart: r.start, WindowEnd: r.end, MultiGPU: o.multiGPU,
 		RoundSeconds: o.roundSeconds, PolicyOptions: []policy.Option{policy.WithMaxPartners(o.maxPartners)}, Timeout: o.timeout,
-		Parallel: o.parallel,
+		Parallel: cmp.Or(o.parallel, runtime.GOMAXPROCS(0)),
 		Progress: func(p string, rate float64, seed uint64, res *rounds.Result) {
 			if res == nil {
 				fmt.Fprintf(io.Err, "%-28s rate %5s/h seed %d: timed out after %v\n", p, rateLabel(rate), seed, o.timeout)
