@@ -229,7 +229,6 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 				cost[w] = pr
 			}
 		}
-		var warnings []string
 		objective := func(c, w int) float64 {
 			cb := &in.combos[c]
 			r := cb.ra[w]
@@ -238,11 +237,13 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 			}
 			return r / cost[w]
 		}
-		build := func(withSLO bool) *builder {
+		// build also returns its warnings (an SLO already missed), for the caller to say once.
+		build := func(withSLO bool) (*builder, []string) {
 			b := in.newBuilder(lp.Maximize)
 			b.addObjective(objective)
+			var missed []string
 			if !withSLO {
-				return b
+				return b, nil
 			}
 			for i, j := range in.jobs {
 				if j.SLO == 0 || j.StepsRemaining() == 0 {
@@ -251,29 +252,30 @@ func throughputSum(md mode, useCost, slos bool) allocator {
 				left := j.SLO - j.TimeRun
 				if left <= 0 {
 					// Without the time run, which grows: the simulator says each message once.
-					warnings = append(warnings, fmt.Sprintf("job %q: SLO of %gs already missed; no SLO constraint", j.ID, j.SLO))
+					missed = append(missed, fmt.Sprintf("job %q: SLO of %gs already missed; no SLO constraint", j.ID, j.SLO))
 					continue
 				}
 				// Row scaled by left/steps so that coefficients are seconds·rate/steps = O(1).
 				idx, val := b.expr(i, in.trueRates(), left/j.StepsRemaining())
 				b.m.AddRow(1, lp.Inf, idx, val)
 			}
-			return b
+			return b, missed
 		}
 		var st SolveStats
 		withSLO := slos
-		b := build(withSLO)
+		b, warnings := build(withSLO)
 		res, err := b.solve(ctx, opt, &st)
 		if slos && errors.Is(err, lp.ErrInfeasible) {
 			warnings = append(warnings, "SLOs cannot all be met"+in.sloOutOfReach()+"; solved without SLO constraints (as Gavel does)")
 			withSLO = false
-			b = build(withSLO)
+			b, _ = build(withSLO)
 			res, err = b.solve(ctx, opt, &st)
 		}
 		if err != nil {
 			return nil, err
 		}
-		x, err := in.preferEarlier(ctx, opt, &st, build(withSLO), objective, res.Objective)
+		second, _ := build(withSLO)
+		x, err := in.preferEarlier(ctx, opt, &st, second, objective, res.Objective)
 		if err != nil {
 			return nil, err
 		}

@@ -884,3 +884,21 @@ func TestMaxSumTiesFavourEarlierJobs(t *testing.T) {
 		}
 	}
 }
+
+// A job whose SLO is already missed is said once in an allocation's warnings (the tie-break
+// LP built the SLO rows a second time, and said it again).
+func TestMissedSLOWarnedOnce(t *testing.T) {
+	p := twoTypes(Job{ID: "a", Type: jt("A"), TotalSteps: 100},
+		Job{ID: "b", Type: jt("B"), TotalSteps: 150, TimeRun: 200, SLO: 100})
+	p.Prices = Prices{"k80": 1, "v100": 2}
+	a := mustAllocate(t, "max_sum_throughput_normalized_by_cost_perf_SLOs", p)
+	n := 0
+	for _, w := range a.Warnings {
+		if strings.Contains(w, "already missed") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the missed SLO said %d times, want once: %q", n, a.Warnings)
+	}
+}
