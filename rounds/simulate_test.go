@@ -379,6 +379,10 @@ func TestFormatTraceRejects(t *testing.T) {
 		{"steps done", func(j *policy.Job) { j.StepsDone = 10 }, "10 steps done"},
 		{"tab in model", func(j *policy.Job) { j.Type.Model = "A\tB" }, `model "A\tB"`},
 		{"spaces around model", func(j *policy.Job) { j.Type.Model = " A3C" }, `model " A3C"`},
+		// What ParseTrace refuses (FormatTrace wrote it, and the file could not be read back).
+		{"no scale factor", func(j *policy.Job) { j.Type.ScaleFactor = 0 }, `bad trace: field 7 (scale_factor)`},
+		{"weight out of range", func(j *policy.Job) { j.Weight = 5000 }, `bad trace: field 8 (priority_weight)`},
+		{"negative arrival", func(j *policy.Job) { j.Arrival = -5 }, `bad trace: field 10 (arrival_time)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -136,8 +136,9 @@ func parseTraceLine(text string) (TraceJob, error) {
 // ids (ParseTrace numbers the jobs in line order), entities or time run; a job it cannot hold
 // otherwise is an error naming the job, and nothing is written: an SLO in seconds (Job.SLO,
 // as Generator draws them; the format holds SLOFactor), total steps that are not a whole
-// positive number, steps done, or a model name with a tab, a line break or surrounding
-// spaces.
+// positive number, steps done, a model name with a tab, a line break or surrounding
+// spaces, or anything else ParseTrace would refuse (a scale factor below 1, a weight out of
+// range, a negative arrival).
 func FormatTrace(w io.Writer, jobs []TraceJob) error {
 	for _, j := range jobs {
 		var why string
@@ -155,7 +156,7 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 			return fmt.Errorf("%w: job %q: %s", ErrTrace, j.ID, why)
 		}
 	}
-	bw := bufio.NewWriter(w)
+	var out strings.Builder
 	for _, j := range jobs {
 		slo := -1.0
 		if j.SLOFactor > 0 {
@@ -164,11 +165,18 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 		// Weights, arrival times and steps as written in full: ParseTrace reads
 		// them back exactly (a weight of 0.5 truncated to 0 was refused, and
 		// steps beyond int64 were written as -9223372036854775808).
-		fmt.Fprintf(bw, "%s\t\t\t\t0\t%s\t%d\t%s\t%g\t%s\n", j.Type.Model,
+		line := fmt.Sprintf("%s\t\t\t\t0\t%s\t%d\t%s\t%g\t%s", j.Type.Model,
 			strconv.FormatFloat(j.TotalSteps, 'f', -1, 64), j.Type.ScaleFactor,
 			strconv.FormatFloat(j.EffectiveWeight(), 'f', -1, 64), slo, strconv.FormatFloat(j.Arrival, 'f', -1, 64))
+		// The rest ParseTrace refuses (a scale factor below 1, a weight out of range, a negative
+		// arrival, an infinite SLO factor) is refused here too.
+		if _, err := parseTraceLine(line); err != nil {
+			return fmt.Errorf("job %q: %w", j.ID, err)
+		}
+		out.WriteString(line + "\n")
 	}
-	return bw.Flush()
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 // LoadTrace reads path as a jobs file (JSON, cli-contract.md) when it starts
