@@ -52,7 +52,8 @@ func NewLedger(roundSeconds float64) *Ledger {
 // not (it lets small targets steal rounds from large ones, or starves them,
 // by rounding). The reported priority is Gavel's notion, target fraction ÷
 // received fraction, both measured at the end of the round being planned as
-// if c ran in it: (owed + target·T) ÷ (received + T). A zero target ranks
+// if c ran in it: (owed + target·T) ÷ (received + T), received as ranked (a
+// lead counts as at most a round; see Ledger). A zero target ranks
 // last (back-fill), least-served first.
 func (l *Ledger) Rank(c policy.Combination, w string, target float64, inAlloc bool) Rank {
 	if target <= 0 {

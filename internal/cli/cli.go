@@ -268,7 +268,7 @@ func flagValueKind(typ string) (string, bool) {
 }
 
 // Main runs a root command and returns the exit status, printing the error
-// (if any) to Err. cmd/*/main.go are one line around it. A *cobra.Command
+// (if any) to Err. cmd/*/main.go wrap it with Interruptible's context. A *cobra.Command
 // root first gets MarkUsageErrors.
 func Main(root interface{ Execute() error }, streams *IO) int {
 	if c, ok := root.(*cobra.Command); ok {

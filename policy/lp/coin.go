@@ -15,7 +15,9 @@ package lp
 // Go's handler is saved once, before any such solve, and put back after each. CLP solves run
 // with that handler switched off (gavel_no_interrupt): its target is one static model, which
 // concurrent solves overwrite, and its save and restore race with theirs; a cancelled context
-// stops them instead (gavel_stop, as COIN's handler does).
+// stops them instead (gavel_stop, as COIN's handler does), except a barrier solve, which runs
+// on an internal copy of the model that neither reaches (it finishes first; COIN's handler,
+// which did stop it, is off).
 static struct sigaction gavel_go_sigint;
 static void gavel_save_sigint(void) { sigaction(SIGINT, NULL, &gavel_go_sigint); }
 static void gavel_restore_sigint(void) { sigaction(SIGINT, &gavel_go_sigint, NULL); }
@@ -201,6 +203,8 @@ func sigintHandler() uintptr { return uintptr(C.gavel_sigint_handler()) }
 
 // stoppable runs solve, a CLP solve of model, and stops it at its next iteration once ctx is
 // done: a SIGINT (through the caller's signal.NotifyContext), a sibling's error, a deadline.
+// A barrier solve is not stopped: it iterates on an internal copy of model that the
+// iteration limit does not reach (a reviewer: cancelled at 1 s, a 10 s solve returned at 9.3).
 // It returns ctx's error if ctx stopped it, after putting model's iteration limit back (a
 // session's next solve starts from it). The stop is waited for, so that it never reaches a
 // model already freed.
