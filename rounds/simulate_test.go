@@ -395,6 +395,11 @@ func TestFormatTraceRejects(t *testing.T) {
 			}
 		})
 	}
+	// A NaN SLO factor was written as -1, no SLO.
+	var b strings.Builder
+	if err := FormatTrace(&b, []TraceJob{{Job: ok, SLOFactor: math.NaN()}}); err == nil || !strings.Contains(err.Error(), `job "7": SLO factor NaN`) || b.Len() != 0 {
+		t.Errorf("FormatTrace with a NaN SLO factor: %v (wrote %q), want an error naming job 7", err, b.String())
+	}
 }
 
 func TestPrepareRejects(t *testing.T) {

@@ -147,6 +147,8 @@ func FormatTrace(w io.Writer, jobs []TraceJob) error {
 			why = fmt.Sprintf("SLO of %v s: the trace format holds a multiplier of the job's duration (SLOFactor), not seconds", j.SLO)
 		case !(j.TotalSteps > 0) || j.TotalSteps != math.Trunc(j.TotalSteps) || math.IsInf(j.TotalSteps, 0):
 			why = fmt.Sprintf("total steps %v: the trace format holds a whole positive number", j.TotalSteps)
+		case math.IsNaN(j.SLOFactor) || math.IsInf(j.SLOFactor, 0):
+			why = fmt.Sprintf("SLO factor %v: want a number (0 or less for none)", j.SLOFactor)
 		case j.StepsDone != 0:
 			why = fmt.Sprintf("%v steps done: the trace format has no such field (the job would start again)", j.StepsDone)
 		case m == "" || m != strings.TrimSpace(m) || strings.ContainsAny(m, "\t\r\n"):
