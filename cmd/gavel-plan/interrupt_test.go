@@ -17,37 +17,17 @@ import (
 // simulation, as Ctrl-C, kill and a closed terminal do: it stops, exits 1 and
 // says "interrupted:" (the signal killed it without a word).
 func TestExperimentInterrupted(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gavel-plan")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildPlan(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
-			// The first rate finishes in about a second; the second overloads the cluster and runs
-			// on (no --timeout) until the signal.
-			cmd := exec.Command(bin, "experiment", "continuous", "--cluster", "v100=2,p100=2,k80=2",
-				"--policies", "max_min_fairness_perf", "--rates", "0.05,30", "--window", "0:5", "--timeout", "0")
-			var stdout strings.Builder
-			cmd.Stdout = &stdout
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			sc := bufio.NewScanner(stderr)
-			if !sc.Scan() || !strings.Contains(sc.Text(), "rate  0.05/h") {
-				t.Fatalf("first progress line %q (%v)", sc.Text(), sc.Err())
-			}
+			cmd, stdout, sc := startExperiment(t, bin)
 			time.Sleep(300 * time.Millisecond)
 			cmd.Process.Signal(sig)
 			var rest strings.Builder
 			for sc.Scan() {
 				rest.WriteString(sc.Text() + "\n")
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(rest.String(), "Error: interrupted: ") {
 				t.Fatalf("exit %v, want status 1 and 'Error: interrupted:'; stderr after the first line:\n%s", err, rest.String())
@@ -65,30 +45,11 @@ func TestExperimentInterrupted(t *testing.T) {
 // Interrupted with --json --parallel 2, the output is one JSON object marked partial, with
 // the finished point and null for the unfinished one.
 func TestExperimentInterruptedPartialJSON(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gavel-plan")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "experiment", "continuous", "--cluster", "v100=2,p100=2,k80=2", "--parallel", "2",
-		"--policies", "max_min_fairness_perf", "--rates", "0.05,30", "--window", "0:5", "--timeout", "0", "--json")
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(stderr)
-	if !sc.Scan() || !strings.Contains(sc.Text(), "rate  0.05/h") {
-		t.Fatalf("first progress line %q (%v)", sc.Text(), sc.Err())
-	}
+	cmd, stdout, sc := startExperiment(t, buildPlan(t), "--parallel", "2", "--json")
 	cmd.Process.Signal(syscall.SIGINT)
 	for sc.Scan() {
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("exit %v, want status 1", err)
@@ -103,4 +64,40 @@ func TestExperimentInterruptedPartialJSON(t *testing.T) {
 	if !got.Partial || len(got.Points) != 2 || got.Points[0] == nil || got.Points[1] != nil {
 		t.Errorf("want partial: true and points [finished, null]:\n%s", stdout.String())
 	}
+}
+
+// buildPlan builds gavel-plan for tests that signal the real process.
+func buildPlan(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gavel-plan")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startExperiment starts an experiment whose first rate finishes in about a second and whose
+// second overloads the cluster and runs on (no --timeout) until a signal, with extra flags;
+// it returns once the first rate's progress line is read, with the command, its stdout and
+// the rest of its stderr.
+func startExperiment(t *testing.T, bin string, extra ...string) (*exec.Cmd, *strings.Builder, *bufio.Scanner) {
+	t.Helper()
+	args := append([]string{"experiment", "continuous", "--cluster", "v100=2,p100=2,k80=2",
+		"--policies", "max_min_fairness_perf", "--rates", "0.05,30", "--window", "0:5", "--timeout", "0"}, extra...)
+	cmd := exec.Command(bin, args...)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	sc := bufio.NewScanner(stderr)
+	if !sc.Scan() || !strings.Contains(sc.Text(), "rate  0.05/h") {
+		t.Fatalf("first progress line %q (%v)", sc.Text(), sc.Err())
+	}
+	return cmd, &stdout, sc
 }

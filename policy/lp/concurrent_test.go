@@ -37,15 +37,7 @@ func TestConcurrentSolvesKeepGoSIGINT(t *testing.T) {
 		t.Skip("SIGINT's handler is not Go's (SIGINT ignored in this process)")
 	}
 	goHandler := sigintHandler()
-	knap := NewModel(Maximize)
-	var idx []int
-	var w []float64
-	for i := range 16 {
-		idx = append(idx, knap.AddCol(0, 1, float64(2*i+3)))
-		knap.SetInteger(idx[i])
-		w = append(w, float64(2*i+2))
-	}
-	knap.AddRow(-Inf, 61, idx, w)
+	knap := knapsack(16, 61)
 	stopWatch := make(chan struct{})
 	changed := make(chan uintptr, 1)
 	var watch sync.WaitGroup

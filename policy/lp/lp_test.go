@@ -397,19 +397,27 @@ func TestSIGINTAfterSolve(t *testing.T) {
 	}
 }
 
-// A node cap stops branch and bound where it is reached, on any machine: a knapsack whose
-// relaxation is fractional everywhere needs many nodes without cuts and heuristics; capped
-// below that count the solve fails with ErrNodeLimit, and capped above it is optimal.
-func TestMILPMaxNodes(t *testing.T) {
+// knapsack returns a 0/1 knapsack of n items, item i worth 2i+3 and weighing 2i+2, under an
+// odd capacity: the even weights never fill it exactly, so its relaxation is fractional
+// everywhere and branch and bound needs many nodes without cuts and heuristics.
+func knapsack(n int, capacity float64) *Model {
 	m := NewModel(Maximize)
 	var idx []int
 	var w []float64
-	for i := range 24 {
+	for i := range n {
 		idx = append(idx, m.AddCol(0, 1, float64(2*i+3)))
 		m.SetInteger(idx[i])
 		w = append(w, float64(2*i+2))
 	}
-	m.AddRow(-Inf, 101, idx, w) // odd capacity, even weights: never filled exactly
+	m.AddRow(-Inf, capacity, idx, w)
+	return m
+}
+
+// A node cap stops branch and bound where it is reached, on any machine: a knapsack whose
+// relaxation is fractional everywhere needs many nodes without cuts and heuristics; capped
+// below that count the solve fails with ErrNodeLimit, and capped above it is optimal.
+func TestMILPMaxNodes(t *testing.T) {
+	m := knapsack(24, 101)
 	r, err := COIN{}.Solve(context.Background(), m, Options{Plain: true})
 	if err != nil {
 		t.Fatal(err)
