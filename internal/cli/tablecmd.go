@@ -53,7 +53,9 @@ func newTableShowCmd(streams *IO, bin string) *cobra.Command {
 		Long: `Print the isolated rate (steps/s) of every job type on every worker type.
 With --pairs JOB, print that job type's co-location row instead: for each
 partner and worker type, the two jobs' rates normalized by their isolated
-rates, and their sum (above 1 means sharing the GPU beats taking turns).`,
+rates, and their sum (above 1 means sharing the GPU beats taking turns). A
+measured pair whose isolated rate is missing or 0 is shown as measured, without
+normalized rates.`,
 		Example: fmt.Sprintf(`  %[1]s table show
   %[1]s table show --table examples/partial.json --worker-type v100
   %[1]s table show --pairs "ResNet-50 (batch size 64)"
@@ -207,7 +209,8 @@ func formatOptional(v float64, ok bool, format string) string {
 
 // pairCell is one pair on one worker type. The normalized rates are there whenever the pair
 // is measured (0 included: a job its partner starves), but for one whose isolated rate is so
-// small that it overflows (JSON has no infinity).
+// small that it overflows (JSON has no infinity), and for one whose isolated rate (either job's)
+// is missing or 0: its state is still measured.
 type pairCell struct {
 	State      string   `json:"state"`
 	Normalized *float64 `json:"normalized,omitempty"`
@@ -228,12 +231,11 @@ func showPairs(streams *IO, t *table.Table, j table.JobType, workers []string, a
 	for _, k := range partners {
 		rows[k.Model] = map[string]pairCell{}
 		for _, w := range workers {
-			na, nb, s := t.Normalized(w, j, k)
-			if _, _, ps := t.Pair(w, j, k); ps != table.Measured {
-				s = ps // a measured pair without isolated rates stays "missing"
-			}
+			_, _, s := t.Pair(w, j, k)
 			c := pairCell{State: s.String()}
-			if s == table.Measured {
+			// A measured pair without an isolated rate (missing or 0) is still measured; it
+			// has no normalized rates.
+			if na, nb, ns := t.Normalized(w, j, k); ns == table.Measured {
 				c.Normalized, c.Partner = finite(na), finite(nb)
 			}
 			rows[k.Model][w] = c
@@ -248,10 +250,12 @@ func showPairs(streams *IO, t *table.Table, j table.JobType, workers []string, a
 		cells := []string{k.Model}
 		for _, w := range workers {
 			c := rows[k.Model][w]
-			switch c.State {
-			case table.Measured.String():
-				na, nb, _ := t.Normalized(w, j, k)
+			na, nb, ns := t.Normalized(w, j, k)
+			switch {
+			case ns == table.Measured:
 				cells = append(cells, fmt.Sprintf("%.2f + %.2f = %.2f", na, nb, na+nb))
+			case c.State == table.Measured.String():
+				cells = append(cells, "measured, isolated rate missing or 0")
 			default:
 				cells = append(cells, c.State)
 			}

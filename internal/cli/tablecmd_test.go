@@ -465,3 +465,23 @@ func symlinkTo(t *testing.T, target string) string {
 	}
 	return link
 }
+
+// show --pairs: a measured pair whose job has no isolated rate was shown as "missing", as if
+// the pair had never been measured.
+func TestTableShowPairsWithoutIsolated(t *testing.T) {
+	tb := `{"v100":{"('A', 1)":{"('B', 1)":[2,3]},"('B', 1)":{"null":6,"('A', 1)":[3,2]}}}`
+	out, _, err := runTableCmd([]string{"show", "--table", "-", "--pairs", "A"}, []byte(tb))
+	if err != nil || !strings.Contains(out, "measured, isolated rate missing or 0") {
+		t.Errorf("show --pairs A: %v\n%s", err, out)
+	}
+	var got struct {
+		Partners map[string]map[string]map[string]any `json:"partners"`
+	}
+	out, _, err = runTableCmd([]string{"show", "--table", "-", "--pairs", "A", "--json"}, []byte(tb))
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("show --pairs A --json: %v\n%s", err, out)
+	}
+	if b := got.Partners["B"]["v100"]; b["state"] != "measured" || b["normalized"] != nil {
+		t.Errorf("A with B: %v, want state measured and no normalized rates", b)
+	}
+}
