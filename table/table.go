@@ -3,6 +3,7 @@ package table
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -353,7 +354,8 @@ type Conflict struct {
 
 // Merge returns a table with every entry of older and newer; where both hold
 // an entry, newer's wins and a differing value is reported as a Conflict.
-// Conflicts are sorted by worker type, job and partner.
+// Conflicts are sorted by worker type, job and partner, a job's isolated rate
+// before its pairs.
 func Merge(older, newer *Table) (*Table, []Conflict) {
 	out := older.Clone()
 	var conflicts []Conflict
@@ -382,6 +384,23 @@ func Merge(older, newer *Table) (*Table, []Conflict) {
 			}
 		}
 	}
+	// Per worker type, isolated rates are merged before pairs: order the conflicts as
+	// documented, a job's isolated rate before its partners (as Validate orders problems).
+	slices.SortStableFunc(conflicts, func(x, y Conflict) int {
+		if c := strings.Compare(x.Worker, y.Worker); c != 0 {
+			return c
+		}
+		if c := compareJobTypes(x.Job, y.Job); c != 0 {
+			return c
+		}
+		if x.Isolated != y.Isolated {
+			if x.Isolated {
+				return -1
+			}
+			return 1
+		}
+		return compareJobTypes(x.Partner, y.Partner)
+	})
 	return out, conflicts
 }
 

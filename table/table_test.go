@@ -161,6 +161,22 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// Merge merged a worker type's isolated rates before its pairs, so a conflict on job Z's
+// isolated rate came before one on job A's pair, though conflicts are documented as sorted by
+// job.
+func TestMergeConflictOrder(t *testing.T) {
+	a, b, z := JobType{"A", 1}, JobType{"B", 1}, JobType{"Z", 1}
+	old, newer := New(), New()
+	old.SetIsolated("w", z, 1)
+	old.SetPair("w", a, b, 1, 2)
+	newer.SetIsolated("w", z, 2)
+	newer.SetPair("w", a, b, 3, 4)
+	_, cs := Merge(old, newer)
+	if len(cs) != 2 || cs[0].Job != a || cs[0].Partner != b || cs[0].Old != [2]float64{1, 2} || cs[0].New != [2]float64{3, 4} || cs[1].Job != z || !cs[1].Isolated {
+		t.Errorf("conflicts = %+v, want A's pair (1, 2 -> 3, 4), then Z's isolated rate", cs)
+	}
+}
+
 // TestReadProblems has one case per class of problem Check reports.
 func TestReadProblems(t *testing.T) {
 	const r16 = `"('ResNet-18 (batch size 16)', 1)"`
