@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -226,7 +227,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		return
 	}
 	seen[row] = line
-	rate, err := parseRate([]byte(rec[6]))
+	rate, err := parseCSVRate(rec[6])
 	if err != nil {
 		if !isolated {
 			b.badPair(w, j, k)
@@ -242,7 +243,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		b.t.SetIsolated(w, j, rate)
 		return
 	}
-	prate, err := parseRate([]byte(rec[7]))
+	prate, err := parseCSVRate(rec[7])
 	if err != nil {
 		b.badPair(w, j, k)
 		at(fmt.Errorf("partner rate: %w", err))
@@ -254,6 +255,18 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		return
 	}
 	b.t.worker(w, true).setOneWay(j, k, [2]float64{rate, prate}) // settled by finish
+}
+
+// parseCSVRate is parseRate on a CSV cell, where NaN and Inf (as spreadsheets and Go write
+// them, in any case) are what they say, not words: ErrNotFinite, as in JSON, not ErrBadValue.
+func parseCSVRate(cell string) (float64, error) {
+	v, err := parseRate([]byte(cell))
+	if errors.Is(err, ErrBadValue) {
+		if f, perr := strconv.ParseFloat(cell, 64); perr == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return 0, ErrNotFinite
+		}
+	}
+	return v, err
 }
 
 // checkCSVState checks a row's state column against the state its rates give (infeasible

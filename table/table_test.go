@@ -556,6 +556,9 @@ func TestReadCSVChecks(t *testing.T) {
 		// Latin-1 bytes became U+FFFD in JSON: another name, and two such names one.
 		{"model not UTF-8", header + "v100,a\xff,1,,,measured,10,,,,,\n", ErrBadKey, []string{"c.csv:2", "not valid UTF-8"}},
 		{"worker type not UTF-8", header + "v\xe9,a,1,,,measured,10,,,,,\n", ErrBadKey, []string{"c.csv:2", "worker type name", "not valid UTF-8"}},
+		// A spreadsheet's NaN or Inf was "bad value: NaN is not a number", not ErrNotFinite as in JSON.
+		{"NaN", header + iso("A", "NaN"), ErrNotFinite, []string{"c.csv:2", "isolated rate"}},
+		{"Inf", header + iso("A", "2") + iso("B", "2") + pair("A", "B", "1", "-inf") + pair("B", "A", "-inf", "1"), ErrNotFinite, []string{"c.csv:4", "partner rate"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
