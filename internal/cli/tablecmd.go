@@ -283,7 +283,12 @@ Exits 2 when there is any error, 0 when there are only warnings or none.`,
   %[1]s table validate examples/partial.json --json
   cat gavel.csv | %[1]s table validate -`, bin),
 		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error { return TableValidate(streams, args[0], asJSON) },
+		RunE: func(_ *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return UsageError("table validate: FILE is empty; give a file name, or - for stdin")
+			}
+			return TableValidate(streams, args[0], asJSON)
+		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd

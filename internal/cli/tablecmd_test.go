@@ -454,6 +454,10 @@ func TestEmptyFileFlagIsUsageError(t *testing.T) {
 	if _, _, err := runTableCmd([]string{"show"}, nil); err != nil {
 		t.Errorf("show without --table: %v", err)
 	}
+	// validate "" said "table: open : no such file or directory".
+	if _, _, err := runTableCmd([]string{"validate", ""}, nil); ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "FILE is empty") {
+		t.Errorf("validate \"\": %v (exit %d)", err, ExitCode(err))
+	}
 }
 
 // symlinkTo returns a new symbolic link to target in a temporary directory.
