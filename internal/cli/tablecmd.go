@@ -86,7 +86,12 @@ func TableShow(streams *IO, o TableShowOptions) error {
 				return UsageError("worker type %q is not in the table (it has %s)", w, Listed(workers))
 			}
 		}
-		workers = o.WorkerTypes
+		workers = nil
+		for _, w := range o.WorkerTypes {
+			if !contains(workers, w) { // --worker-type l4 --worker-type l4: one column
+				workers = append(workers, w)
+			}
+		}
 	}
 	if o.ScaleFactor < 0 {
 		return UsageError("--scale-factor %d: want 0 (all) or a scale factor of the table (%s)", o.ScaleFactor, scaleFactors(t))

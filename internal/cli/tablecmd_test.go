@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -487,5 +488,16 @@ func TestTableShowPairsWithoutIsolated(t *testing.T) {
 	}
 	if b := got.Partners["B"]["v100"]; b["state"] != "measured" || b["normalized"] != nil {
 		t.Errorf("A with B: %v, want state measured and no normalized rates", b)
+	}
+}
+
+// show --worker-type l4 --worker-type l4 printed the l4 column twice.
+func TestTableShowRepeatedWorkerType(t *testing.T) {
+	out, _, err := runTableCmd([]string{"show", "--worker-type", "v100,k80", "--worker-type", "v100", "--json"}, nil)
+	var got struct {
+		Workers []string `json:"worker_types"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil || !slices.Equal(got.Workers, []string{"v100", "k80"}) {
+		t.Errorf("show --worker-type v100,k80 --worker-type v100: %v, worker types %q", err, got.Workers)
 	}
 }
