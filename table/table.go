@@ -361,6 +361,7 @@ func Merge(older, newer *Table) (*Table, []Conflict) {
 	var conflicts []Conflict
 	for _, w := range newer.WorkerTypes() {
 		src := newer.workers[w]
+		out.worker(w, true) // kept even with no entries, as WorkerTypes says
 		for _, j := range slices.SortedFunc(maps.Keys(src.isolated), compareJobTypes) {
 			r := src.isolated[j]
 			if old, ok := out.Isolated(w, j); ok && old != r {

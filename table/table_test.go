@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -174,6 +175,19 @@ func TestMergeConflictOrder(t *testing.T) {
 	_, cs := Merge(old, newer)
 	if len(cs) != 2 || cs[0].Job != a || cs[0].Partner != b || cs[0].Old != [2]float64{1, 2} || cs[0].New != [2]float64{3, 4} || cs[1].Job != z || !cs[1].Isolated {
 		t.Errorf("conflicts = %+v, want A's pair (1, 2 -> 3, 4), then Z's isolated rate", cs)
+	}
+}
+
+// A worker type the newer table names with no entries (a file's "l4": {}) is kept, as the
+// older table's are (WorkerTypes keeps every type a file names).
+func TestMergeKeepsEmptyWorkerTypes(t *testing.T) {
+	older, newer := New(), New()
+	older.SetIsolated("a100", JobType{"A", 1}, 1)
+	newer.SetIsolated("l4", JobType{"A", 1}, 1)
+	newer.DeleteIsolated("l4", JobType{"A", 1})
+	merged, _ := Merge(older, newer)
+	if got := merged.WorkerTypes(); !slices.Equal(got, []string{"a100", "l4"}) {
+		t.Errorf("worker types %v, want [a100 l4]", got)
 	}
 }
 
