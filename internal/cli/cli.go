@@ -142,7 +142,7 @@ func LoadTableFrom(in io.Reader, warn io.Writer, path string) (*table.Table, err
 	if ws := ps.Warnings(); len(ws) > 0 && warn != nil {
 		more := ""
 		if len(ws) > 1 {
-			more = fmt.Sprintf(" (and %d more; 'gavel-plan table validate' lists them)", len(ws)-1)
+			more = fmt.Sprintf(" (and %d more; 'table validate' lists them)", len(ws)-1)
 		}
 		fmt.Fprintf(warn, "%v%s\n", ws[0], more)
 	}
