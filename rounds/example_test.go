@@ -83,3 +83,42 @@ func ExampleRunRounds() {
 	// target 0.25 received 1.00 backfill 0.75
 	// max deviation 0.75, allocated 0.00
 }
+
+// A live scheduler's round: an a100 server of 4 GPUs and one with a GPU out of service (3),
+// a 4-GPU job and three single-GPU jobs. The policy allocates on the cluster the topology
+// gives, State.Check vets the state built from live input, and Plan puts the gang on the
+// server that has room.
+func ExampleNewTopologyOfServers() {
+	topo, err := rounds.NewTopologyOfServers(map[string][]int{"a100": {4, 3}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tbl := table.New()
+	big, small := table.JobType{Model: "llm", ScaleFactor: 4}, table.JobType{Model: "resnet", ScaleFactor: 1}
+	tbl.SetIsolated("a100", big, 8)
+	tbl.SetIsolated("a100", small, 2)
+	jobs := []policy.Job{{ID: "llm", Type: big, TotalSteps: 1e5}}
+	for _, id := range []string{"r1", "r2", "r3"} {
+		jobs = append(jobs, policy.Job{ID: id, Type: small, TotalSteps: 1e4})
+	}
+	pol, _ := policy.New("max_min_fairness_perf")
+	alloc, err := pol.Allocate(context.Background(), &policy.Problem{Table: tbl, Cluster: topo.Cluster(), Jobs: jobs})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	state := &rounds.State{Topology: topo, Jobs: rounds.JobsFromTable(tbl, topo.WorkerTypes(), jobs), History: rounds.NewLedger(360)}
+	if err := state.Check(alloc); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, a := range rounds.Plan(state, alloc, 0).Assignments {
+		fmt.Printf("%s on GPUs %v (server %d)\n", a.Combination, a.GPUs, topo.Server(a.GPUs[0]))
+	}
+	// Output:
+	// llm on GPUs [0 1 2 3] (server 0)
+	// r1 on GPUs [4] (server 1)
+	// r2 on GPUs [5] (server 1)
+	// r3 on GPUs [6] (server 1)
+}
