@@ -196,7 +196,7 @@ func showIsolated(streams *IO, t *table.Table, workers []string, sf int, asJSON 
 	for _, r := range rows {
 		cells := []string{r.Model, fmt.Sprint(r.ScaleFactor)}
 		for _, w := range workers {
-			cells = append(cells, formatOptional(r.Rates[w], hasKey(r.Rates, w), "%.3f"))
+			cells = append(cells, formatRate(r.Rates[w], hasKey(r.Rates, w)))
 		}
 		tw.Append(cells)
 	}
@@ -205,11 +205,17 @@ func showIsolated(streams *IO, t *table.Table, workers []string, sf int, asJSON 
 
 func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
 
-func formatOptional(v float64, ok bool, format string) string {
-	if !ok {
+// formatRate prints an isolated rate with three decimals, "-" when it is missing, and a rate
+// too small for three decimals with three significant digits: printed as 0.000 it read as 0,
+// a job that cannot run there.
+func formatRate(v float64, ok bool) string {
+	switch {
+	case !ok:
 		return "-"
+	case v != 0 && math.Abs(v) < 0.0005:
+		return fmt.Sprintf("%.3g", v)
 	}
-	return fmt.Sprintf(format, v)
+	return fmt.Sprintf("%.3f", v)
 }
 
 // pairCell is one pair on one worker type. The normalized rates are there whenever the pair

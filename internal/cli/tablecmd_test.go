@@ -502,3 +502,18 @@ func TestTableShowRepeatedWorkerType(t *testing.T) {
 		t.Errorf("show --worker-type v100,k80 --worker-type v100: %v, worker types %q", err, got.Workers)
 	}
 }
+
+// A rate too small for three decimals is printed with significant digits: as 0.000 it read as
+// 0, a job that cannot run there (which still prints 0.000).
+func TestTableShowSmallRates(t *testing.T) {
+	in := []byte(`{"l4": {"('slow', 1)": {"null": 0.00012}, "('oom', 1)": {"null": 0}, "('fast', 1)": {"null": 12.5}}}`)
+	out, _, err := runTableCmd([]string{"show", "--table", "-"}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0.00012 ", "0.000 ", "12.500 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+}
