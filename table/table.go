@@ -391,16 +391,7 @@ func Merge(older, newer *Table) (*Table, []Conflict) {
 		if c := strings.Compare(x.Worker, y.Worker); c != 0 {
 			return c
 		}
-		if c := compareJobTypes(x.Job, y.Job); c != 0 {
-			return c
-		}
-		if x.Isolated != y.Isolated {
-			if x.Isolated {
-				return -1
-			}
-			return 1
-		}
-		return compareJobTypes(x.Partner, y.Partner)
+		return compareEntries(x.Job, x.Isolated, x.Partner, y.Job, y.Isolated, y.Partner)
 	})
 	return out, conflicts
 }

@@ -84,20 +84,26 @@ type keyedProblem struct {
 	err               error
 }
 
+// compareEntries orders a worker type's entries as problems and conflicts are listed: by job,
+// the job's isolated rate before its pairs, then by partner.
+func compareEntries(jobX JobType, isolatedX bool, partnerX JobType, jobY JobType, isolatedY bool, partnerY JobType) int {
+	if c := compareJobTypes(jobX, jobY); c != 0 {
+		return c
+	}
+	if isolatedX != isolatedY {
+		if isolatedX {
+			return -1
+		}
+		return 1
+	}
+	return compareJobTypes(partnerX, partnerY)
+}
+
 // sortedProblems orders found by job type, then isolated rate first, then partner. Ranging
 // over sorted keys instead cost n² log n comparisons for a table of n job types.
 func sortedProblems(w string, found []keyedProblem) Problems {
 	slices.SortFunc(found, func(x, y keyedProblem) int {
-		if c := compareJobTypes(x.job, y.job); c != 0 {
-			return c
-		}
-		if x.isolated != y.isolated {
-			if x.isolated {
-				return -1
-			}
-			return 1
-		}
-		return compareJobTypes(x.partner, y.partner)
+		return compareEntries(x.job, x.isolated, x.partner, y.job, y.isolated, y.partner)
 	})
 	ps := make(Problems, len(found))
 	for i, f := range found {
