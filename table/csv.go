@@ -121,8 +121,8 @@ func CheckCSV(r io.Reader, file string) (*Table, Problems) {
 		return nil, bad(&Problem{Line: 1, Err: fmt.Errorf("%w: header %q, want %q", ErrBadCSV, strings.Join(header, ","), strings.Join(csvHeader, ","))})
 	}
 	cr.FieldsPerRecord = len(csvHeader)
-	b := &builder{t: New()}
-	seen := map[csvRowKey]int{}
+	seen := map[entryKey]int{}
+	b := &builder{t: New(), lineOf: func(e entryKey) (int, int) { return seen[e], 0 }}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -187,7 +187,7 @@ func LoadAny(path string) (*Table, error) {
 }
 
 // csvRow adds one row, or reports why it cannot be.
-func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
+func (b *builder) csvRow(rec []string, line int, seen map[entryKey]int) {
 	w := rec[0]
 	loc := func(job, partner string, err error) {
 		b.add(&Problem{Line: line, Worker: w, Job: job, Partner: partner, Err: err})
@@ -220,7 +220,7 @@ func (b *builder) csvRow(rec []string, line int, seen map[csvRowKey]int) {
 		}
 		loc(j.Key(), partner, err)
 	}
-	row := csvRowKey{w, j, k}
+	row := entryKey{w, j, k}
 	if first, dup := seen[row]; dup {
 		at(fmt.Errorf("%w: the row of this worker type, job and partner appears again (first at line %d); a table holds one value per key",
 			ErrDuplicateKey, first))
@@ -299,8 +299,9 @@ func checkCSVState(rec []string, isolated, zeroRates bool) error {
 	return nil
 }
 
-// csvRowKey names a CSV row: worker type, job and partner (zero for an isolated rate).
-type csvRowKey struct {
+// entryKey names an entry of a table (a CSV row): worker type, job and partner (zero for an
+// isolated rate).
+type entryKey struct {
 	w    string
 	j, k JobType
 }

@@ -330,9 +330,12 @@ type builder struct {
 	t     *Table
 	ps    Problems
 	lines []int // offsets of data's newlines, found on the first position asked for
-	types map[string]parsedKey
-	seen  map[string]int // the partners of the job being read, by offset
-	row   []pairRates    // the pairs of the job being read
+	// lineOf gives the line and column of an entry of the input, 0 when it has none; nil for
+	// JSON, whose entries are found again in data when a problem needs one (see locate).
+	lineOf func(entryKey) (line, col int)
+	types  map[string]parsedKey
+	seen   map[string]int // the partners of the job being read, by offset
+	row    []pairRates    // the pairs of the job being read
 	// badPairs are the pairs whose value was reported bad, so that their other direction is
 	// not reported again as present on one side only.
 	badPairs map[pairKey]bool
@@ -436,6 +439,12 @@ func (b *builder) position(offset int) (line, col int) {
 	return n + 1, offset - start + 1 // offset is the key's own first byte
 }
 
+// at sets p's line and column to those of offset, the first byte of the key p is about.
+func (b *builder) at(p *Problem, offset int) *Problem {
+	p.Line, p.Column = b.position(offset)
+	return p
+}
+
 func (b *builder) add(p *Problem) { b.ps = append(b.ps, p) }
 
 // problem adds a problem at loc, whose Err is err.
@@ -481,10 +490,10 @@ func (b *builder) workers() bool {
 		case b.repeated(seen, w, at, "worker type", func() *Problem { return &Problem{Worker: w} }):
 			return b.skip()
 		case w == "":
-			b.add(&Problem{Err: fmt.Errorf("%w: empty worker type name", ErrBadKey)})
+			b.problem(b.at(&Problem{}, at), fmt.Errorf("%w: empty worker type name", ErrBadKey))
 			return b.skip()
 		case b.s.peek() != '{':
-			return b.notObject(&Problem{Worker: w}, "job types")
+			return b.notObject(b.at(&Problem{Worker: w}, at), "job types")
 		}
 		return b.jobs(w, b.t.worker(w, true))
 	})
@@ -494,7 +503,7 @@ func (b *builder) workers() bool {
 func (b *builder) jobs(w string, wt *workerTable) bool {
 	seen := map[string]int{}
 	return b.s.object(func(jk string, at int) bool {
-		loc := func() *Problem { return &Problem{Worker: w, Job: jk} }
+		loc := func() *Problem { return b.at(&Problem{Worker: w, Job: jk}, at) }
 		if b.repeated(seen, jk, at, "job", loc) {
 			return b.skipRepeat(w, jk)
 		}
@@ -524,7 +533,7 @@ func (b *builder) partners(w string, wt *workerTable, j JobType, jk string) bool
 		if !ok {
 			return false
 		}
-		loc := func() *Problem { return &Problem{Worker: w, Job: jk, Partner: pk} }
+		loc := func() *Problem { return b.at(&Problem{Worker: w, Job: jk, Partner: pk}, at) }
 		if !b.repeated(b.seen, pk, at, "partner", loc) {
 			b.entry(wt, j, pk, v, loc)
 		}
@@ -580,15 +589,17 @@ func (b *builder) entry(wt *workerTable, j JobType, pk string, v []byte, loc fun
 // A pair given on one side only is not reported when its other side was there with a bad
 // value: that problem was reported already, and one mistake counts once.
 func (b *builder) finish() Problems {
+	var found Problems
 	for _, w := range b.t.WorkerTypes() {
 		hasEntry := func(j JobType) bool { return b.own[workerJob{w, j}] }
 		for _, p := range settlePairs(w, b.t.workers[w], hasEntry) {
 			if !b.reportedBad(w, p) {
-				b.ps = append(b.ps, p)
+				found = append(found, p)
 			}
 		}
 	}
-	return append(b.ps, b.t.Validate()...)
+	found = append(found, b.t.Validate()...)
+	return append(b.ps, b.locate(found)...)
 }
 
 // reportedBad reports whether p says a pair of worker type w is given on one side only when its

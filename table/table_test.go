@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -205,19 +206,19 @@ func TestReadProblems(t *testing.T) {
 		partner string
 	}{
 		{"syntax", "{\n  \"v100\": {\n    " + r16 + ": {\"null\": 1,}\n}}", ErrSyntax, false, 3, ""},
-		{"bad key", `{"v100": {"ResNet": {"null": 1}}}`, ErrBadKey, false, 0, ""},
-		{"bad partner key", `{"v100": {` + r16 + `: {"null": 1, "('x', 0)": [1, 1]}}}`, ErrBadKey, false, 0, "('x', 0)"},
-		{"bad value", `{"v100": {` + r16 + `: {"null": [1, 2]}}}`, ErrBadValue, false, 0, "null"},
-		{"pair not a list of two", `{"v100": {` + r16 + `: {` + lm1 + `: [1]}, ` + lm1 + `: {` + r16 + `: [1]}}}`, ErrBadValue, false, 0, ""},
-		{"negative", `{"v100": {` + r16 + `: {"null": -1}}}`, ErrNegativeRate, false, 0, "null"},
-		{"NaN", `{"v100": {` + r16 + `: {"null": NaN}}}`, ErrNotFinite, false, 0, "null"},
-		{"Infinity", `{"v100": {` + r16 + `: {"null": 1, ` + r16 + `: [Infinity, -Infinity]}}}`, ErrNotFinite, false, 0, ""},
-		{"overflow", `{"v100": {` + r16 + `: {"null": 1e999}}}`, ErrNotFinite, false, 0, "null"},
-		{"one-sided", `{"v100": {` + r16 + `: {"null": 2, ` + lm1 + `: [1, 1]}, ` + lm1 + `: {"null": 2}}}`, ErrOneSided, false, 0, ""},
-		{"inconsistent", `{"v100": {` + r16 + `: {"null": 2, ` + lm1 + `: [1, 1.5]}, ` + lm1 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrInconsistent, false, 0, ""},
-		{"scale factor mismatch", `{"v100": {` + r16 + `: {"null": 2, ` + lm2 + `: [1, 1]}, ` + lm2 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrScaleFactorMismatch, false, 0, ""},
-		{"above isolated", `{"v100": {` + r16 + `: {"null": 2, ` + r16 + `: [3, 3]}}}`, ErrAboveIsolated, true, 0, ""},
-		{"self-pair uneven", `{"v100": {` + r16 + `: {"null": 2, ` + r16 + `: [1, 1.5]}}}`, ErrSelfPairUneven, true, 0, ""},
+		{"bad key", `{"v100": {"ResNet": {"null": 1}}}`, ErrBadKey, false, 1, ""},
+		{"bad partner key", `{"v100": {` + r16 + `: {"null": 1, "('x', 0)": [1, 1]}}}`, ErrBadKey, false, 1, "('x', 0)"},
+		{"bad value", `{"v100": {` + r16 + `: {"null": [1, 2]}}}`, ErrBadValue, false, 1, "null"},
+		{"pair not a list of two", `{"v100": {` + r16 + `: {` + lm1 + `: [1]}, ` + lm1 + `: {` + r16 + `: [1]}}}`, ErrBadValue, false, 1, ""},
+		{"negative", `{"v100": {` + r16 + `: {"null": -1}}}`, ErrNegativeRate, false, 1, "null"},
+		{"NaN", `{"v100": {` + r16 + `: {"null": NaN}}}`, ErrNotFinite, false, 1, "null"},
+		{"Infinity", `{"v100": {` + r16 + `: {"null": 1, ` + r16 + `: [Infinity, -Infinity]}}}`, ErrNotFinite, false, 1, ""},
+		{"overflow", `{"v100": {` + r16 + `: {"null": 1e999}}}`, ErrNotFinite, false, 1, "null"},
+		{"one-sided", `{"v100": {` + r16 + `: {"null": 2, ` + lm1 + `: [1, 1]}, ` + lm1 + `: {"null": 2}}}`, ErrOneSided, false, 1, ""},
+		{"inconsistent", `{"v100": {` + r16 + `: {"null": 2, ` + lm1 + `: [1, 1.5]}, ` + lm1 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrInconsistent, false, 1, ""},
+		{"scale factor mismatch", `{"v100": {` + r16 + `: {"null": 2, ` + lm2 + `: [1, 1]}, ` + lm2 + `: {"null": 2, ` + r16 + `: [1, 1]}}}`, ErrScaleFactorMismatch, false, 1, ""},
+		{"above isolated", `{"v100": {` + r16 + `: {"null": 2, ` + r16 + `: [3, 3]}}}`, ErrAboveIsolated, true, 1, ""},
+		{"self-pair uneven", `{"v100": {` + r16 + `: {"null": 2, ` + r16 + `: [1, 1.5]}}}`, ErrSelfPairUneven, true, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,6 +235,9 @@ func TestReadProblems(t *testing.T) {
 			if found.File != "in.json" || found.Warning != tt.warning || found.Line != tt.line {
 				t.Errorf("problem %+v: want file in.json, warning %v, line %d", found, tt.warning, tt.line)
 			}
+			if col := keyColumn(tt.in, found); tt.want != ErrSyntax && found.Column != col {
+				t.Errorf("problem %v: column %d, want %d (its key's)", found, found.Column, col)
+			}
 			if tt.partner != "" && found.Partner != tt.partner {
 				t.Errorf("problem partner = %q, want %q", found.Partner, tt.partner)
 			}
@@ -249,6 +253,18 @@ func TestReadProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyColumn finds, by searching the text, the column of the key problem p of a one-line input is
+// about: the partner's key inside the job's object, or the job's key.
+func keyColumn(in string, p *Problem) int {
+	job := `"` + p.Job + `": `
+	i := strings.Index(in, job)
+	if p.Partner == "" || i < 0 {
+		return i + 1
+	}
+	i += len(job) // past the job's key: a self-pair's partner key is the same text
+	return i + strings.Index(in[i:], `"`+p.Partner+`": `) + 1
 }
 
 func TestSyntaxColumn(t *testing.T) {
@@ -403,7 +419,7 @@ func TestReadWrongValueType(t *testing.T) {
 		{"isolated is a list", `{"p100": {"('A', 1)": {"null": [1]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null", ""},
 		// null was called "null is a string".
 		{"isolated is null", `{"p100": {"('A', 1)": {"null": null}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "null",
-			`w.json: worker type "p100": job ('A', 1): isolated rate: bad value: null, want a number`},
+			`w.json:1:24: worker type "p100": job ('A', 1): isolated rate: bad value: null, want a number`},
 		{"pair rate is null", `{"p100": {"('A', 1)": {"null": 2, "('A', 1)": [1, null]}, "('B', 1)": {"null": 2}}}`, "p100", "('A', 1)", "('A', 1)",
 			"bad value: null, want a number"},
 	}
@@ -449,7 +465,7 @@ func TestReadUnknownPartner(t *testing.T) {
 		say      string // in that error's message
 	}{
 		{"json no entry", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}}}`, false,
-			ErrUnknownPartner, ErrOneSided, `t.json: worker type "k80": job ('A3C', 1): ` + unknown},
+			ErrUnknownPartner, ErrOneSided, `t.json:1:36: worker type "k80": job ('A3C', 1): ` + unknown},
 		{"json entry on another worker type only", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}},
 			"v100": {"('Bogus', 1)": {"null": 2}}}`, false, ErrUnknownPartner, ErrOneSided, unknown},
 		{"json entry without the pair", `{"k80": {"('A3C', 1)": {"null": 2, "('Bogus', 1)": [1, 1]}, "('Bogus', 1)": {"null": 2}}}`, false,
@@ -1023,5 +1039,63 @@ func TestRepeatedJobKeepsOtherOneSided(t *testing.T) {
 	}
 	if dup != 1 || oneSided != 1 || len(ps.Errors()) != 2 {
 		t.Errorf("problems %v: want the repeat and A's one-sided pair with B", ps)
+	}
+}
+
+// TestProblemsFoundAfterReadingHaveLines: the problems found once the table is built (one-sided
+// and inconsistent pairs, scale factors, Validate's warnings) name the line of their entry, in
+// JSON and CSV; a pair the file gives only under its partner is placed at the partner's entry.
+func TestProblemsFoundAfterReadingHaveLines(t *testing.T) {
+	header := strings.Join(csvHeader, ",") + "\n"
+	tests := []struct {
+		name, in string
+		csv      bool
+		want     map[string]int // the problem's "job / partner" → its line
+	}{
+		{"json", `{
+    "k80": {
+        "('A', 1)": {
+            "null": 1.0,
+            "('B', 1)": [0.5, 3.0]
+        },
+        "('B', 1)": {
+            "null": 2.0
+        }
+    },
+    "v100": {
+        "('A', 1)": {"null": 1.0, "('C', 2)": [0.5, 0.5]},
+        "('C', 2)": {"null": 1.0,
+            "('A', 1)": [0.5, 0.5]}
+    }
+}`, false, map[string]int{
+			"k80 ('A', 1) / ('B', 1)":  5, // one-sided
+			"k80 ('B', 1) / ('A', 1)":  5, // above isolated, given only under A
+			"v100 ('A', 1) / ('C', 2)": 12,
+			"v100 ('C', 2) / ('A', 1)": 14,
+		}},
+		{"csv", header +
+			"k80,A,1,,,measured,1,,,,,\n" +
+			"k80,B,2,,,measured,2,,,,,\n" +
+			"k80,A,1,B,2,measured,0.5,0.5,,,,\n", true, map[string]int{
+			"k80 ('A', 1) / ('B', 2)": 4,
+			"k80 ('B', 2) / ('A', 1)": 4, // given only under A
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[string]int{}
+			for _, p := range checkAs(tt.csv, tt.in, "t") {
+				got[fmt.Sprintf("%s %s / %s", p.Worker, p.Job, p.Partner)] = p.Line
+				if tt.csv || p.Line == 0 {
+					continue
+				}
+				if line := strings.Split(tt.in, "\n")[p.Line-1]; !strings.Contains(line, `"`+p.Partner+`"`) && !strings.Contains(line, `"`+p.Job+`"`) {
+					t.Errorf("%v: line %d is %q, which names neither job", p, p.Line, line)
+				}
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("problems at lines %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

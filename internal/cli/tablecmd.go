@@ -283,8 +283,8 @@ func newTableValidateCmd(streams *IO, bin string) *cobra.Command {
 		Short: "Report every problem in a throughput table",
 		Long: `Check a throughput table (Gavel JSON, or the CSV of 'table convert'; "-"
 reads standard input) and print every problem found, each naming the file,
-worker type, job type, partner and reason: malformed JSON or CSV (line and
-column), bad keys, negative or non-finite rates, pairs present on one side
+the line of the entry (and, in JSON, the column of its key), worker type, job
+type, partner and reason: malformed JSON or CSV, bad keys, negative or non-finite rates, pairs present on one side
 only or with values that disagree between the sides, partners that are no job
 type of the worker type (no entry of their own there), and partners with a
 different scale factor. A pair rate above the isolated rate, and a self-pair
