@@ -8,6 +8,7 @@ package lp
 #include <signal.h>
 #include <Clp_C_Interface.h>
 #include <Cbc_C_Interface.h>
+#include "stop.h"
 
 // CBC installs a SIGINT handler of its own around the LPs it solves (CLP's initialSolve) and
 // then puts the previous one back with signal(), which drops the flags Go's handler needs
@@ -15,9 +16,8 @@ package lp
 // Go's handler is saved once, before any such solve, and put back after each. CLP solves run
 // with that handler switched off (gavel_no_interrupt): its target is one static model, which
 // concurrent solves overwrite, and its save and restore race with theirs; a cancelled context
-// stops them instead (gavel_stop, as COIN's handler does), except a barrier solve, which runs
-// on an internal copy of the model that neither reaches (it finishes first; COIN's handler,
-// which did stop it, is off).
+// stops them instead (gavel_stop, as COIN's handler does, and the model's event handler,
+// stop.cpp, which also reaches a barrier solve's internal copy of the model).
 static struct sigaction gavel_go_sigint;
 static void gavel_save_sigint(void) { sigaction(SIGINT, NULL, &gavel_go_sigint); }
 static void gavel_restore_sigint(void) { sigaction(SIGINT, &gavel_go_sigint, NULL); }
@@ -150,16 +150,19 @@ func iptr(v []int32) *C.int      { return (*C.int)(unsafe.Pointer(&v[0])) }
 
 func solveCLP(ctx context.Context, m *Model, opt Options, lim float64) (*Result, error) {
 	t0 := time.Now()
-	model := newCLP(m)
-	defer C.Clp_deleteModel(model)
+	model, flag := newCLP(m)
+	defer freeCLP(model, flag)
 	setLimits(model, opt, lim)
-	stopped := runMethod(ctx, model, opt.Method)
-	return clpResult(model, m.NumCols(), m.NumRows(), t0, stopped)
+	stopped := runMethod(ctx, model, flag, opt.Method)
+	return clpResult(model, flag, m.NumCols(), m.NumRows(), t0, stopped)
 }
 
-// newCLP loads m into a new CLP model.
-func newCLP(m *Model) unsafe.Pointer {
+// newCLP loads m into a new CLP model, with the flag that stops its solves (see stoppable)
+// watched by its event handler. freeCLP frees both.
+func newCLP(m *Model) (unsafe.Pointer, *C.gavel_flag) {
 	model := C.Clp_newModel()
+	flag := C.gavel_flag_new()
+	C.gavel_clp_watch(model, flag)
 	C.Clp_setLogLevel(model, 0)
 	l := load(m)
 	ncols, nrows := C.int(m.NumCols()), C.int(m.NumRows())
@@ -168,7 +171,13 @@ func newCLP(m *Model) unsafe.Pointer {
 	if m.Sense == Maximize {
 		C.Clp_setObjSense(model, -1)
 	}
-	return model
+	return model, flag
+}
+
+// freeCLP frees a model newCLP made, then its flag (which the model's event handlers point to).
+func freeCLP(model unsafe.Pointer, flag *C.gavel_flag) {
+	C.Clp_deleteModel(model)
+	C.gavel_flag_free(flag)
 }
 
 // setLimits sets the tolerances and the time limit (lim seconds; 0 = none).
@@ -201,36 +210,50 @@ func sigintHasGoFlags() bool { return C.gavel_sigint_has_go_flags() != 0 }
 // sigintHandler is SIGINT's handler now (for tests).
 func sigintHandler() uintptr { return uintptr(C.gavel_sigint_handler()) }
 
-// stoppable runs solve, a CLP solve of model, and stops it at its next iteration once ctx is
-// done: a SIGINT (through the caller's signal.NotifyContext), a sibling's error, a deadline.
-// A barrier solve is not stopped: it iterates on an internal copy of model that the
-// iteration limit does not reach (a reviewer: cancelled at 1 s, a 10 s solve returned at 9.3).
-// It returns ctx's error if ctx stopped it, after putting model's iteration limit back (a
-// session's next solve starts from it). The stop is waited for, so that it never reaches a
-// model already freed.
-func stoppable(ctx context.Context, model unsafe.Pointer, solve func()) (stopped error) {
+// stoppable runs solve, a CLP solve of model, and stops it at the end of its current
+// iteration once ctx is done: a SIGINT (through the caller's signal.NotifyContext), a
+// sibling's error, a deadline. It raises flag, which model's event handler watches (stop.cpp:
+// its copies reach the internal models of a barrier solve and of presolve, which the
+// iteration limit does not), and sets model's iteration limit to 0 (gavel_stop, as COIN's
+// SIGINT handler did). It returns ctx's error if ctx stopped it, after putting model's
+// iteration limit back (a session's next solve starts from it). The stop is waited for, so
+// that it never reaches a model already freed.
+func stoppable(ctx context.Context, model unsafe.Pointer, flag *C.gavel_flag, solve func()) (stopped error) {
 	maxIt := C.maximumIterations(model)
+	stopped = watch(ctx, flag, func() { C.gavel_stop(model) }, solve)
+	if stopped != nil {
+		C.Clp_setMaximumIterations(model, maxIt)
+	}
+	return stopped
+}
+
+// watch runs solve, with flag lowered, and raises it (and calls also) once ctx is done. It
+// returns ctx's error if flag was raised before solve returned; the raise is waited for.
+func watch(ctx context.Context, flag *C.gavel_flag, also func(), solve func()) (stopped error) {
+	C.gavel_flag_reset(flag)
 	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(done)
-		C.gavel_stop(model)
+		C.gavel_flag_raise(flag)
+		if also != nil {
+			also()
+		}
 	})
 	solve()
 	if stop() {
 		return nil
 	}
 	<-done
-	C.Clp_setMaximumIterations(model, maxIt)
 	return ctx.Err()
 }
 
 // runMethod solves a loaded model from scratch with meth; stopped as stoppable's.
-func runMethod(ctx context.Context, model unsafe.Pointer, meth Method) (stopped error) {
+func runMethod(ctx context.Context, model unsafe.Pointer, flag *C.gavel_flag, meth Method) (stopped error) {
 	switch meth {
 	case Dual:
-		return stoppable(ctx, model, func() { C.Clp_dual(model, 0) })
+		return stoppable(ctx, model, flag, func() { C.Clp_dual(model, 0) })
 	case Primal:
-		return stoppable(ctx, model, func() { C.Clp_primal(model, 0) })
+		return stoppable(ctx, model, flag, func() { C.Clp_primal(model, 0) })
 	}
 	o := C.ClpSolve_new()
 	defer C.ClpSolve_delete(o)
@@ -244,15 +267,22 @@ func runMethod(ctx context.Context, model unsafe.Pointer, meth Method) (stopped 
 	}
 	C.ClpSolve_setPresolveType(o, 0, -1)
 	C.gavel_no_interrupt(o)
-	return stoppable(ctx, model, func() { C.Clp_initialSolveWithOptions(model, o) })
+	return stoppable(ctx, model, flag, func() { C.Clp_initialSolveWithOptions(model, o) })
 }
 
 // clpResult reads a solved model's outcome: a Result when optimal, else a
-// *StatusError, or stopped (runMethod's) wrapped when that stopped the solve.
-func clpResult(model unsafe.Pointer, n, r int, t0 time.Time, stopped error) (*Result, error) {
+// *StatusError, or stopped (runMethod's) wrapped when that stopped the solve: CLP's
+// status is then 3 (the iteration limit) or 5 (stopped by the event handler, flag's),
+// or anything else but optimal after the event handler stopped an inner solve (a
+// barrier's, presolve's), whose outcome is then not the LP's.
+func clpResult(model unsafe.Pointer, flag *C.gavel_flag, n, r int, t0 time.Time, stopped error) (*Result, error) {
 	st := int(C.Clp_status(model))
 	sec := int(C.Clp_secondaryStatus(model))
 	res := &Result{Iterations: int(C.Clp_numberIterations(model))}
+	if stopped != nil && st != 0 && (st == 3 || st == 5 || C.gavel_flag_acted(flag) != 0) {
+		detail := fmt.Sprintf("clp status %d, secondary %d, after %.3gs", st, sec, time.Since(t0).Seconds())
+		return nil, stoppedError(detail, stopped)
+	}
 	switch st {
 	case 0:
 		res.Status = Optimal
@@ -260,12 +290,8 @@ func clpResult(model unsafe.Pointer, n, r int, t0 time.Time, stopped error) (*Re
 		return nil, &StatusError{Status: Infeasible, Detail: fmt.Sprintf("clp status 1, secondary %d", sec)}
 	case 2:
 		return nil, &StatusError{Status: Unbounded, Detail: fmt.Sprintf("clp status 2, secondary %d", sec)}
-	case 3:
+	case 3: // COIN's clock (withContext adds ctx's deadline when it set it)
 		detail := fmt.Sprintf("clp status 3, secondary %d, after %.3gs", sec, time.Since(t0).Seconds())
-		if stopped != nil && !errors.Is(stopped, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("lp: solve stopped (%s): %w", detail, stopped)
-		}
-		// COIN's clock, or ctx's deadline (withContext adds it).
 		return nil, &StatusError{Status: TimeLimit, Detail: detail}
 	default:
 		return nil, &StatusError{Status: Numerical, Detail: fmt.Sprintf("clp status %d, secondary %d", st, sec)}
@@ -283,7 +309,20 @@ func clpResult(model unsafe.Pointer, n, r int, t0 time.Time, stopped error) (*Re
 	return res, nil
 }
 
-type handle = unsafe.Pointer
+// stoppedError is the error of a solve that ctx's error stopped: a cancellation wrapped,
+// with detail (the backend's status); a deadline as a time limit, which withContext
+// marks as ctx's.
+func stoppedError(detail string, stopped error) error {
+	if errors.Is(stopped, context.DeadlineExceeded) {
+		return &StatusError{Status: TimeLimit, Detail: detail}
+	}
+	return fmt.Errorf("lp: solve stopped (%s): %w", detail, stopped)
+}
+
+type (
+	handle     = unsafe.Pointer
+	flagHandle = *C.gavel_flag
+)
 
 // NewSession loads a copy of the LP m into CLP for warm-started re-solves
 // (see Session). It fails for MILPs and for models Solve would reject. Call
@@ -315,7 +354,7 @@ func NewSessionOn(m *Model) (*Session, error) {
 
 func newSession(m *Model) *Session {
 	s := &Session{m: m}
-	s.c = newCLP(s.m)
+	s.c, s.flag = newCLP(s.m)
 	s.nr, s.nc, s.nz = s.m.NumRows(), s.m.NumCols(), s.m.NumNonzeros()
 	runtime.SetFinalizer(s, (*Session).Close)
 	return s
@@ -339,14 +378,14 @@ func (s *Session) Solve(ctx context.Context, opt Options) (*Result, error) {
 	var stopped error
 	switch {
 	case first:
-		stopped = runMethod(ctx, s.c, opt.Method)
+		stopped = runMethod(ctx, s.c, s.flag, opt.Method)
 	case rows:
-		stopped = stoppable(ctx, s.c, func() { C.Clp_dual(s.c, 0) })
+		stopped = stoppable(ctx, s.c, s.flag, func() { C.Clp_dual(s.c, 0) })
 	default: // columns only, or nothing new
-		stopped = stoppable(ctx, s.c, func() { C.Clp_primal(s.c, 0) })
+		stopped = stoppable(ctx, s.c, s.flag, func() { C.Clp_primal(s.c, 0) })
 	}
 	s.solved = true
-	res, err := clpResult(s.c, s.m.NumCols(), s.m.NumRows(), t0, stopped)
+	res, err := clpResult(s.c, s.flag, s.m.NumCols(), s.m.NumRows(), t0, stopped)
 	// Until the result is read: a caller that drops s after Solve would
 	// otherwise let the finalizer free the model while clpResult reads it.
 	runtime.KeepAlive(s)
@@ -426,8 +465,8 @@ func (s *Session) Close() {
 	}
 	s.closed = true
 	runtime.SetFinalizer(s, nil)
-	C.Clp_deleteModel(s.c)
-	s.c = nil
+	freeCLP(s.c, s.flag)
+	s.c, s.flag = nil, nil
 }
 
 // cbcMu serializes CBC: Cbc_solve runs CBC's command-line driver, whose

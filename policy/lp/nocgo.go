@@ -21,7 +21,10 @@ func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
 	return nil, ErrUnavailable
 }
 
-type handle = struct{}
+type (
+	handle     = struct{}
+	flagHandle = struct{}
+)
 
 // NewSession always fails without cgo.
 func NewSession(m *Model) (*Session, error) { return nil, ErrUnavailable }

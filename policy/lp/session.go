@@ -31,6 +31,7 @@ type Session struct {
 	solved     bool
 	closed     bool
 	c          handle
+	flag       flagHandle // raised to stop a solve of c (see stoppable)
 }
 
 // AddRow adds a row as Model.AddRow does and returns its index. The row may
