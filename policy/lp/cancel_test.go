@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -53,6 +54,32 @@ func packedLP(n int, seed uint64) *Model {
 					[]float64{-rate[i][w] * f, -rate[j][w] * g, 1, 1, 1})
 			}
 		}
+	}
+	return m
+}
+
+// marketSplit is a market split MILP (Cornuéjols and Dawande): rows equations over cols
+// binaries with coefficients in [0, 99] and right-hand sides half their sums, each with a
+// slack of either sign, whose sum is minimized. Branch and bound needs millions of nodes:
+// CBC takes about 30 s at 4×30, with or without its cuts and heuristics.
+func marketSplit(rows, cols int, seed uint64) *Model {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	m := NewModel(Minimize)
+	x := make([]int, cols)
+	for j := range x {
+		x[j] = m.AddCol(0, 1, 0)
+		m.SetInteger(x[j])
+	}
+	for range rows {
+		val := make([]float64, cols, cols+2)
+		sum := 0.0
+		for j := range val {
+			val[j] = float64(rng.IntN(100))
+			sum += val[j]
+		}
+		idx := append(slices.Clone(x), m.AddCol(0, Inf, 1), m.AddCol(0, Inf, 1))
+		rhs := math.Floor(sum / 2)
+		m.AddRow(rhs, rhs, idx, append(val, 1, -1))
 	}
 	return m
 }
@@ -166,5 +193,69 @@ func TestCancelStopsBarrier(t *testing.T) {
 	}
 	if r, err := ss.Solve(context.Background(), Options{}); err != nil || !near(r.Objective, fresh.Objective) {
 		t.Errorf("small session after a stopped barrier solve: %v %v, want objective %v", r, err, fresh.Objective)
+	}
+}
+
+// A cancelled context, or its deadline, stops CBC's branch and bound at its next node (its
+// event handler, stop.cpp), within milliseconds: the solve ran to its end before (30 s,
+// bounded by no budget here). CBC solves as before afterwards, and SIGINT's handler is Go's
+// again.
+func TestCancelStopsCBC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("MILPs of many seconds, stopped after one")
+	}
+	knap := knapsack(24, 101)
+	before, err := COIN{}.Solve(context.Background(), knap, Options{Plain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := marketSplit(4, 30, 1)
+	milp := func(opt Options) func(context.Context) (*Result, error) {
+		return func(ctx context.Context) (*Result, error) { return COIN{}.Solve(ctx, m, opt) }
+	}
+	for _, tc := range []stopCase{
+		{"cancelled", false, milp(Options{})},
+		{"plain", false, milp(Options{Plain: true})},
+		{"deadline", true, milp(Options{})},
+	} {
+		stopsPromptly(t, tc, time.Second, time.Second)
+	}
+	after, err := COIN{}.Solve(context.Background(), knap, Options{Plain: true})
+	if err != nil || after.Objective != before.Objective || !slices.Equal(after.X, before.X) || after.Nodes != before.Nodes {
+		t.Errorf("knapsack after stopped MILPs: %+v %v, want %+v", after, err, before)
+	}
+	if !sigintHasGoFlags() {
+		t.Errorf("after stopped MILPs SIGINT's handler lacks Go's flags")
+	}
+}
+
+// A MILP waiting for its turn (CBC solves one at a time) gives up when its context is
+// cancelled, without waiting for the solve before it.
+func TestCancelWhileWaitingForCBC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a MILP of many seconds")
+	}
+	m := marketSplit(4, 30, 1)
+	first, stopFirst := context.WithCancel(context.Background())
+	defer stopFirst()
+	time.AfterFunc(8*time.Second, stopFirst) // if the second solve waits for the first
+	done := make(chan error, 1)
+	go func() {
+		_, err := COIN{}.Solve(first, m, Options{Plain: true})
+		done <- err
+	}()
+	for len(cbcTurn) == 0 { // the first solve has its turn
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err := COIN{}.Solve(ctx, knapsack(24, 101), Options{Plain: true})
+	if took := time.Since(t0); !errors.Is(err, context.DeadlineExceeded) || took > 2*time.Second {
+		t.Errorf("waiting for CBC: %v after %v, want context.DeadlineExceeded after 0.5 s", err, took)
+	}
+	stopFirst()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("first solve: %v, want context.Canceled", err)
 	}
 }

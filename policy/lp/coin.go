@@ -66,7 +66,7 @@ func (COIN) Solve(ctx context.Context, m *Model, opt Options) (*Result, error) {
 	}
 	var res *Result
 	if m.IsMIP() {
-		res, err = solveCBC(m, opt, lim)
+		res, err = solveCBC(ctx, m, opt, lim)
 	} else {
 		res, err = solveCLP(ctx, m, opt, lim)
 	}
@@ -194,8 +194,8 @@ func setLimits(model unsafe.Pointer, opt Options, lim float64) {
 // saveSIGINT keeps Go's SIGINT handler, before CBC first replaces it.
 var saveSIGINT = sync.OnceFunc(func() { C.gavel_save_sigint() })
 
-// cbcCall runs a CBC solve (under cbcMu) and puts Go's SIGINT handler back after it. Only
-// CBC's solves touch SIGINT's handler (CLP's run with COIN's switched off), and cbcMu
+// cbcCall runs a CBC solve (in its turn, cbcTurn) and puts Go's SIGINT handler back after it.
+// Only CBC's solves touch SIGINT's handler (CLP's run with COIN's switched off), and cbcTurn
 // serializes them, so no two saves and restores interleave: the handler is COIN's only while
 // CBC solves, and Go's, with its flags, before and after.
 func cbcCall(solve func()) {
@@ -469,11 +469,12 @@ func (s *Session) Close() {
 	s.c, s.flag = nil, nil
 }
 
-// cbcMu serializes CBC: Cbc_solve runs CBC's command-line driver, whose
+// cbcTurn serializes CBC: Cbc_solve runs CBC's command-line driver, whose
 // parameter tables are static, so two concurrent solves corrupt each other
 // (observed: status -1 from one of several goroutines). CLP models are
-// independent and run concurrently.
-var cbcMu sync.Mutex
+// independent and run concurrently. It is a channel, not a mutex, so that a
+// solve waiting for its turn gives up when its context is done.
+var cbcTurn = make(chan struct{}, 1)
 
 // cbcSet sets one of CBC's command-line parameters.
 func cbcSet(model unsafe.Pointer, name, value string) {
@@ -483,10 +484,22 @@ func cbcSet(model unsafe.Pointer, name, value string) {
 	C.Cbc_setParameter(model, n, v)
 }
 
-func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
-	cbcMu.Lock()
-	defer cbcMu.Unlock()
+// solveCBC solves the MILP m with CBC. Once ctx is done, CBC's event handler (stop.cpp)
+// stops its branch and bound at the next node; the solve then fails with ctx's error
+// (stoppedError), whatever CBC says of its stopped search.
+func solveCBC(ctx context.Context, m *Model, opt Options, lim float64) (*Result, error) {
+	select {
+	case cbcTurn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-cbcTurn }()
+	if err := ctx.Err(); err != nil { // done while waiting, as prepare would say
+		return nil, err
+	}
 	t0 := time.Now()
+	flag := C.gavel_flag_new()
+	defer C.gavel_flag_free(flag) // after the model, whose event handler points to it
 	model := C.Cbc_newModel()
 	defer C.Cbc_deleteModel(model)
 	C.Cbc_setLogLevel(model, 0)
@@ -512,10 +525,15 @@ func solveCBC(m *Model, opt Options, lim float64) (*Result, error) {
 			cbcSet(model, name, "off")
 		}
 	}
-	cbcCall(func() { C.Cbc_solve(model) })
+	C.gavel_cbc_watch(model, flag)
+	var stopped error
+	cbcCall(func() { stopped = watch(ctx, flag, nil, func() { C.Cbc_solve(model) }) })
 	st, sec := int(C.Cbc_status(model)), int(C.Cbc_secondaryStatus(model))
 	nodes := int(C.Cbc_getNodeCount(model))
 	detail := fmt.Sprintf("cbc status %d, secondary %d, %d nodes", st, sec, nodes)
+	if stopped != nil && C.gavel_flag_acted(flag) != 0 {
+		return nil, stoppedError(detail, stopped)
+	}
 	switch {
 	case C.Cbc_isProvenOptimal(model) != 0:
 	case C.Cbc_isProvenInfeasible(model) != 0 || sec == 1:

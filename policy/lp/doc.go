@@ -10,11 +10,11 @@
 //
 // A context's deadline bounds a solve: it becomes COIN's time limit, and a
 // solve it stops returns an error matching both ErrTimeLimit and
-// context.DeadlineExceeded. A context cancelled during an LP solve stops it
-// at the end of the simplex or barrier iteration in progress; the error
-// wraps context.Canceled. A MILP (CBC) runs to its end first. What runs
-// before a barrier's
-// first iteration (presolve, the Cholesky ordering, the first
-// factorization: about 1.5 s of CPU at 220,000 columns, 4-7 s at 960,000)
-// and automatic's crash phase are not interrupted.
+// context.DeadlineExceeded. A context cancelled during a solve stops it at
+// the end of the simplex or barrier iteration in progress, or at CBC's next
+// node (or cut pass or heuristic at the root); the error wraps
+// context.Canceled. What runs before a barrier's first iteration (presolve,
+// the Cholesky ordering, the first factorization: about 1.5 s of CPU at
+// 220,000 columns, 4-7 s at 960,000), automatic's crash phase and CBC's
+// first LP and preprocessing are not interrupted.
 package lp

@@ -15,8 +15,9 @@ void gavel_flag_raise(gavel_flag *f);
 void gavel_flag_reset(gavel_flag *f);
 int gavel_flag_acted(gavel_flag *f);
 
-// model is a Clp_Simplex *.
+// model is a Clp_Simplex *; a Cbc_Model * for gavel_cbc_watch.
 void gavel_clp_watch(void *model, gavel_flag *f);
+void gavel_cbc_watch(void *model, gavel_flag *f);
 
 #ifdef __cplusplus
 }
