@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what gavel needs on a fresh Debian/Ubuntu machine, only when it is
-# missing: pkg-config and the COIN-OR CLP/CBC development packages (the LP and
-# MILP solvers behind policy/), then downloads the Go modules.
+# missing: C and C++ compilers (cgo; policy/lp's stop.cpp), pkg-config and the
+# COIN-OR CLP/CBC development packages (the LP and MILP solvers behind policy/),
+# then downloads the Go modules.
 set -euo pipefail
 
 need=()
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 pkg-config --exists clp 2>/dev/null || need+=(coinor-libclp-dev)
 pkg-config --exists cbc 2>/dev/null || need+=(coinor-libcbc-dev)
