@@ -49,7 +49,10 @@ func allox(ctx context.Context, p *Problem, opt *options, st *alloxState) (*Allo
 		}
 	}
 	waiting = oldestWaiting(in, waiting, max(int(opt.alloxAlpha*float64(len(waiting))), len(slots)))
-	heads, total := assignSlots(in, waiting, slots)
+	heads, total, err := assignSlots(ctx, in, waiting, slots)
+	if err != nil {
+		return nil, err
+	}
 	for s, i := range heads {
 		if i >= 0 {
 			place[i] = slots[s]
@@ -109,19 +112,24 @@ func oldestWaiting(in *instance, waiting []int, n int) []int {
 // assignSlots assigns the waiting jobs to (slot, position) pairs at least
 // cost, k·steps_i/T_i,w for the job k-th from the end of slot s's queue
 // (Hungarian method), and returns the job at the head of each slot's queue
-// (-1 for none) and the assignment's cost.
-func assignSlots(in *instance, waiting, slots []int) (heads []int, total float64) {
+// (-1 for none) and the assignment's cost. Only the context's error is
+// returned.
+func assignSlots(ctx context.Context, in *instance, waiting, slots []int) (heads []int, total float64, err error) {
 	heads = make([]int, len(slots))
 	for s := range heads {
 		heads[s] = -1
 	}
 	if len(slots) == 0 || len(waiting) == 0 {
-		return heads, 0
+		return heads, 0, nil
 	}
 	cost, big := queueCosts(in, waiting, slots)
 	f := len(slots)
 	headK := make([]int, f)
-	for a, col := range hungarian(cost) {
+	assigned, err := hungarian(ctx, cost)
+	if err != nil {
+		return nil, 0, err
+	}
+	for a, col := range assigned {
 		k, s := col/f, col%f
 		if cost[a][col] >= big {
 			continue
@@ -131,7 +139,7 @@ func assignSlots(in *instance, waiting, slots []int) (heads []int, total float64
 			heads[s], headK[s] = waiting[a], k
 		}
 	}
-	return heads, total
+	return heads, total, nil
 }
 
 // queueCosts builds assignSlots's cost matrix, rows the waiting jobs,
@@ -173,11 +181,14 @@ func queueCosts(in *instance, waiting, slots []int) (cost [][]float64, big float
 // hungarian solves the rectangular assignment problem (rows ≤ columns):
 // every row gets a distinct column minimizing the total cost. It returns the
 // column of each row. O(rows²·columns), shortest augmenting paths with
-// potentials; ties go to the lowest column index.
-func hungarian(cost [][]float64) []int {
+// potentials; ties go to the lowest column index. It stops, with the
+// context's error, when ctx ends (checked once a row): an assignment of
+// thousands of jobs takes minutes, and nothing else stopped it, so an
+// interrupt (SIGINT, SIGTERM) went unheard until it ended.
+func hungarian(ctx context.Context, cost [][]float64) ([]int, error) {
 	n := len(cost)
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	m := len(cost[0])
 	inf := math.Inf(1)
@@ -188,6 +199,9 @@ func hungarian(cost [][]float64) []int {
 	minv := make([]float64, m+1)
 	used := make([]bool, m+1)
 	for i := 1; i <= n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		p[0] = i
 		j0 := 0
 		for j := range minv {
@@ -234,5 +248,5 @@ func hungarian(cost [][]float64) []int {
 			out[p[j]-1] = j - 1
 		}
 	}
-	return out
+	return out, nil
 }

@@ -595,7 +595,10 @@ func TestAlloXGavel(t *testing.T) {
 func TestHungarianBruteForce(t *testing.T) {
 	// 3 rows × 4 columns, checked against all 24 injective maps.
 	c := [][]float64{{4, 1, 3, 9}, {2, 0, 5, 3}, {3, 2, 2, 7}}
-	got := hungarian(c)
+	got, err := hungarian(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sum := func(a []int) float64 { return c[0][a[0]] + c[1][a[1]] + c[2][a[2]] }
 	best := math.Inf(1)
 	for i := 0; i < 4; i++ {
