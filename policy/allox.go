@@ -122,15 +122,14 @@ func assignSlots(ctx context.Context, in *instance, waiting, slots []int) (heads
 	if len(slots) == 0 || len(waiting) == 0 {
 		return heads, 0, nil
 	}
-	cost, big := queueCosts(in, waiting, slots)
-	f := len(slots)
-	headK := make([]int, f)
+	cost, cols, big := queueCosts(in, waiting, slots)
+	headK := make([]int, len(slots))
 	assigned, err := hungarian(ctx, cost)
 	if err != nil {
 		return nil, 0, err
 	}
 	for a, col := range assigned {
-		k, s := col/f, col%f
+		k, s := cols[col].k, cols[col].s
 		if cost[a][col] >= big {
 			continue
 		}
@@ -142,11 +141,23 @@ func assignSlots(ctx context.Context, in *instance, waiting, slots []int) (heads
 	return heads, total, nil
 }
 
+// queueSlot is a column of assignSlots's cost matrix: position k (0 = the
+// end of the queue) on slot s.
+type queueSlot struct{ k, s int }
+
 // queueCosts builds assignSlots's cost matrix, rows the waiting jobs,
-// column k·len(slots)+s the job k-th from the end of slot s's queue; a job
-// without a rate on a slot's worker type costs big there, more than any
-// feasible assignment.
-func queueCosts(in *instance, waiting, slots []int) (cost [][]float64, big float64) {
+// columns (cols) the positions (k, s), k-th from the end of slot s's queue,
+// in the order k·len(slots)+s; a job without a rate on a slot's worker type
+// costs big there, more than any feasible assignment.
+//
+// Of each worker type's positions only the first r (r waiting jobs) in that
+// order are columns: slots of a type are alike, so a job at one of the
+// others could move to one of those left free (at most r−1 other jobs are
+// on the type), nearer the end of a queue (k no larger) and so at no more
+// cost, and some optimal assignment uses them alone. All k < r of every
+// slot made the matrix r × r·len(slots): 2,000 jobs waiting on 9,000 free
+// GPUs asked for 36 billion entries. Now it is at most r × r·(worker types).
+func queueCosts(in *instance, waiting, slots []int) (cost [][]float64, cols []queueSlot, big float64) {
 	r, f := len(waiting), len(slots)
 	q := make([][]float64, r)
 	maxQ := 0.0
@@ -162,20 +173,40 @@ func queueCosts(in *instance, waiting, slots []int) (cost [][]float64, big float
 		}
 	}
 	big = (maxQ*float64(r)*float64(r) + 1) * 10
+	// Each slot's place among its type's slots, and how many its type has
+	// (slots are in worker order, so a type's slots are contiguous).
+	first := map[int]int{}
+	perType := map[int]int{}
+	for s, w := range slots {
+		if _, ok := first[w]; !ok {
+			first[w] = s
+		}
+		perType[w]++
+	}
+	for k := 0; k < r; k++ {
+		more := false
+		for s, w := range slots {
+			if rank := k*perType[w] + s - first[w]; rank < r {
+				cols = append(cols, queueSlot{k, s})
+				more = true
+			}
+		}
+		if !more {
+			break
+		}
+	}
 	cost = make([][]float64, r)
 	for a := range q {
-		cost[a] = make([]float64, f*r)
-		for k := 0; k < r; k++ {
-			for s := 0; s < f; s++ {
-				if v := q[a][s]; math.IsInf(v, 1) {
-					cost[a][k*f+s] = big
-				} else {
-					cost[a][k*f+s] = float64(k+1) * v
-				}
+		cost[a] = make([]float64, len(cols))
+		for c, col := range cols {
+			if v := q[a][col.s]; math.IsInf(v, 1) {
+				cost[a][c] = big
+			} else {
+				cost[a][c] = float64(col.k+1) * v
 			}
 		}
 	}
-	return cost, big
+	return cost, cols, big
 }
 
 // hungarian solves the rectangular assignment problem (rows ≤ columns):

@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand"
+	"reflect"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/gavelkit/gavel/table"
 )
 
 // alloxJobs returns n single-GPU jobs of types T0 and T1 (t0t1's).
@@ -49,6 +55,158 @@ func TestAlloXStopsWithContext(t *testing.T) {
 				checkFeasible(t, p, a)
 			case !errors.Is(err, tc.want):
 				t.Fatalf("got allocation %v, error %v; want error %v", a != nil, err, tc.want)
+			}
+		})
+	}
+}
+
+// fullQueueAssignment is assignSlots over every position k < r of every
+// slot (AlloX's and Gavel's matrix, r × r·slots): the reference for the
+// reduced matrix queueCosts builds. It returns each placed job's worker
+// index and the cost.
+func fullQueueAssignment(t *testing.T, in *instance, waiting, slots []int) (map[int]int, float64) {
+	r, f := len(waiting), len(slots)
+	big := 0.0
+	q := make([][]float64, r)
+	for a, i := range waiting {
+		q[a] = make([]float64, f)
+		for s, w := range slots {
+			q[a][s] = math.Inf(1)
+			if in.rate[i][w] > 0 {
+				q[a][s] = in.jobs[i].StepsRemaining() / in.rate[i][w]
+				big = math.Max(big, q[a][s])
+			}
+		}
+	}
+	big = (big*float64(r)*float64(r) + 1) * 10
+	cost := make([][]float64, r)
+	for a := range cost {
+		cost[a] = make([]float64, f*r)
+		for c := range cost[a] {
+			cost[a][c] = big
+			if v := q[a][c%f]; !math.IsInf(v, 1) {
+				cost[a][c] = float64(c/f+1) * v
+			}
+		}
+	}
+	cols, err := hungarian(context.Background(), cost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads, headK := map[int]int{}, map[int]int{}
+	total := 0.0
+	for a, c := range cols {
+		if cost[a][c] >= big {
+			continue
+		}
+		total += cost[a][c]
+		if k, s := c/f, c%f; headK[s] == 0 || k+1 > headK[s] {
+			heads[s], headK[s] = waiting[a], k+1
+		}
+	}
+	placed := map[int]int{}
+	for s, i := range heads {
+		placed[i] = slots[s]
+	}
+	return placed, total
+}
+
+// assignSlots's matrix keeps, of each worker type, only the first r
+// positions (r jobs waiting): on random instances (ties included: equal
+// rates and steps, jobs without a rate on a type, more jobs than GPUs and
+// fewer) it places every job as the full matrix does, at the same cost.
+func TestAlloXReducedMatrix(t *testing.T) {
+	ws := []string{"a", "b", "c"}
+	for seed := int64(0); seed < 400; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		nw := 1 + r.Intn(3)
+		tb := table.New()
+		types := make([]table.JobType, 1+r.Intn(4))
+		for k := range types {
+			types[k] = jt(fmt.Sprint("M", k))
+			for w, wt := range ws[:nw] {
+				v := []float64{0, 1, 2, 4, 0.5, 3}[r.Intn(6)]
+				if r.Intn(2) == 0 {
+					v = r.Float64() * 10
+				}
+				if w == 0 {
+					v = float64(1 + r.Intn(3)) // every job runs somewhere
+				}
+				tb.SetIsolated(wt, types[k], v)
+			}
+		}
+		cl := Cluster{}
+		for _, w := range ws[:nw] {
+			cl[w] = 1 + r.Intn(4)
+		}
+		jobs := make([]Job, 1+r.Intn(20))
+		for i := range jobs {
+			jobs[i] = job(fmt.Sprint("j", i), types[r.Intn(len(types))], []float64{100, 200, 100, 300}[r.Intn(4)])
+		}
+		in, err := newInstance(&Problem{Table: tb, Cluster: cl, Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slots []int
+		for w := range in.workers {
+			for range int(in.cap[w]) {
+				slots = append(slots, w)
+			}
+		}
+		waiting := make([]int, in.m())
+		for i := range waiting {
+			waiting[i] = i
+		}
+		want, wantCost := fullQueueAssignment(t, in, waiting, slots)
+		heads, cost, err := assignSlots(context.Background(), in, waiting, slots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[int]int{}
+		for s, i := range heads {
+			if i >= 0 {
+				got[i] = slots[s]
+			}
+		}
+		if !approx(cost, wantCost, 1e-12) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: placed %v at cost %v, the full matrix %v at %v", seed, got, cost, want, wantCost)
+		}
+	}
+}
+
+// AlloX's memory grows with the worker types, not the GPUs: its matrix was
+// r × r·(free GPUs) for r jobs waiting, so that 2,000 jobs on 9,000 GPUs
+// asked for 36 billion entries (a reviewer's allocate was killed at 23 GB)
+// and 200 jobs on 300 GPUs took 6 s. Each case bounds the bytes one
+// allocation allocates by 32·r·(r·types + GPUs) and a megabyte.
+func TestAlloXMemoryFollowsTypes(t *testing.T) {
+	for _, tc := range []struct {
+		jobs int
+		cl   Cluster
+	}{
+		{60, cluster(500, 500, 500)},
+		{40, Cluster{"v100": 2000}},
+		{300, cluster(2, 2, 2)}, // more jobs than GPUs: deep queues
+	} {
+		t.Run(fmt.Sprintf("%d jobs on %v", tc.jobs, tc.cl), func(t *testing.T) {
+			tb := t0t1(false)
+			pol, err := New("allox")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &Problem{Table: tb, Cluster: tc.cl, Jobs: alloxJobs(tc.jobs)}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			a, err := pol.Allocate(context.Background(), p)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFeasible(t, p, a)
+			r, gpus := uint64(tc.jobs), uint64(tc.cl.Total())
+			limit := 32*r*(r*uint64(len(tc.cl))+gpus) + 1<<20
+			if got := after.TotalAlloc - before.TotalAlloc; got > limit {
+				t.Fatalf("allocated %d bytes, want at most %d", got, limit)
 			}
 		})
 	}
