@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -325,9 +326,10 @@ func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) e
 	}
 	jt := cli.NewTableWriter(streams.Out, header...)
 	for _, id := range ids {
-		row := []string{id, fmt.Sprintf("%.4f", a.Effective[id]), fmt.Sprintf("%.4f", a.EqualShare[id]), fmt.Sprintf("%.4f", a.Normalized[id])}
+		eq := a.EqualShare[id]
+		row := []string{id, rateCell(a.Effective[id], eq), rateCell(eq, eq), fmt.Sprintf("%.4f", a.Normalized[id])}
 		if a.Normalizer != nil {
-			row = append(row, fmt.Sprintf("%.4f", a.Normalizer[id]))
+			row = append(row, rateCell(a.Normalizer[id], a.Normalizer[id]))
 		}
 		if a.Terms != nil {
 			row = append(row, termCell(a.Terms, id))
@@ -358,12 +360,26 @@ func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) e
 	return nil
 }
 
-// termCell formats a job's objective term; jobs without one (finished jobs
-// under makespan or finish-time fairness) get "-".
+// rateCell formats a rate in steps/s with four decimals, and one too small
+// for four decimals (it would print 0.0000) with three significant digits:
+// a job of 0.001 steps/s (a huge model on an old GPU) with a share of its
+// GPU printed 0.0000, read as a job that gets nothing. Of a job's effective
+// rate, that holds only down to 1e-6 of its equal share (scale): below, it
+// is a time share left by the solver's tolerance (fractions under 1e-9 are
+// 0), and prints 0.0000 as before.
+func rateCell(v, scale float64) string {
+	if v != 0 && math.Abs(v) < 5e-5 && math.Abs(v) >= 1e-6*math.Abs(scale) {
+		return fmt.Sprintf("%.3g", v)
+	}
+	return fmt.Sprintf("%.4f", v)
+}
+
+// termCell formats a job's objective term as rateCell does; jobs without
+// one (finished jobs under makespan or finish-time fairness) get "-".
 func termCell(terms map[string]float64, id string) string {
 	v, ok := terms[id]
 	if !ok {
 		return "-"
 	}
-	return fmt.Sprintf("%.4f", v)
+	return rateCell(v, v) // a weight of 1000 can make a term that small
 }

@@ -402,3 +402,72 @@ func TestTableFromCommandStdin(t *testing.T) {
 		t.Errorf("rounds --table -: %v", err)
 	}
 }
+
+// A rate or term too small for four decimals is printed with three significant digits: a
+// job of 0.00012 steps/s with a fifth of its GPU printed 0.0000 steps/s, read as a job that
+// gets nothing. A true 0 still prints 0.0000, and so does a rate left by the solver's
+// tolerance (under 1e-6 of the job's equal share).
+func TestAllocateSmallRatesPrinted(t *testing.T) {
+	tbl := writeFile(t, "slow.json", `{"old": {"('huge', 1)": {"null": 0.00012}, "('tiny', 1)": {"null": 100000}}}`)
+	jobs := writeFile(t, "jobs.json", `{"jobs": [{"id": "h", "type": "huge", "total_steps": 10},
+		{"id": "t1", "type": "tiny", "total_steps": 1e9}, {"id": "t2", "type": "tiny", "total_steps": 1e9},
+		{"id": "t3", "type": "tiny", "total_steps": 1e9}, {"id": "t4", "type": "tiny", "total_steps": 1e9}]}`)
+	var many []string
+	for i := range 40 {
+		many = append(many, fmt.Sprintf(`{"id": "w%02d", "type": "tiny", "total_steps": 1, "weight": 1000}`, i))
+	}
+	heavy := writeFile(t, "heavy.json", `{"jobs": [`+strings.Join(many, ", ")+`]}`)
+	for _, tc := range []struct {
+		policy, jobs, job string
+		cells             []string // the job's row: effective, equal share, normalized[, proportional, term]
+	}{
+		// a fifth of 0.00012 steps/s
+		{"max_min_fairness_perf", jobs, "h", []string{"2.4e-05", "2.4e-05", "1.0000", "0.0001", "0.2000"}},
+		{"max_min_fairness_perf", jobs, "t1", []string{"20000.0000", "20000.0000", "1.0000", "100000.0000", "0.2000"}},
+		// all to the tiny model: h gets nothing, which still reads 0.0000
+		{"max_sum_throughput_perf", jobs, "h", []string{"0.0000", "2.4e-05", "0.0000"}},
+		// weight 1000, a fortieth of the GPU: a term of 1/40/1000
+		{"max_min_fairness", heavy, "w00", []string{"2500.0000", "2500.0000", "1.0000", "1.0000", "2.5e-05"}},
+	} {
+		t.Run(tc.policy+" "+tc.job, func(t *testing.T) {
+			out, _, err := runAllocateCmd(t, "--policy", tc.policy, "--cluster", "old=1", "--table", tbl, "--jobs", tc.jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The job's row of the second table (the first is the fractions').
+			rows := regexp.MustCompile(`(?m)^│ +`+tc.job+` │(.*)│$`).FindAllStringSubmatch(out, -1)
+			if len(rows) != 2 {
+				t.Fatalf("%d rows for %s:\n%s", len(rows), tc.job, out)
+			}
+			row := rows[1]
+			var got []string
+			for _, c := range strings.Split(row[1], "│") {
+				got = append(got, strings.TrimSpace(c))
+			}
+			if strings.Join(got, " ") != strings.Join(tc.cells, " ") {
+				t.Fatalf("row of %s: %q, want %q\n%s", tc.job, got, tc.cells, out)
+			}
+		})
+	}
+}
+
+func TestRateCell(t *testing.T) {
+	for _, tc := range []struct {
+		v, scale float64
+		want     string
+	}{
+		{0, 0, "0.0000"},
+		{0, 1, "0.0000"},
+		{0.5, 1, "0.5000"},
+		{100000, 1, "100000.0000"},
+		{0.00012, 0.00012, "0.0001"},   // four decimals still show it
+		{2.4e-05, 2.4e-05, "2.4e-05"},  // they would not
+		{1.23456e-7, 1e-3, "1.23e-07"}, // a share of 1e-4 of a slow job
+		{1e-12, 1, "0.0000"},           // solver noise: 1e-12 of the job's equal share
+		{4e-5, 50, "0.0000"},           // 8e-7 of it
+	} {
+		if got := rateCell(tc.v, tc.scale); got != tc.want {
+			t.Errorf("rateCell(%v, %v) = %q, want %q", tc.v, tc.scale, got, tc.want)
+		}
+	}
+}
