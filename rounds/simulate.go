@@ -115,6 +115,21 @@ func SliceSource(jobs []policy.Job) JobSource { return &sliceSource{jobs: jobs} 
 // ErrStalled is returned when active jobs can never be scheduled.
 var ErrStalled = errors.New("simulation stalled: active jobs but nothing can run and nothing will arrive")
 
+// ErrNoProgress is returned in compat mode (Config.GavelCompat) when the
+// jobs that run make no whole step for compatNoStepRounds rounds in a row:
+// a round's steps are truncated to whole steps, as Gavel's are, so a job
+// whose rate on the worker type it runs on times the round is below one
+// step never advances, and with nothing else running the clock does not
+// move either. Gavel drops such a job after 5 failed rounds (its JCT left
+// out of the averages); compat mode stops with this error instead of
+// running forever, which it did.
+var ErrNoProgress = errors.New("simulation makes no progress: the jobs that run make no whole step a round (compat mode runs whole steps, as Gavel does)")
+
+// compatNoStepRounds is how many rounds in a row without a whole step
+// compat mode runs before ErrNoProgress: Gavel's limit of failed
+// micro-tasks before it drops a job.
+const compatNoStepRounds = 5
+
 // Simulate runs a trace: jobs as Prepare returns them (arrival order,
 // unique ids, all runnable; the first two are checked here too).
 func Simulate(ctx context.Context, cfg Config, jobs []policy.Job) (*Result, error) {
@@ -170,6 +185,11 @@ func checkScale(cfg Config, j policy.Job) error {
 	if n := j.StepsRemaining() / best / round; best > 0 && n > maxRoundsAlone {
 		return fmt.Errorf("%v steps at %v steps/s alone take %.3g rounds of %v s (more than %.0g): check the units of the steps and the round length",
 			j.StepsRemaining(), best, n, round, float64(maxRoundsAlone))
+	}
+	if cfg.GavelCompat && best > 0 && j.StepsRemaining() > 0 && math.Trunc(best*round) < 1 {
+		return fmt.Errorf("at its best rate, %v steps/s, a round of %v s is %.3g of a step, and Gavel's simulation (compat mode) runs whole steps a round, "+
+			"so the job would never advance (Gavel drops such a job after 5 rounds): simulate it without compat mode, or with rounds of at least %.3g s",
+			best, round, best*round, 1/best)
 	}
 	return nil
 }
@@ -658,7 +678,7 @@ func (s *simulator) runCompat(ctx context.Context) error {
 	var alloc *policy.Allocation
 	need := false
 	var running []task
-	stuck := 0
+	stuck, noStep := 0, 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -700,6 +720,14 @@ func (s *simulator) runCompat(ctx context.Context) error {
 		}
 		plan := s.plan(state, alloc, now)
 		running = append(running, s.startTasks(plan, now)...)
+		if len(running) > 0 && !anySteps(running) {
+			// Every task ends now: the clock would stand still (ErrNoProgress).
+			if noStep++; noStep >= compatNoStepRounds {
+				return fmt.Errorf("t=%.3f s: %s: %w", now, s.noStepReason(running), ErrNoProgress)
+			}
+		} else {
+			noStep = 0
+		}
 		if len(running) > 0 {
 			s.res.Rounds++
 			stuck = 0
@@ -711,6 +739,23 @@ func (s *simulator) runCompat(ctx context.Context) error {
 		s.end = now
 	}
 	return nil
+}
+
+// anySteps reports whether some member of some task runs a step.
+func anySteps(tasks []task) bool {
+	return slices.ContainsFunc(tasks, func(t task) bool { return slices.ContainsFunc(t.steps, func(n float64) bool { return n > 0 }) })
+}
+
+// noStepReason names the combinations of tasks and where they ran, for
+// ErrNoProgress: "job "a" on v100 (0.001 steps/s × 360 s)".
+func (s *simulator) noStepReason(tasks []task) string {
+	var parts []string
+	for _, t := range tasks {
+		for _, m := range members(t.c) {
+			parts = append(parts, fmt.Sprintf("job %q on %s (%.3g steps/s × %v s)", m, t.w, s.rate(t.c, t.w, m), s.round))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // admitCompat admits j as Gavel does: a packing policy's history learns the
