@@ -88,8 +88,11 @@ func (s *State) followSchedule(w *walk, es []*entry, now float64) bool {
 // they, the GPUs and the jobs' rates there stay the same), or nil where the
 // walk serves them alone.
 func (s *State) scheduleFor(es []*entry) *configSchedule {
+	if !s.Decompose {
+		return nil // before the sort: a simulation plans every round without it
+	}
 	targets := sortedTargets(es)
-	if !s.Decompose || len(targets) > policy.DecomposeMaxTargets || !slices.ContainsFunc(targets, pairOrGang) {
+	if len(targets) > policy.DecomposeMaxTargets || !slices.ContainsFunc(targets, pairOrGang) {
 		return nil
 	}
 	caps := gpuCounts(s.Topology)
@@ -300,7 +303,10 @@ func sortedTargets(es []*entry) []*entry {
 		}
 	}
 	slices.SortFunc(out, func(a, b *entry) int {
-		return cmp.Or(cmp.Compare(a.c.A, b.c.A), cmp.Compare(a.c.B, b.c.B), cmp.Compare(a.w, b.w))
+		if c := compareCombinations(a.c, b.c); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.w, b.w)
 	})
 	return out
 }

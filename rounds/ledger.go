@@ -150,8 +150,9 @@ func (l *Ledger) owe(c policy.Combination, x map[string]float64, active func(id 
 	if !active(c.A) || (c.IsPair() && !active(c.B)) {
 		return
 	}
-	for _, w := range typesOf(x) {
-		if f := x[w]; f > 0 {
+	var buf [8]typeValue // the usual few worker types, sorted on the stack
+	for _, tv := range appendSorted(buf[:0], x) {
+		if w, f := tv.w, tv.v; f > 0 {
 			add(l.owed, c, w, f*duration)
 			for _, m := range members(c) {
 				l.owedJob[m] += f * duration

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/table"
@@ -259,11 +260,15 @@ func (s *State) checkEntry(c policy.Combination, w string, x float64) error {
 // programming error: Plan panics naming it; Check finds these and the
 // inconsistencies Plan passes over.
 func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
-	entries := s.entries(alloc)
-	queue := make([]*entry, len(entries))
+	buf := planBuffers.Get().(*planBuffer)
+	defer buf.release()
+	buf.entries = s.appendEntries(buf.entries[:0], alloc)
+	entries := buf.entries
+	queue := slices.Grow(buf.queue[:0], len(entries))
 	for i := range entries {
-		queue[i] = &entries[i]
+		queue = append(queue, &entries[i])
 	}
+	buf.queue = queue
 	s.sortEntries(queue)
 	sel := s.selectEntries(queue, now)
 	p := &RoundPlan{Start: now}
@@ -276,6 +281,25 @@ func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
 	}
 	slices.SortFunc(p.Assignments, func(a, b Assignment) int { return cmp.Compare(a.GPUs[0], b.GPUs[0]) })
 	return p
+}
+
+// planBuffer holds one Plan call's queue, which a simulation would otherwise
+// allocate afresh every round (most of its garbage). Nothing of it outlives
+// the call: plans copy what they keep (Assignment, entryKey).
+type planBuffer struct {
+	entries []entry
+	queue   []*entry
+}
+
+var planBuffers = sync.Pool{New: func() any { return new(planBuffer) }}
+
+// release clears the pointers the buffer holds (job ids, worker types, the
+// queue's entries) and returns it to the pool.
+func (b *planBuffer) release() {
+	clear(b.entries)
+	clear(b.queue)
+	b.entries, b.queue = b.entries[:0], b.queue[:0]
+	planBuffers.Put(b)
 }
 
 func (s *State) typeOrder() []string {
@@ -303,13 +327,18 @@ func (s *State) typeOrder() []string {
 // job on every type it has a rate on and fits, and each pair in the
 // allocation on every type where both members have a co-located rate.
 func (s *State) entries(alloc *policy.Allocation) []entry {
+	return s.appendEntries(nil, alloc)
+}
+
+// appendEntries is entries appending to out.
+func (s *State) appendEntries(out []entry, alloc *policy.Allocation) []entry {
 	types := s.typeOrder()
 	var fr map[policy.Combination]map[string]float64
 	if alloc != nil {
 		fr = alloc.Fractions
 	}
 	eb := &entryBuilder{s: s, jobs: s.jobUrgencies(fr), rank: make(map[string]int, len(types)),
-		out: make([]entry, 0, len(s.Jobs)*len(types))}
+		out: slices.Grow(out, len(s.Jobs)*len(types))}
 	for i, w := range types {
 		eb.rank[w] = i
 	}
@@ -456,29 +485,62 @@ func (s *State) jobUrgencies(fr map[policy.Combination]map[string]float64) map[s
 }
 
 func (s *State) sortEntries(es []*entry) {
-	byValue := func(a, b *entry) int {
-		// All descending: eligible before ahead before back-fill (class), so
-		// GPUs serve lagging targets first; then the job that is due soonest
-		// as a whole, so a split job is not starved by its own entries; then
-		// PD²'s tie-breaks, the entry's own due, and the larger target.
-		return cmp.Or(cmp.Compare(b.class, a.class), cmp.Compare(b.jobKey, a.jobKey),
-			cmp.Compare(b.bbit, a.bbit), cmp.Compare(b.group, a.group), cmp.Compare(b.exact, a.exact),
-			cmp.Compare(b.key, a.key), cmp.Compare(b.tie, a.tie), cmp.Compare(b.target, a.target))
-	}
+	// The comparisons return at the first key that differs (cmp.Or would
+	// compute every one of them first: this sort was a fifth of a
+	// simulation's rounds).
 	if s.GavelCompat {
 		// One queue per worker type, concatenated in walk order; ties keep
 		// arrival order (Gavel's stable sort over dict order).
 		slices.SortFunc(es, func(a, b *entry) int {
-			return cmp.Or(cmp.Compare(a.typeRank, b.typeRank), byValue(a, b), compareOrder(a.order, b.order))
+			if c := cmp.Compare(a.typeRank, b.typeRank); c != 0 {
+				return c
+			}
+			if c := compareValue(a, b); c != 0 {
+				return c
+			}
+			return compareOrder(a.order, b.order)
 		})
 		return
 	}
 	slices.SortFunc(es, func(a, b *entry) int {
-		if c := byValue(a, b); c != 0 {
+		if c := compareValue(a, b); c != 0 {
 			return c
 		}
-		return cmp.Or(compareOrder(a.order, b.order), cmp.Compare(a.w, b.w))
+		if c := compareOrder(a.order, b.order); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.w, b.w)
 	})
+}
+
+// compareValue orders entries by rank, all keys descending: eligible before
+// ahead before back-fill (class), so GPUs serve lagging targets first; then
+// the job that is due soonest as a whole, so a split job is not starved by
+// its own entries; then PD²'s tie-breaks, the entry's own due, and the larger
+// target.
+func compareValue(a, b *entry) int {
+	if c := cmp.Compare(b.class, a.class); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.jobKey, a.jobKey); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.bbit, a.bbit); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.group, a.group); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.exact, a.exact); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.key, a.key); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.tie, a.tie); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.target, a.target)
 }
 
 // previousOn returns c's GPUs of last round if they were of type w and sf many.
@@ -504,7 +566,7 @@ func assignment(e entry, gpus []int, extended bool) Assignment {
 // goes to the fullest server that still fits it (best fit), preferring GPUs
 // that no lease-holder wants back; a combination that fits on no single
 // server takes the emptiest servers first, so it spans as few as possible.
-func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
+func (s *State) placeConsolidated(p *RoundPlan, w string, sel []*entry) {
 	if len(sel) == 0 {
 		return
 	}
@@ -518,7 +580,10 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Or(cmp.Compare(sel[b].sf, sel[a].sf), compareOrder(sel[a].order, sel[b].order))
+		if c := cmp.Compare(sel[b].sf, sel[a].sf); c != 0 {
+			return c
+		}
+		return compareOrder(sel[a].order, sel[b].order)
 	})
 	// Within a scale factor, lease holders go first so that a newcomer does
 	// not take the GPUs a combination could have kept. A lease on GPUs of
@@ -535,7 +600,7 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 		}
 		gpus, kept := s.placeGroup(pool, group, sel, prev, splitOK)
 		for x, i := range group {
-			p.Assignments = append(p.Assignments, assignment(sel[i], gpus[x], kept[x]))
+			p.Assignments = append(p.Assignments, assignment(*sel[i], gpus[x], kept[x]))
 		}
 	})
 }
@@ -545,7 +610,7 @@ func (s *State) placeConsolidated(p *RoundPlan, w string, sel []entry) {
 // splitOK, also those on several servers), the others are picked in order,
 // and taken from pool. It returns each one's GPUs and whether they are a
 // kept lease.
-func (s *State) placeGroup(pool *gpuPool, group []int, sel []entry, prev [][]int, splitOK bool) ([][]int, []bool) {
+func (s *State) placeGroup(pool *gpuPool, group []int, sel []*entry, prev [][]int, splitOK bool) ([][]int, []bool) {
 	gpus := make([][]int, len(group))
 	kept := make([]bool, len(group))
 	for x, i := range group {
@@ -731,19 +796,19 @@ func (g *gpuPool) pick(sf int) []int {
 // combination that ran on this type last round keeps its GPUs when none is
 // taken yet; the rest fill servers in order through a moving pointer.
 // Combinations absent from the allocation are selected but not placed.
-func (s *State) placeCompat(p *RoundPlan, w string, sel []entry) {
+func (s *State) placeCompat(p *RoundPlan, w string, sel []*entry) {
 	if len(sel) == 0 {
 		return
 	}
 	ptr := newGavelPointer(s.Topology.Servers(w))
-	order := append([]entry(nil), sel...)
-	slices.SortStableFunc(order, func(a, b entry) int { return cmp.Compare(b.sf, a.sf) })
+	order := slices.Clone(sel)
+	slices.SortStableFunc(order, func(a, b *entry) int { return cmp.Compare(b.sf, a.sf) })
 	placed := map[policy.Combination]bool{}
 	forEachGroup(len(order), func(i, j int) bool { return order[i].sf == order[j].sf }, func(start, end int) {
 		for _, e := range order[start:end] {
 			if prev := s.previousOn(e.c, w, e.sf); prev != nil && ptr.allFree(prev) {
 				ptr.take(prev)
-				p.Assignments = append(p.Assignments, assignment(e, prev, true))
+				p.Assignments = append(p.Assignments, assignment(*e, prev, true))
 				placed[e.c] = true
 			}
 		}
@@ -753,7 +818,7 @@ func (s *State) placeCompat(p *RoundPlan, w string, sel []entry) {
 			case !e.inAlloc:
 				p.Unplaced = append(p.Unplaced, e.c)
 			default:
-				p.Assignments = append(p.Assignments, assignment(e, ptr.next(e.sf), false))
+				p.Assignments = append(p.Assignments, assignment(*e, ptr.next(e.sf), false))
 				placed[e.c] = true
 			}
 		}

@@ -1,5 +1,7 @@
 package rounds
 
+import "slices"
+
 // dueSlack absorbs rounding in the ledger's seconds: an entry due at 1 round
 // plus this is due this round.
 const dueSlack = 1e-9
@@ -34,7 +36,7 @@ const dueSlack = 1e-9
 // types; the augmenting paths keep nearly all cases within a round, but no
 // rule is known to guarantee it for every allocation (fidelity_test.go has
 // the measured rates).
-func (s *State) selectEntries(es []*entry, now float64) map[string][]entry {
+func (s *State) selectEntries(es []*entry, now float64) map[string][]*entry {
 	w := newWalk(s)
 	if s.GavelCompat {
 		for _, e := range es {
@@ -78,7 +80,7 @@ func (s *State) selectEntries(es []*entry, now float64) map[string][]entry {
 }
 
 // finish is steps 3 and 4: entries already ahead, then back-fill.
-func (w *walk) finish(s *State, es []*entry) map[string][]entry {
+func (w *walk) finish(s *State, es []*entry) map[string][]*entry {
 	for _, e := range es {
 		if e.target > 0 {
 			w.try(e)
@@ -252,13 +254,14 @@ func (w *walk) shift(t string, parent map[string]hop) string {
 	}
 }
 
-func (w *walk) result() map[string][]entry {
-	sel := map[string][]entry{}
+// result returns each type's chosen entries, in selection order (those
+// moved away left out).
+func (w *walk) result() map[string][]*entry {
+	sel := make(map[string][]*entry, len(w.chosen))
 	for t, list := range w.chosen {
-		for _, e := range list {
-			if e != nil {
-				sel[t] = append(sel[t], *e)
-			}
+		list = slices.DeleteFunc(list, func(e *entry) bool { return e == nil })
+		if len(list) > 0 {
+			sel[t] = list
 		}
 	}
 	return sel

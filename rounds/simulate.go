@@ -232,6 +232,7 @@ type simulator struct {
 	rng     *rand.Rand
 
 	active   map[string]*active
+	mech     map[string]*Job // the active jobs' mechanism view, kept with active (Plan's State.Jobs)
 	admitted int
 	results  []JobResult
 	first    float64
@@ -270,7 +271,7 @@ func newSimulator(cfg Config, src JobSource) (*simulator, error) {
 		return nil, fmt.Errorf("simulate: window [%d, %d) is empty", cfg.WindowStart, cfg.WindowEnd)
 	}
 	s := &simulator{cfg: cfg, src: src, topo: topo, types: topo.WorkerTypes(), round: cfg.RoundSeconds,
-		active: map[string]*active{}, gpuBusy: make([]float64, topo.NumGPUs())}
+		active: map[string]*active{}, mech: map[string]*Job{}, gpuBusy: make([]float64, topo.NumGPUs())}
 	s.runtime = RuntimeName(cfg.Policy)
 	s.packing = strings.Contains(s.runtime, "Packing")
 	s.fifo = neverBackFills(s.runtime)
@@ -373,7 +374,9 @@ func members(c policy.Combination) []string {
 // steps done the isolated time they took, which its time since arrival does not include here).
 func (s *simulator) admit(j policy.Job) {
 	j.TotalSteps, j.StepsDone = j.StepsRemaining(), 0
-	s.active[j.ID] = &active{job: j, mech: s.mechJob(j, s.admitted), order: s.admitted}
+	a := &active{job: j, mech: s.mechJob(j, s.admitted), order: s.admitted}
+	s.active[j.ID] = a
+	s.mech[j.ID] = a.mech
 	s.admitted++
 }
 
@@ -423,14 +426,6 @@ func (s *simulator) activeIDs() []string {
 	return ids
 }
 
-func (s *simulator) mechJobs() map[string]*Job {
-	m := make(map[string]*Job, len(s.active))
-	for id, a := range s.active {
-		m[id] = a.mech
-	}
-	return m
-}
-
 func (s *simulator) inWindow(order int) bool {
 	if s.cfg.WindowEnd <= 0 {
 		return true
@@ -471,6 +466,7 @@ func (s *simulator) finish(id string, at float64) {
 		s.results = append(s.results, r)
 	}
 	delete(s.active, id)
+	delete(s.mech, id)
 }
 
 // shuffledTypeOrder is Gavel's type order for a heterogeneity-agnostic
@@ -485,7 +481,7 @@ func (s *simulator) shuffledTypeOrder() []string {
 // plan plans the round at now for the active jobs and counts its lease
 // extensions.
 func (s *simulator) plan(state *State, alloc *policy.Allocation, now float64) *RoundPlan {
-	state.Jobs = s.mechJobs()
+	state.Jobs = s.mech
 	state.Previous = s.prev
 	p := Plan(state, alloc, now)
 	s.countLeases(p)
