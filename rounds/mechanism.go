@@ -344,6 +344,8 @@ func (s *State) appendEntries(out []entry, alloc *policy.Allocation) []entry {
 	}
 	eb.eu, eb.hasDue = s.History.(EntryUrgency)
 	eb.hasDue = eb.hasDue && !s.GavelCompat
+	eb.jt, _ = s.History.(JobTieBreaks)
+	eb.ledger, _ = s.History.(*Ledger)
 	// The input order does not matter: the sort's keys are total.
 	for id, j := range s.Jobs {
 		switch {
@@ -393,6 +395,8 @@ type entryBuilder struct {
 	rank   map[string]int // worker type → position in the type order
 	eu     EntryUrgency
 	hasDue bool
+	jt     JobTieBreaks // nil when History has none
+	ledger *Ledger      // History, when it is the default ledger (its Due comes with Rank)
 	out    []entry
 }
 
@@ -400,18 +404,30 @@ type entryBuilder struct {
 func (b *entryBuilder) add(c policy.Combination, x map[string]float64, inAlloc bool, w string, sf int, key orderKey) {
 	s := b.s
 	target := x[w]
-	r := s.History.Rank(c, w, target, inAlloc)
+	var r Rank
+	due := math.Inf(1)
+	if b.ledger != nil {
+		r = b.ledger.Rank(c, w, target, inAlloc)
+		if b.hasDue && target > 0 {
+			// Ledger.Due is minus Rank's key: the same seconds, the same
+			// arithmetic (TestPlanLedgerShortcut holds the two paths equal).
+			due = -r.Key
+		}
+	} else {
+		r = s.History.Rank(c, w, target, inAlloc)
+		if b.hasDue && target > 0 {
+			due = b.eu.Due(c, w, target)
+		}
+	}
 	ja := b.jobs[c.A]
 	jk, jd := 0.0, math.Inf(1)
 	if ja != nil {
 		jk, jd = ja.key, ja.due
 	}
-	if jb := b.jobs[c.B]; c.IsPair() && jb != nil {
-		jk, jd = max(jk, jb.key), min(jd, jb.due)
-	}
-	due := math.Inf(1)
-	if b.hasDue && target > 0 {
-		due = b.eu.Due(c, w, target)
+	if c.IsPair() {
+		if jb := b.jobs[c.B]; jb != nil {
+			jk, jd = max(jk, jb.key), min(jd, jb.due)
+		}
 	}
 	// A job whose only target is this entry uses the entry's own PD²
 	// tie-breaks; a job split over several entries competes as a whole.
@@ -420,8 +436,13 @@ func (b *entryBuilder) add(c policy.Combination, x map[string]float64, inAlloc b
 		bbit, group, exact = r.BBit, r.Group, r.Key
 	} else if jd < math.Inf(1) {
 		exact = -jd
-		if jt, ok := s.History.(JobTieBreaks); ok && !c.IsPair() {
-			bbit, group = jt.JobPD2(c.A, ja.total)
+		if b.jt != nil && !c.IsPair() {
+			// The job's, the same for each of its entries: asked once a plan.
+			if !ja.pd2 {
+				ja.bbit, ja.group = b.jt.JobPD2(c.A, ja.total)
+				ja.pd2 = true
+			}
+			bbit, group = ja.bbit, ja.group
 		}
 	}
 	b.out = append(b.out, entry{c: c, w: w, sf: sf, prio: r.Priority, class: r.Class, jobKey: jk, jobDue: jd, due: due,
@@ -435,6 +456,9 @@ type jobUrgency struct {
 	entries int     // positive (combination, type) targets
 	due     float64 // JobUrgency's due; +Inf when the total is 0
 	key     float64 // minus the due rounded up to whole rounds
+	// JobTieBreaks' answer, once asked (pd2).
+	pd2         bool
+	bbit, group float64
 }
 
 // jobUrgencies sums each job's targets and asks the history how urgent each
