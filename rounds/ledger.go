@@ -2,6 +2,7 @@ package rounds
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gavelkit/gavel/policy"
 )
@@ -212,16 +213,18 @@ type gavelHistory struct {
 	jobTime    map[policy.Combination]map[string]float64
 	order      []policy.Combination // insertion order of jobTime (Python dict order)
 	workerTime map[string]float64
-	deficits   map[string]map[policy.Combination]float64
-	lastReset  float64
+	// deficits holds each combination's deficit per worker type, in the
+	// order of types (one lookup a combination where reset runs over all of
+	// them, every pair of a packing policy's jobs).
+	deficits  map[policy.Combination][]float64
+	lastReset float64
 }
 
 func newGavelHistory(roundSeconds float64, types []string) *gavelHistory {
 	h := &gavelHistory{half: roundSeconds / 2, types: types, jobTime: map[policy.Combination]map[string]float64{},
-		workerTime: map[string]float64{}, deficits: map[string]map[policy.Combination]float64{}}
+		workerTime: map[string]float64{}, deficits: map[policy.Combination][]float64{}}
 	for _, w := range types {
 		h.workerTime[w] = 0
-		h.deficits[w] = map[policy.Combination]float64{}
 	}
 	return h
 }
@@ -252,9 +255,7 @@ func (h *gavelHistory) removeJob(id string) {
 	for _, c := range h.order {
 		if c.Contains(id) {
 			delete(h.jobTime, c)
-			for _, w := range h.types {
-				delete(h.deficits[w], c)
-			}
+			delete(h.deficits, c)
 			continue
 		}
 		kept = append(kept, c)
@@ -268,16 +269,29 @@ func (h *gavelHistory) reset(now float64, old *policy.Allocation) {
 	elapsed := now - h.lastReset
 	for _, w := range h.types {
 		h.workerTime[w] = 0
-		for _, c := range h.order {
-			received := h.jobTime[c][w] - h.half
+	}
+	// Combinations outside, types inside: each type's sums still run in the
+	// order of combinations, and each combination is looked up once.
+	for _, c := range h.order {
+		jt := h.jobTime[c]
+		var x map[string]float64
+		inOld := false
+		if old != nil {
+			x, inOld = old.Fractions[c]
+		}
+		d := h.deficits[c]
+		if d == nil {
+			d = make([]float64, len(h.types))
+			h.deficits[c] = d
+		}
+		for i, w := range h.types {
+			received := jt[w] - h.half
 			should := 0.0
-			if old != nil {
-				if x, ok := old.Fractions[c]; ok {
-					should = x[w] * elapsed
-				}
+			if inOld {
+				should = x[w] * elapsed
 			}
-			h.deficits[w][c] += should - received
-			h.jobTime[c][w] = h.half
+			d[i] += should - received
+			jt[w] = h.half
 			h.workerTime[w] += h.half
 		}
 	}
@@ -298,7 +312,10 @@ func (h *gavelHistory) Rank(c policy.Combination, w string, target float64, inAl
 }
 
 func (h *gavelHistory) priority(c policy.Combination, w string, target float64, inAlloc bool) (float64, float64) {
-	d := h.deficits[w][c]
+	d := 0.0
+	if i := slices.Index(h.types, w); i >= 0 && h.deficits[c] != nil {
+		d = h.deficits[c][i]
+	}
 	if !inAlloc || target == 0 {
 		return 0, d
 	}
