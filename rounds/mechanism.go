@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/table"
@@ -120,6 +119,7 @@ type State struct {
 	// a cache of a function of the allocation and the GPUs of each type,
 	// with the rounds each of its configurations was planned for.
 	schedule *configSchedule
+	scratch  *planBuffer // Plan's queue, kept for the next round
 }
 
 // Assignment is one combination placed on GPUs for a round.
@@ -258,9 +258,13 @@ func (s *State) checkEntry(c policy.Combination, w string, x float64) error {
 // name, never by map order. No GPU is booked twice and no job runs in two
 // combinations. A nil job or one with a scale factor below 1 is a
 // programming error: Plan panics naming it; Check finds these and the
-// inconsistencies Plan passes over.
+// inconsistencies Plan passes over. Plan keeps a cache and scratch space in
+// s between rounds, so calls on one State must not overlap.
 func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
-	buf := planBuffers.Get().(*planBuffer)
+	if s.scratch == nil {
+		s.scratch = new(planBuffer)
+	}
+	buf := s.scratch
 	defer buf.release()
 	buf.entries = s.appendEntries(buf.entries[:0], alloc)
 	entries := buf.entries
@@ -284,22 +288,20 @@ func Plan(s *State, alloc *policy.Allocation, now float64) *RoundPlan {
 }
 
 // planBuffer holds one Plan call's queue, which a simulation would otherwise
-// allocate afresh every round (most of its garbage). Nothing of it outlives
-// the call: plans copy what they keep (Assignment, entryKey).
+// allocate afresh every round (most of its garbage; twice the time of its
+// rounds). Nothing of it outlives the call: plans copy what they keep
+// (Assignment, entryKey).
 type planBuffer struct {
 	entries []entry
 	queue   []*entry
 }
 
-var planBuffers = sync.Pool{New: func() any { return new(planBuffer) }}
-
 // release clears the pointers the buffer holds (job ids, worker types, the
-// queue's entries) and returns it to the pool.
+// queue's entries), so that it keeps no job of a past round alive.
 func (b *planBuffer) release() {
 	clear(b.entries)
 	clear(b.queue)
 	b.entries, b.queue = b.entries[:0], b.queue[:0]
-	planBuffers.Put(b)
 }
 
 func (s *State) typeOrder() []string {
