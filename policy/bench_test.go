@@ -64,6 +64,25 @@ func fiveTypeProblem(n int) *Problem {
 	return p
 }
 
+// entityProblem is mixedProblem's n jobs in four entities, two sharing by
+// FIFO (weights 1 and 3) and two by fairness (2 and 1), a fifth of them in
+// none, arriving in a scrambled order, on per GPUs of each type: with per
+// well below n/3 the cluster is full and most FIFO jobs wait, as in a
+// simulation's busy rounds.
+func entityProblem(n, per int) *Problem {
+	p := mixedProblem(n)
+	p.Cluster = Cluster{"k80": per, "p100": per, "v100": per}
+	p.Entities = map[string]Entity{
+		"a": {Weight: 1, Policy: EntityFIFO}, "b": {Weight: 2, Policy: EntityFairness},
+		"c": {Weight: 3, Policy: EntityFIFO}, "d": {Weight: 1, Policy: EntityFairness},
+	}
+	for i := range p.Jobs {
+		p.Jobs[i].Entity = []string{"a", "b", "c", "d", ""}[(i*7)%5]
+		p.Jobs[i].Arrival = float64((i * 37) % 101)
+	}
+	return p
+}
+
 func benchPolicy(b *testing.B, name string, n int, opts ...Option) {
 	benchAllocate(b, benchProblem(n), name, opts...)
 }
@@ -104,6 +123,36 @@ func BenchmarkWaterFillingPackedFiveTypes200(b *testing.B) {
 func BenchmarkWaterFillingPackedFiveTypes500(b *testing.B) {
 	benchAllocate(b, fiveTypeProblem(500), "max_min_fairness_water_filling_packed", WithMaxPartners(8))
 }
+
+// Hierarchical water filling: 228 jobs in entities on 48 GPUs (full) and
+// on 120; each iteration reports its LPs (LPs/op).
+func BenchmarkWaterFillingEntities228(b *testing.B) {
+	benchAllocateLPs(b, entityProblem(228, 16), "max_min_fairness_water_filling_perf")
+}
+func BenchmarkWaterFillingEntities228Roomy(b *testing.B) {
+	benchAllocateLPs(b, entityProblem(228, 40), "max_min_fairness_water_filling_perf")
+}
+func BenchmarkWaterFillingPackedEntities228(b *testing.B) {
+	benchAllocateLPs(b, entityProblem(228, 16), "max_min_fairness_water_filling_packed", WithMaxPartners(4))
+}
+
+func benchAllocateLPs(b *testing.B, p *Problem, name string, opts ...Option) {
+	pol, err := New(name, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lps := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a, err := pol.Allocate(context.Background(), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lps = a.Stats.LPs
+	}
+	b.ReportMetric(float64(lps), "LPs/op")
+}
+
 func BenchmarkFTFPerf128(b *testing.B)       { benchPolicy(b, "finish_time_fairness_perf", 128) }
 func BenchmarkMakespanPacked64(b *testing.B) { benchPolicy(b, "min_total_duration_packed", 64) }
 

@@ -23,6 +23,11 @@ type options struct {
 	// stallFreezeAll makes water filling freeze every active job when its
 	// level LPs stall, the earlier rule (tests compare with it).
 	stallFreezeAll bool
+	// wfOneByOne makes water filling's bottleneck tests try every active
+	// job, those at their ceiling too, and no FIFO job waiting behind one
+	// (they become active one an iteration): the earlier rule (tests
+	// compare with it).
+	wfOneByOne bool
 }
 
 func (o *options) solver() lp.Solver {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gavelkit/gavel/policy/lp"
@@ -25,7 +26,11 @@ import (
 // job at its level. A job with y_i > 0 can rise and leaves U; when the
 // optimum is 0, no job left in U can rise alone (if one could, that single
 // raise would make the sum positive), so U is exactly the bottleneck set.
-// Usually one or two LPs. Solver errors are returned, never hidden.
+// Usually one or two LPs (one when the jobs that cannot rise are at their
+// ceiling, all their time on their fastest GPU). The same test decides the
+// FIFO jobs waiting behind a frozen one that cannot rise either, which are
+// frozen with it (see bottlenecks): on a full cluster they had taken two
+// LPs each. Solver errors are returned, never hidden.
 //
 // Floating point: each LP's x is pulled inside capacity and the levels set
 // to what it achieves, so every later LP has a feasible point; an LP the
@@ -111,6 +116,10 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 	frozen := make([]bool, m)
 	nFrozen := 0
 	groups := in.entityGroups()
+	var ceiling []float64
+	if groups != nil {
+		ceiling = in.ceilings(rate, prop)
+	}
 	stall, ncuts := 0, 0
 	// Jobs frozen in stalls, for one warning each way rather than one a stall.
 	var slowFrozen, allFrozen []int
@@ -152,11 +161,26 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 		for i, e := range in.throughputAt(x, rate) {
 			level[i] = math.Min(level[i], e/prop[i])
 		}
-		bott, err := in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfRaise)
+		// With entities, the test ends early when only jobs at their ceiling
+		// are left, and also decides the FIFO jobs queued behind the active
+		// ones (see bottlenecks); the slow jobs' test below, only the active
+		// ones. Without entities it solves the LPs it did: skipping one
+		// changes the gang covers and odd sets found along the way, and on
+		// the made-up five-type cluster (types exactly proportional, LPs with
+		// many optimal vertices) that turned a later test's answer and
+		// doubled the LPs (BenchmarkWaterFillingPackedFiveTypes200, 4.3 s
+		// then 9.6 s).
+		var atCeiling []bool
+		var queues [][]int
+		if groups != nil && !opt.wfOneByOne && !in.roundCutsInPlay() {
+			atCeiling = in.atCeiling(active, level, ceiling)
+			queues = in.fifoQueues(groups, frozen, x, rate, prop, level)
+		}
+		bott, err := in.bottlenecks(ctx, opt, st, rate, prop, level, active, atCeiling, queues, wfRaise)
 		if err == nil && len(bott) == 0 && stall == wfStalls {
 			// The jobs that can rise only a little hold the others back; the
 			// others rise again once these are frozen.
-			bott, err = in.bottlenecks(ctx, opt, st, rate, prop, level, active, wfProbe/2)
+			bott, err = in.bottlenecks(ctx, opt, st, rate, prop, level, active, nil, nil, wfProbe/2)
 			if err == nil && len(bott) > 0 && !opt.stallFreezeAll {
 				slowFrozen = append(slowFrozen, bott...)
 			} else {
@@ -258,22 +282,91 @@ const wfProbe = 1e-4
 
 // bottlenecks returns the jobs of cand that cannot rise above their level
 // by more than raise (relative) while every job keeps at least its level
-// (see waterFilling).
-func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStats, rate rateFunc, prop, level []float64, cand []int, raise float64) ([]int, error) {
-	u := map[int]bool{}
+// (see waterFilling), and the queued FIFO jobs that cannot rise either.
+// When an LP in which some jobs rose leaves only jobs at their ceiling
+// (atCeiling; nil for none) in question, they are returned without another
+// LP to show that they cannot rise: as a rule, when a FIFO job reaches full
+// time on its fastest GPU, the test took two LPs, now one.
+//
+// Each of queues is a FIFO entity's first unfrozen job, which is active
+// (in cand), then jobs waiting behind it at level 0. A waiting job
+// that cannot rise at the levels reached never will (the levels only rise,
+// so what the other jobs must keep only grows), so when its turn comes the
+// level LP rises by 0 (every active job rises with it), nothing moves, and
+// the test freezes it at 0; on a full cluster, a level LP and a test a
+// waiting job were most of a simulation's LPs. The test freezes such jobs
+// at once instead. Whether a job can rise does not depend on which others
+// are tested with it (when the sum of trial rises is at its optimum of 0,
+// no job can rise alone), so testing them changes no other answer. A
+// queue's waiting jobs join the test once its first job has not risen in a
+// test LP (on a cluster with room they would only add columns, and trial
+// rises to share GPUs); a waiting job that rises takes those behind it out
+// of the test (each left for its own turn: where the solver's tolerance let
+// waiting jobs creep up, testing on behind them tripled the LPs); and the
+// waiting jobs left count as unable to rise only after an LP in which no
+// job in question rose, as the active jobs do.
+func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStats, rate rateFunc, prop, level []float64, cand []int, atCeiling []bool, queues [][]int, raise float64) ([]int, error) {
+	const (
+		out     = iota // not in question, or found able to rise
+		testing        // in question
+		held           // found unable to rise
+	)
+	m := in.m()
+	state := make([]uint8, m)
+	tried := make([]bool, m) // in question in an LP of this test
+	queued := make([]bool, m)
+	nu := 0 // jobs in question
 	for _, i := range cand {
-		u[i] = true
+		state[i] = testing
+		nu++
 	}
-	for len(u) > 0 {
+	for _, q := range queues {
+		for _, i := range q[1:] {
+			queued[i] = true
+		}
+	}
+	joined := make([]bool, len(queues))
+	// join puts in question the queues whose first job did not rise in an
+	// LP (or was found unable to).
+	join := func() {
+		for k, q := range queues {
+			if h := q[0]; !joined[k] && (state[h] == held || state[h] == testing && tried[h]) {
+				joined[k] = true
+				for _, i := range q[1:] {
+					state[i] = testing
+					nu++
+				}
+			}
+		}
+	}
+	// prune takes out of the test the waiting jobs behind one that rose.
+	prune := func() {
+		for k, q := range queues {
+			for j := 1; joined[k] && j < len(q); j++ {
+				if state[q[j-1]] == out && state[q[j]] == testing {
+					state[q[j]] = out
+					nu--
+				}
+			}
+		}
+	}
+	join()
+	y := make([]int, m)
+	for nu > 0 {
 		b := in.newBuilder(lp.Maximize)
 		b.tightRows = true
-		y := map[int]int{}
 		for i := range in.jobs {
 			idx, val := b.expr(i, rate, 1/prop[i])
-			if u[i] {
-				y[i] = b.m.AddCol(0, wfProbe*math.Max(1, level[i]), 1)
+			y[i] = -1
+			if state[i] == testing {
+				obj := 1.0
+				if queued[i] {
+					obj = wfQueuedWeight
+				}
+				y[i] = b.m.AddCol(0, wfProbe*math.Max(1, level[i]), obj)
 				idx = append(idx, y[i])
 				val = append(val, -1)
+				tried[i] = true
 			}
 			b.levelRows = append(b.levelRows, b.m.AddRow(level[i], lp.Inf, idx, val))
 		}
@@ -281,24 +374,185 @@ func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStat
 		if err != nil {
 			return nil, err
 		}
-		raised := 0
-		for i, col := range y {
-			if res.X[col] > raise*math.Max(1, level[i]) {
-				delete(u, i)
-				raised++
+		raised, queuedRaised := 0, 0
+		for i := range in.jobs {
+			if y[i] >= 0 && res.X[y[i]] > raise*math.Max(1, level[i]) {
+				if queued[i] {
+					queuedRaised++
+				} else {
+					raised++
+				}
+				state[i] = out
+				nu--
 			}
 		}
-		if raised == 0 {
-			break
+		prune()
+		if raised > 0 {
+			join()
+			if nu > 0 && in.onlyAtCeiling(state, testing, queued, atCeiling) {
+				// Those left cannot rise: no LP needs to show it.
+				for i := range state {
+					if state[i] == testing {
+						state[i] = held
+					}
+				}
+				nu = 0
+			}
+			continue
 		}
+		// No active job rose: those left in question cannot (the queued
+		// jobs' trial rises, weighted by wfQueuedWeight, hold them back by
+		// far less than a trial rise). Nor can the queued jobs left, unless
+		// other queued jobs rose beside them: then they are tested again.
+		for i := range in.jobs {
+			if state[i] == testing && (!queued[i] || queuedRaised == 0) {
+				state[i] = held
+				nu--
+			}
+		}
+		// The queues of jobs found unable to rise only now (all of them
+		// when the first LP raised none) are tested in one more LP.
+		join()
 	}
-	out := make([]int, 0, len(u))
+	var bott []int
 	for _, i := range cand {
-		if u[i] {
-			out = append(out, i)
+		if state[i] == held {
+			bott = append(bott, i)
 		}
 	}
-	return out, nil
+	for _, q := range queues {
+		for _, i := range q[1:] {
+			if state[i] == held {
+				bott = append(bott, i)
+			}
+		}
+	}
+	return bott, nil
+}
+
+// onlyAtCeiling reports whether every job in question (state[i] ==
+// testing) is an active job at its ceiling.
+func (in *instance) onlyAtCeiling(state []uint8, testing uint8, queued, atCeiling []bool) bool {
+	if atCeiling == nil {
+		return false
+	}
+	for i, s := range state {
+		if s == testing && (queued[i] || !atCeiling[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ceilings returns each job's ceiling: the most norm it can reach, all
+// its time on the combination and worker type where its rate is highest.
+func (in *instance) ceilings(rate rateFunc, prop []float64) []float64 {
+	ceil := make([]float64, in.m())
+	for i := range in.jobs {
+		for _, c := range in.byJob[i] {
+			for w := range in.workers {
+				if in.combos[c].runnable(w) {
+					ceil[i] = math.Max(ceil[i], rate(i, c, w)/prop[i])
+				}
+			}
+		}
+	}
+	return ceil
+}
+
+// atCeiling reports which active jobs are within the test's margin
+// (wfRaise) of their ceiling, which they cannot rise above.
+func (in *instance) atCeiling(active []int, level, ceiling []float64) []bool {
+	at := make([]bool, in.m())
+	for _, i := range active {
+		at[i] = ceiling[i]-level[i] <= wfRaise*math.Max(1, level[i])
+	}
+	return at
+}
+
+// roundCutsInPlay reports whether the instance's LPs are cut until rounds
+// realize their solutions (roundcuts.go: small instances with gangs or
+// pairs). The cuts found depend on every solution the LPs return, so the
+// allocation depends on which LPs water filling solves; on these instances
+// (at most separateMaxJobs jobs) it solves the same ones as before queued
+// FIFO jobs were tested (see bottlenecks).
+func (in *instance) roundCutsInPlay() bool {
+	return in.separable() && (len(in.combos) > in.m() || in.hasGangs())
+}
+
+// wfQueuedWeight is the weight of a queued FIFO job's trial rise in the
+// bottleneck test (1 for an active job's), so that the test raises the
+// active jobs as it would without the queued ones, and the queued ones
+// with what is left. When no active job rises, the queued jobs' rises (at
+// most wfProbe each at level 0) add at most 1e-8 a job to the optimum, far
+// below an active job's trial rise: an active job that could rise would.
+// The solver still raises the queued jobs that can rise (their reduced
+// costs are far above its tolerance of 1e-9).
+const wfQueuedWeight = 1e-4
+
+// fifoQueues returns, for each FIFO entity with jobs waiting behind its
+// first unfrozen one, that job and the waiting ones, up to the first that
+// can clearly rise: a GPU free in x (the level LP's solution) would raise
+// it by a whole trial rise (wfProbe).
+func (in *instance) fifoQueues(groups []entityGroup, frozen []bool, x [][]float64, rate rateFunc, prop, level []float64) [][]int {
+	var qs [][]int
+	var free []float64
+	for _, g := range groups {
+		if !g.fifo {
+			continue
+		}
+		var q []int
+		for _, i := range g.jobs {
+			if frozen[i] {
+				continue
+			}
+			if len(q) > 0 {
+				if free == nil {
+					free = in.freeGPUs(x)
+				}
+				if in.canClearlyRise(i, x, free, rate, prop, level) {
+					break
+				}
+			}
+			q = append(q, i)
+		}
+		if len(q) > 1 {
+			qs = append(qs, q)
+		}
+	}
+	return qs
+}
+
+// freeGPUs returns the GPUs of each worker type that x leaves free.
+func (in *instance) freeGPUs(x [][]float64) []float64 {
+	free := slices.Clone(in.cap)
+	for c := range x {
+		for w, v := range x[c] {
+			free[w] -= float64(in.combos[c].sf) * v
+		}
+	}
+	return free
+}
+
+// canClearlyRise reports whether job i, running alone on GPUs x leaves free
+// for the time x leaves it, would rise by a whole trial rise.
+func (in *instance) canClearlyRise(i int, x [][]float64, free []float64, rate rateFunc, prop, level []float64) bool {
+	t := 0.0
+	for _, c := range in.byJob[i] {
+		for _, v := range x[c] {
+			t += v
+		}
+	}
+	for w := range in.workers {
+		if !in.combos[i].runnable(w) {
+			continue
+		}
+		d := math.Min(free[w]/in.sf(i), 1-t)
+		if d*rate(i, i, w)/prop[i] > wfProbe*math.Max(1, level[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // entityGroup is an entity's jobs in FIFO order.

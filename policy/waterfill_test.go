@@ -297,3 +297,75 @@ func TestWaterFillingFewLPs(t *testing.T) {
 		}
 	}
 }
+
+// Hierarchical water filling freezes the FIFO jobs waiting behind a frozen
+// one that cannot rise either in the same bottleneck test, and does not try
+// jobs at their ceiling, where it had taken a level LP and a test for each
+// waiting job (a reviewer: 196 LPs for 228 jobs, 2 without entities). The
+// allocation is the earlier rule's (wfOneByOne), on a full cluster (most
+// FIFO jobs wait at 0), on one with room (they rise one after another) and
+// packed, to the solver's tolerance: packed, the earlier rule let a waiting
+// job creep up to 1.2e-6 from 0 (within the test's margin) and the others
+// lost up to 4e-5 to it.
+func TestHierarchicalWaterFillingFreezesWaitingFIFOJobs(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		n, per  int
+		maxLPs  int // now 24, 116 and 13; the earlier rule took 123, 231 and 120
+		partner int
+	}{
+		{"max_min_fairness_water_filling_perf", 228, 16, 40, 0},
+		{"max_min_fairness_water_filling_perf", 228, 40, 130, 0},
+		{"max_min_fairness_water_filling_packed", 120, 8, 40, 4},
+	} {
+		p := entityProblem(c.n, c.per)
+		md := perf
+		if strings.HasSuffix(c.name, "packed") {
+			md = packed
+		}
+		alloc := func(old bool) *Allocation {
+			a, err := waterFilling(md)(context.Background(), p, &options{wfOneByOne: old, maxPartners: c.partner})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		now, before := alloc(false), alloc(true)
+		checkFeasible(t, p, now)
+		what := fmt.Sprintf("%s, %d jobs on %d GPUs a type", c.name, c.n, c.per)
+		if now.Stats.LPs > c.maxLPs {
+			t.Errorf("%s: %d LPs (the earlier rule %d), want at most %d", what, now.Stats.LPs, before.Stats.LPs, c.maxLPs)
+		}
+		for id, v := range before.Terms {
+			if d := math.Abs(now.Terms[id] - v); d > 1e-5*math.Max(1, v) {
+				t.Errorf("%s: job %s's term %v, the earlier rule's %v", what, id, now.Terms[id], v)
+			}
+		}
+	}
+}
+
+// A job's ceiling is its rate on its fastest worker type over its
+// proportional throughput, and only a job within the bottleneck test's
+// margin of it (wfRaise, relative) counts as at its ceiling: the test
+// skips the LP that would show such jobs cannot rise.
+func TestWaterFillingCeilings(t *testing.T) {
+	// Rates on k80, p100, v100; 1, 2 and 1 GPUs: prop = 9/4 and 2.
+	p := wfProblem([][]float64{{1, 2, 4}, {2, 2, 2}}, []float64{1, 1}, cluster(1, 2, 1))
+	in, err := prepare(p, perf, &options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate, prop := in.lasView(perf)
+	ceil := in.ceilings(rate, prop)
+	if !approx(ceil[0], 16.0/9, 1e-12) || !approx(ceil[1], 1, 1e-12) {
+		t.Fatalf("ceilings %v, want [16/9 1]", ceil)
+	}
+	for _, c := range []struct {
+		level float64
+		at    bool
+	}{{16.0 / 9, true}, {16.0/9 - 1.5e-6, true}, {16.0/9 - 2e-6, false}, {16.0 / 9 * 0.999, false}, {0.5, false}} {
+		if got := in.atCeiling([]int{0, 1}, []float64{c.level, 1 - 1e-3}, ceil); got[0] != c.at || got[1] {
+			t.Errorf("at level %v of a ceiling of 16/9 (and 0.999 of 1): at ceiling %v, want [%v false]", c.level, got, c.at)
+		}
+	}
+}
