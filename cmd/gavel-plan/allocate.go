@@ -332,7 +332,7 @@ func printAllocation(streams *cli.IO, cl policy.Cluster, a *policy.Allocation) e
 			row = append(row, rateCell(a.Normalizer[id], a.Normalizer[id]))
 		}
 		if a.Terms != nil {
-			row = append(row, termCell(a.Terms, id))
+			row = append(row, termCell(a.Terms, id, a.Effective[id], eq))
 		}
 		if err := jt.Append(row); err != nil {
 			return err
@@ -375,11 +375,19 @@ func rateCell(v, scale float64) string {
 }
 
 // termCell formats a job's objective term as rateCell does; jobs without
-// one (finished jobs under makespan or finish-time fairness) get "-".
-func termCell(terms map[string]float64, id string) string {
+// one (finished jobs under makespan or finish-time fairness) get "-". A
+// term is shown with significant digits only where the job's effective rate
+// (eff, against its equal share eq) is neither 0 nor the solver's
+// tolerance: a FIFO job waiting under water filling has an effective rate
+// of 0, printed 0.0000, and a term of 2e-12 of the solver's noise, which
+// printed 2e-12.
+func termCell(terms map[string]float64, id string, eff, eq float64) string {
 	v, ok := terms[id]
 	if !ok {
 		return "-"
+	}
+	if math.Abs(eff) < 1e-6*math.Abs(eq) {
+		return fmt.Sprintf("%.4f", v) // noise, as its effective rate's cell says
 	}
 	return rateCell(v, v) // a weight of 1000 can make a term that small
 }

@@ -471,3 +471,40 @@ func TestRateCell(t *testing.T) {
 		}
 	}
 }
+
+// A FIFO job waiting at 0 under water filling keeps a rate of the solver's
+// tolerance or 0, printed 0.0000, and its term is the solver's noise:
+// it printed 1.81e-12 beside an effective rate of 0.0000. Every job whose
+// effective rate prints 0.0000 has a term that prints 0.0000.
+func TestAllocateWaitingFIFOTermsPrintZero(t *testing.T) {
+	types := []string{"A3C", "CycleGAN", "LM (batch size 20)", "LM (batch size 40)", "Recommendation (batch size 1024)",
+		"ResNet-18 (batch size 64)", "ResNet-50 (batch size 32)", "ResNet-50 (batch size 64)", "Transformer (batch size 32)"}
+	var js []string
+	for i := range 60 {
+		js = append(js, fmt.Sprintf(`{"id": "j%02d", "type": %q, "total_steps": %d, "entity": "e%d", "time_run_seconds": %d}`,
+			i, types[i%len(types)], 10000+100*i, i%3, 1000-i))
+	}
+	jobs := writeFile(t, "jobs.json", `{"jobs": [`+strings.Join(js, ", ")+`], "entities": {"e0": {"policy": "fifo"},
+		"e1": {"policy": "fifo", "weight": 2}, "e2": {"policy": "fairness"}}}`)
+	out, _, err := runAllocateCmd(t, "--policy", "max_min_fairness_water_filling_packed", "--cluster", "v100=4,p100=4,k80=4", "--jobs", jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, jobTable, ok := strings.Cut(out, "effective steps/s") // the second table, the jobs'
+	if !ok {
+		t.Fatalf("no table of jobs:\n%s", out)
+	}
+	rows := regexp.MustCompile(`(?m)^│ +(j\d\d) │ +(\S+) │.*│ +(\S+) │$`).FindAllStringSubmatch(jobTable, -1)
+	zero := 0
+	for _, r := range rows {
+		if r[2] == "0.0000" {
+			zero++
+			if r[3] != "0.0000" {
+				t.Errorf("job %s: effective 0.0000, term %s", r[1], r[3])
+			}
+		}
+	}
+	if zero == 0 {
+		t.Fatalf("no job waits at 0:\n%s", out)
+	}
+}
