@@ -56,6 +56,15 @@ int gavel_flag_acted(gavel_flag *f) { return f->acted.load(); }
 
 namespace {
 
+// raisedNow reports whether f is raised, and if so records that a handler acted on it.
+bool raisedNow(gavel_flag *f) {
+  if (!f->raised.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  f->acted.store(1);
+  return true;
+}
+
 // clpStop stops CLP at the end of the iteration in progress (simplex or barrier) once its
 // flag is raised; otherwise it is COIN's default handler.
 class clpStop : public ClpEventHandler {
@@ -69,8 +78,7 @@ public:
   }
   ClpEventHandler *clone() const override { return new clpStop(*this); }
   int event(Event e) override {
-    if (e == endOfIteration && flag_->raised.load(std::memory_order_relaxed)) {
-      flag_->acted.store(1);
+    if (e == endOfIteration && raisedNow(flag_)) {
       return 0; // stop: status 5 (stopped by event handler)
     }
     return ClpEventHandler::event(e);
@@ -93,18 +101,10 @@ public:
   }
   CbcEventHandler *clone() const override { return new cbcStop(*this); }
   CbcAction event(CbcEvent e) override {
-    if (flag_->raised.load(std::memory_order_relaxed)) {
-      flag_->acted.store(1);
-      return stop;
-    }
-    return CbcEventHandler::event(e);
+    return raisedNow(flag_) ? stop : CbcEventHandler::event(e);
   }
   CbcAction event(CbcEvent e, void *data) override {
-    if (flag_->raised.load(std::memory_order_relaxed)) {
-      flag_->acted.store(1);
-      return stop;
-    }
-    return CbcEventHandler::event(e, data);
+    return raisedNow(flag_) ? stop : CbcEventHandler::event(e, data);
   }
 
 private:
