@@ -266,6 +266,26 @@ func TestOutputPathsCheckedFirst(t *testing.T) {
 	}
 }
 
+// An output flag given empty (an unset variable in --jobs-out "$F") wrote nothing and said
+// nothing, after the whole simulation; it is bad usage, found before any work, as an empty
+// input flag is.
+func TestEmptyOutputFlagIsUsageError(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "--trace", workedTrace, "--policy", "fifo_perf", "--cluster", "v100=2,p100=2,k80=2", "--jobs-out", ""},
+		{"experiment", "hierarchical", "--csv", ""},
+		{"table", "convert", "--to", "csv", "--out", ""},
+	} {
+		streams, out, errb := cli.TestIO()
+		root := newRootCmd(streams)
+		root.SetArgs(args)
+		flag := args[len(args)-2]
+		if code := cli.Main(root, streams); code != 2 || !strings.Contains(errb.String(), flag+" is empty (an unset variable?)") || out.Len() != 0 {
+			t.Errorf("%q: exit %d, stderr %q, %d bytes on stdout; want exit 2 naming %s and nothing printed",
+				args, code, errb, out.Len(), flag)
+		}
+	}
+}
+
 // A trace's priority weights shape only max-min fairness and water filling; simulate says so
 // once when the policy ignores them, as allocate does, and says nothing when it uses them.
 func TestSimulateNotesUnusedWeights(t *testing.T) {

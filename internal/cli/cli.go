@@ -316,9 +316,10 @@ func MarkUsageErrors(root *cobra.Command) {
 }
 
 // emptyFileFlag refuses a flag naming a file given as "": an unset variable in --table "$T"
-// silently meant the flag's default (the embedded Gavel table for --table).
+// silently meant the flag's default (the embedded Gavel table for --table), and one in
+// --jobs-out "$F" or --csv "$F" silently wrote nothing (convert --out "$F" wrote to stdout).
 func emptyFileFlag(cmd *cobra.Command) error {
-	for _, name := range []string{"table", "jobs", "trace", "references", "pairs-from"} {
+	for _, name := range []string{"table", "jobs", "trace", "references", "pairs-from", "out", "jobs-out", "csv"} {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.Type() == "string" && f.Value.String() == "" {
 			return UsageError("--%s is empty (an unset variable?): give a file name", name)
 		}
