@@ -304,6 +304,24 @@ func TestReadSuggestionsScaleFactor(t *testing.T) {
 	}
 }
 
+// TestReadSuggestionsSyntaxPlaced: malformed JSON said "suggestions s.json: unexpected EOF"
+// (or encoding/json's "invalid character ..."), with no line or column, unlike the references
+// and jobs files.
+func TestReadSuggestionsSyntaxPlaced(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"truncated", "{\"measurements\": [\n", "suggestions s.json:2:1: invalid JSON: unexpected end of file"},
+		{"bad character", "{\"measurements\": [\n  {\"worker_type\": v100}]}", "suggestions s.json:2:19: invalid JSON: invalid character 'v'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadSuggestions(strings.NewReader(tt.in), "s.json")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestReadSuggestionsWrongShape: a file of the wrong shape said "cannot unmarshal array into Go
 // value of type struct { Measurements []profile.Suggestion ... }"; the error names the file and
 // what it should hold, in JSON's terms.

@@ -159,6 +159,12 @@ func ReadSuggestions(r io.Reader, file string) ([]Suggestion, error) {
 		if errors.As(err, &typ) && typ.Field == "" {
 			return nil, fmt.Errorf("suggestions %s: found %s, want an object with a \"measurements\" list %s", file, kindOfJSON(data), suggestionsShape)
 		}
+		// encoding/json's syntax errors carry no position ("unexpected EOF" for a truncated
+		// file): say where, as the references file and the jobs file do.
+		var jerr *jsonfile.Error
+		if errors.As(jsonfile.Decode(data, new(any)), &jerr) {
+			return nil, fmt.Errorf("suggestions %w", jerr.In(file, data))
+		}
 		return nil, fmt.Errorf("suggestions %s: %w", file, err)
 	}
 	if _, err := dec.Token(); err != io.EOF { // not dec.More, which stops at a stray '}' or ']'
