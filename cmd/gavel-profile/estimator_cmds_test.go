@@ -779,3 +779,16 @@ func TestEvaluateCmdNotesWorkerTypesLeftOut(t *testing.T) {
 		t.Errorf("notes %q, stderr %q: want p100 and v100 evaluated and a note naming k80", got.Notes, stderr)
 	}
 }
+
+// evaluate on an empty table blamed --worker-types, which was not given: "table e.json:
+// --worker-types: the table has no job types or no worker types".
+func TestEvaluateEmptyTableNotBlamedOnWorkerTypes(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "e.json")
+	if err := os.WriteFile(empty, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := execCmd(newEvaluateCmd, "--table", empty)
+	if cli.ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "no job types") || strings.Contains(fmt.Sprint(err), "--worker-types") {
+		t.Errorf("evaluate on {}: %v (exit %d); want exit 2 saying the table has no job types, not naming --worker-types", err, cli.ExitCode(err))
+	}
+}

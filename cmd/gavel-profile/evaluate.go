@@ -195,7 +195,12 @@ func (o evaluateOptions) truth(io *cli.IO) (*estimate.Data, []string, error) {
 	name := cli.TableName(o.table)
 	blocks, _, err := estimate.Blocks(t, workers, true)
 	if err != nil {
-		return nil, nil, cli.UsageError("table %s: --worker-types: %v", name, err)
+		// Only an unknown worker type is --worker-types' fault: an empty table, with the flag
+		// not given, read "table t.json: --worker-types: the table has no job types ...".
+		if errors.Is(err, estimate.ErrUnknownWorkerType) {
+			return nil, nil, cli.UsageError("table %s: --worker-types: %v", name, err)
+		}
+		return nil, nil, cli.UsageError("table %s: %v", name, err)
 	}
 	// A scale factor may have several blocks (worker types grouped by the job types they can
 	// run alone); evaluate the one with the most job types, the first of those on a tie.
