@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -117,6 +118,7 @@ func runAllocate(ctx context.Context, streams *cli.IO, o allocateOptions) error 
 		return fmt.Errorf("allocate: %w", err)
 	}
 	noteUnusedEntities(streams, inputName(o.jobs), ps)
+	noteUnmeasuredPairs(streams, cli.TableName(o.table), ps)
 	noteUnusedWeights(streams, inputName(o.jobs), ps.policy.Name(), ps.problem.Jobs)
 	a, err := ps.allocate(ctx)
 	if err != nil {
@@ -233,6 +235,57 @@ func noteUnusedEntities(streams *cli.IO, path string, ps *problemSetup) {
 	}
 	fmt.Fprintf(streams.Err, "note: %s: its entities are used only by the water-filling policies; %s does not group jobs by entity\n",
 		path, ps.policy.Name())
+}
+
+// noteUnmeasuredPairs tells, once on stderr, that a packing policy does not co-locate the
+// pairs of the jobs' types that the table does not hold: to the LP a pair not measured is no
+// pair, so a partly profiled table (the output of 'gavel-profile run' before 'estimate')
+// packed fewer jobs than it could, and nothing said why. Pairs that cannot form anyway (a
+// job type without a rate on the worker type, too few GPUs for it, a self-pair of a type
+// with one job) are not counted. Only allocate says it, as with entities.
+func noteUnmeasuredPairs(streams *cli.IO, tableName string, ps *problemSetup) {
+	if !policy.Packs(ps.policy) {
+		return
+	}
+	count := map[table.JobType]int{}
+	var types []table.JobType
+	for _, j := range ps.problem.Jobs {
+		if count[j.Type] == 0 {
+			types = append(types, j.Type)
+		}
+		count[j.Type]++
+	}
+	missing := 0
+	var where []string
+	for _, w := range slices.Sorted(maps.Keys(ps.problem.Cluster)) {
+		runs := func(jt table.JobType) bool {
+			r, ok := ps.table.Isolated(w, jt)
+			return ok && r > 0 && jt.ScaleFactor <= ps.problem.Cluster[w]
+		}
+		before := missing
+		for i, a := range types {
+			for _, b := range types[i:] {
+				if a.ScaleFactor != b.ScaleFactor || (a == b && count[a] < 2) || !runs(a) || !runs(b) {
+					continue
+				}
+				if _, _, st := ps.table.Pair(w, a, b); st == table.Missing {
+					missing++
+				}
+			}
+		}
+		if missing > before {
+			where = append(where, w)
+		}
+	}
+	if missing == 0 {
+		return
+	}
+	pairs := fmt.Sprintf("%d pairs of the jobs' types are", missing)
+	if missing == 1 {
+		pairs = "1 pair of the jobs' types is"
+	}
+	fmt.Fprintf(streams.Err, "note: table %s: %s not measured on %s; %s does not co-locate them "+
+		"('gavel-profile estimate' fills them in)\n", tableName, pairs, strings.Join(where, ", "), ps.policy.Name())
 }
 
 // noteUnusedWeights tells, once on stderr, that the jobs' weights do not shape

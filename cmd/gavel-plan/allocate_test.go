@@ -508,3 +508,27 @@ func TestAllocateWaitingFIFOTermsPrintZero(t *testing.T) {
 		t.Fatalf("no job waits at 0:\n%s", out)
 	}
 }
+
+// A packing policy on a table without the jobs' pairs (a partly profiled one, before
+// 'gavel-profile estimate') packed nothing and said nothing: to the LP a pair not measured
+// is no pair. allocate now says how many of the jobs' pairs are missing and where.
+func TestAllocateNotesUnmeasuredPairs(t *testing.T) {
+	partial := writeFile(t, "partial.json", `{"v100": {"('A', 1)": {"null": 2, "('A', 1)": [1.5, 1.5]}, "('B', 1)": {"null": 3}}}`)
+	full := writeFile(t, "full.json", `{"v100": {"('A', 1)": {"null": 2, "('A', 1)": [1.5, 1.5], "('B', 1)": [1.5, 2]},
+		"('B', 1)": {"null": 3, "('A', 1)": [2, 1.5]}}}`)
+	jobs := writeFile(t, "jobs.json", `{"jobs": [{"id": "a", "type": "A", "total_steps": 100}, {"id": "b", "type": "B", "total_steps": 100}]}`)
+	want := "note: table " + partial + ": 1 pair of the jobs' types is not measured on v100; max_min_fairness_packed does not co-locate them"
+	_, stderr, err := runAllocateCmd(t, "--policy", "max_min_fairness_packed", "--cluster", "v100=1", "--jobs", jobs, "--table", partial)
+	if err != nil || !strings.Contains(stderr, want) {
+		t.Errorf("packed on the partial table: %v, stderr %q, want the note %q", err, stderr, want)
+	}
+	for _, args := range [][]string{
+		{"--policy", "max_min_fairness_packed", "--table", full},  // every pair measured
+		{"--policy", "max_min_fairness_perf", "--table", partial}, // a policy that does not pack
+	} {
+		_, stderr, err := runAllocateCmd(t, append(args, "--cluster", "v100=1", "--jobs", jobs)...)
+		if err != nil || strings.Contains(stderr, "not measured") {
+			t.Errorf("%q: %v, stderr %q, want no note", args, err, stderr)
+		}
+	}
+}
