@@ -293,7 +293,13 @@ Exits 2 when there is any error, 0 when there are only warnings or none.`,
 		Example: fmt.Sprintf(`  %[1]s table validate examples/partial.json
   %[1]s table validate examples/partial.json --json
   cat gavel.csv | %[1]s table validate -`, bin),
-		Args: cobra.ExactArgs(1),
+		// cobra's "accepts 1 arg(s), received 0" did not say what the argument is.
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return UsageError("table validate: give one table FILE to check (- for stdin), not %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			if args[0] == "" {
 				return UsageError("table validate: FILE is empty; give a file name, or - for stdin")

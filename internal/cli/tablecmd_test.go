@@ -462,6 +462,17 @@ func TestEmptyFileFlagIsUsageError(t *testing.T) {
 	}
 }
 
+// validate without FILE said cobra's "accepts 1 arg(s), received 0", which named neither the
+// argument nor what it is.
+func TestValidateWithoutFileSaysWhat(t *testing.T) {
+	for _, args := range [][]string{{"validate"}, {"validate", "a.json", "b.json"}} {
+		_, _, err := runTableCmd(args, nil)
+		if ExitCode(err) != 2 || !strings.Contains(fmt.Sprint(err), "give one table FILE to check (- for stdin)") {
+			t.Errorf("%q: %v (exit %d), want exit 2 saying what FILE is", args, err, ExitCode(err))
+		}
+	}
+}
+
 // symlinkTo returns a new symbolic link to target in a temporary directory.
 func symlinkTo(t *testing.T, target string) string {
 	t.Helper()
