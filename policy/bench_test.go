@@ -124,6 +124,13 @@ func BenchmarkWaterFillingPackedFiveTypes500(b *testing.B) {
 	benchAllocate(b, fiveTypeProblem(500), "max_min_fairness_water_filling_packed", WithMaxPartners(8))
 }
 
+// 2,000 weighted jobs of 1-8 GPUs, a dozen alike of each kind: most levels
+// freeze several identical jobs (see stuckByDuals). Tens of seconds an
+// iteration; run with -benchtime 1x.
+func BenchmarkWaterFilling2000Weighted(b *testing.B) {
+	benchAllocateLPs(b, mixedProblem(2000), "max_min_fairness_water_filling_perf")
+}
+
 // Hierarchical water filling: 228 jobs in entities on 48 GPUs (full) and
 // on 120; each iteration reports its LPs (LPs/op).
 func BenchmarkWaterFillingEntities228(b *testing.B) {

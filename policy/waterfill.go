@@ -27,7 +27,8 @@ import (
 // optimum is 0, no job left in U can rise alone (if one could, that single
 // raise would make the sum positive), so U is exactly the bottleneck set.
 // Usually one or two LPs (one when the jobs that cannot rise are at their
-// ceiling, all their time on their fastest GPU). The same test decides the
+// ceiling, all their time on their fastest GPU, or, unpacked, proven stuck
+// by the level LP's duals: stuckByDuals). The same test decides the
 // FIFO jobs waiting behind a frozen one that cannot rise either, which are
 // frozen with it (see bottlenecks): on a full cluster they had taken two
 // LPs each. Solver errors are returned, never hidden.
@@ -121,6 +122,7 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 		ceiling = in.ceilings(rate, prop)
 	}
 	stall, ncuts := 0, 0
+	byDuals := len(in.combos) == in.m() && in.rateSpread(rate) <= wfDualSpread
 	// Jobs frozen in stalls, for one warning each way rather than one a stall.
 	var slowFrozen, allFrozen []int
 	defer func() {
@@ -164,19 +166,23 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 		// With entities, the test ends early when only jobs at their ceiling
 		// are left, and also decides the FIFO jobs queued behind the active
 		// ones (see bottlenecks); the slow jobs' test below, only the active
-		// ones. Without entities it solves the LPs it did: skipping one
-		// changes the gang covers and odd sets found along the way, and on
-		// the made-up five-type cluster (types exactly proportional, LPs with
-		// many optimal vertices) that turned a later test's answer and
-		// doubled the LPs (BenchmarkWaterFillingPackedFiveTypes200, 4.3 s
-		// then 9.6 s).
-		var atCeiling []bool
+		// ones. Unpacked, it also ends early when only jobs the level LP
+		// proved stuck are left (stuckByDuals). Packed without entities it
+		// solves the LPs it did: skipping one changes the gang covers and odd
+		// sets found along the way, and on the made-up five-type cluster
+		// (types exactly proportional, LPs with many optimal vertices) that
+		// turned a later test's answer and doubled the LPs
+		// (BenchmarkWaterFillingPackedFiveTypes200, 4.3 s then 9.6 s).
+		var stuck []bool
 		var queues [][]int
 		if groups != nil && !opt.wfOneByOne && !in.roundCutsInPlay() {
-			atCeiling = in.atCeiling(active, level, ceiling)
+			stuck = in.atCeiling(active, level, ceiling)
 			queues = in.fifoQueues(groups, frozen, x, rate, prop, level)
 		}
-		bott, err := in.bottlenecks(ctx, opt, st, rate, prop, level, active, atCeiling, queues, wfRaise)
+		if byDuals && !opt.wfOneByOne && !in.roundCutsInPlay() {
+			stuck = in.stuckByDuals(stuck, b, res, active, wts, level, rate, prop)
+		}
+		bott, err := in.bottlenecks(ctx, opt, st, rate, prop, level, active, stuck, queues, wfRaise)
 		if err == nil && len(bott) == 0 && stall == wfStalls {
 			// The jobs that can rise only a little hold the others back; the
 			// others rise again once these are frozen.
@@ -202,6 +208,113 @@ func (in *instance) fill(ctx context.Context, opt *options, st *SolveStats, rate
 		}
 	}
 	return x, warnings, false, nil
+}
+
+// wfDualShare is the least share of a level LP's optimum (Σ_i dual_i·w_i/sf_i
+// = 1 over the active jobs' level rows) that proves a job cannot rise (see
+// stuckByDuals): far above the solver's tolerance (1e-9), far below the
+// smallest share seen on a job in a bottleneck (7e-4, 226 jobs frozen
+// together).
+const wfDualShare = 1e-6
+
+// wfDualSpread is the most a job's rate may vary over worker types (fastest
+// over slowest) for stuckByDuals to be trusted. With rates spread over
+// orders of magnitude the duals' proof holds only to the solver's tolerance
+// scaled up, and a job it named could still rise: on 3,000 wide-rate
+// instances, without this bound 7 allocations moved by over 1e-6 (6 of them
+// down, by up to 0.7% on a job), all with spreads over 1,000 (Gavel's
+// table: 14).
+const wfDualSpread = 100
+
+// rateSpread returns the largest spread, fastest over slowest, of a job's
+// rates over the worker types it can run on.
+func (in *instance) rateSpread(rate rateFunc) float64 {
+	worst := 1.0
+	for i := range in.jobs {
+		lo, hi := math.Inf(1), 0.0
+		for w := range in.workers {
+			if r := rate(i, i, w); r > 0 {
+				lo, hi = math.Min(lo, r), math.Max(hi, r)
+			}
+		}
+		if hi > 0 {
+			worst = math.Max(worst, hi/lo)
+		}
+	}
+	return worst
+}
+
+// stuckByDuals marks in stuck (made when nil) the active jobs the level
+// LP proves cannot rise, so that the bottleneck test needs no LP of its
+// own to show it (see bottlenecks). A job whose level row has a dual share
+// above wfDualShare cannot: a point where it rose, the others at their
+// levels, would be another optimum of the level LP with that row slack.
+// The duals name one job of a set of identical ones frozen together (the
+// optimum's proof needs one), so its twins are marked too: swapping two
+// twins' time maps every point of the LP to another, so one rises when
+// the other can. Unpacked LPs only, and neither twin in a cover or round
+// cut, rows that need not map to rows under the swap (clique rows do),
+// and only when the rates are not spread wide (wfDualSpread).
+// At 2,000 weighted mixed jobs, 12, 9 or 4 twins froze at most levels, one
+// with a dual; each level took a confirming LP for the others.
+func (in *instance) stuckByDuals(stuck []bool, b *builder, res *lp.Result, active []int, wts, level []float64, rate rateFunc, prop []float64) []bool {
+	if stuck == nil {
+		stuck = make([]bool, in.m())
+	}
+	cut := in.jobsInCuts()
+	var proven []int
+	for _, i := range active {
+		if -res.Duals[b.levelRows[i]]*wts[i]/in.sf(i) > wfDualShare {
+			stuck[i] = true
+			proven = append(proven, i)
+		}
+	}
+	for _, i := range active {
+		for _, k := range proven {
+			if !stuck[i] && !cut[i] && !cut[k] && in.twins(i, k, wts, level, rate, prop) {
+				stuck[i] = true
+			}
+		}
+	}
+	return stuck
+}
+
+// twins reports whether jobs i and k are alike in every row of an unpacked
+// level LP: rates, proportional throughput, scale factor, weight this
+// iteration, and level to the solver's tolerance.
+func (in *instance) twins(i, k int, wts, level []float64, rate rateFunc, prop []float64) bool {
+	if prop[i] != prop[k] || wts[i] != wts[k] || in.sf(i) != in.sf(k) ||
+		math.Abs(level[i]-level[k]) > 1e-9*math.Max(1, level[k]) {
+		return false
+	}
+	for w := range in.workers {
+		if rate(i, i, w) != rate(k, k, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// jobsInCuts reports the jobs with a combination in a cover or round cut.
+func (in *instance) jobsInCuts() []bool {
+	in2 := make([]bool, in.m())
+	mark := func(c int) {
+		in2[in.combos[c].a] = true
+		if in.combos[c].pair() {
+			in2[in.combos[c].b] = true
+		}
+	}
+	for _, cv := range in.covers {
+		for _, c := range cv.combos {
+			mark(c)
+		}
+	}
+	for _, rc := range in.roundCuts {
+		for _, c := range rc.c {
+			mark(c)
+		}
+	}
+	return in2
 }
 
 // levelLP builds the LP of the largest common rise c of the active jobs
@@ -283,10 +396,11 @@ const wfProbe = 1e-4
 // bottlenecks returns the jobs of cand that cannot rise above their level
 // by more than raise (relative) while every job keeps at least its level
 // (see waterFilling), and the queued FIFO jobs that cannot rise either.
-// When an LP in which some jobs rose leaves only jobs at their ceiling
-// (atCeiling; nil for none) in question, they are returned without another
-// LP to show that they cannot rise: as a rule, when a FIFO job reaches full
-// time on its fastest GPU, the test took two LPs, now one.
+// When an LP in which some jobs rose leaves only jobs known to be stuck
+// (nil for none: at their ceiling, or proven by the level LP, see
+// stuckByDuals) in question, they are returned without another LP to show
+// that they cannot rise: as a rule, when a FIFO job reaches full time on
+// its fastest GPU, the test took two LPs, now one.
 //
 // Each of queues is a FIFO entity's first unfrozen job, which is active
 // (in cand), then jobs waiting behind it at level 0. A waiting job
@@ -305,7 +419,7 @@ const wfProbe = 1e-4
 // waiting jobs creep up, testing on behind them tripled the LPs); and the
 // waiting jobs left count as unable to rise only after an LP in which no
 // job in question rose, as the active jobs do.
-func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStats, rate rateFunc, prop, level []float64, cand []int, atCeiling []bool, queues [][]int, raise float64) ([]int, error) {
+func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStats, rate rateFunc, prop, level []float64, cand []int, stuck []bool, queues [][]int, raise float64) ([]int, error) {
 	const (
 		out     = iota // not in question, or found able to rise
 		testing        // in question
@@ -389,7 +503,7 @@ func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStat
 		prune()
 		if raised > 0 {
 			join()
-			if nu > 0 && in.onlyAtCeiling(state, testing, queued, atCeiling) {
+			if nu > 0 && in.onlyStuck(state, testing, queued, stuck) {
 				// Those left cannot rise: no LP needs to show it.
 				for i := range state {
 					if state[i] == testing {
@@ -430,14 +544,14 @@ func (in *instance) bottlenecks(ctx context.Context, opt *options, st *SolveStat
 	return bott, nil
 }
 
-// onlyAtCeiling reports whether every job in question (state[i] ==
-// testing) is an active job at its ceiling.
-func (in *instance) onlyAtCeiling(state []uint8, testing uint8, queued, atCeiling []bool) bool {
-	if atCeiling == nil {
+// onlyStuck reports whether every job in question (state[i] == testing)
+// is an active job known to be stuck.
+func (in *instance) onlyStuck(state []uint8, testing uint8, queued, stuck []bool) bool {
+	if stuck == nil {
 		return false
 	}
 	for i, s := range state {
-		if s == testing && (queued[i] || !atCeiling[i]) {
+		if s == testing && (queued[i] || !stuck[i]) {
 			return false
 		}
 	}
