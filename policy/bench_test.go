@@ -180,6 +180,14 @@ func BenchmarkFIFOPacked2000(b *testing.B) {
 	}
 }
 
+// Gandiva on an oversubscribed cluster, where it draws pairs.
+func BenchmarkGandiva2000(b *testing.B) {
+	p := benchProblem(2000)
+	p.Cluster = Cluster{"k80": 100, "p100": 100, "v100": 100}
+	b.ReportAllocs()
+	benchAllocate(b, p, "gandiva", WithSeed(1))
+}
+
 // Small instances with gangs, whose LPs are cut until their solutions
 // decompose into rounds (roundcuts.go): the first 20 wide-rate problems of
 // at most most jobs (waterfill_test.go), one allocation of each per

@@ -450,18 +450,36 @@ func (in *instance) pairLookup() func(a, b int) *pairRates {
 // among the top maxPartners partners (by best combined normalized rate) of
 // one of its members. Gavel pairs all same-sf jobs (§11.19).
 func (in *instance) addPairs(maxPartners int) error {
+	in.reservePairs(maxPartners)
+	in.walkPairs(maxPartners, func(a, b int, r *pairRates) { in.addPair(a, b, r) })
+	return in.badPair
+}
+
+// reservePairs makes room for as many pairs as addPairs can add, so that
+// adding them does not regrow in.combos and in.byJob.
+func (in *instance) reservePairs(maxPartners int) {
+	for _, g := range in.sfGroups() {
+		if maxPartners > 0 {
+			in.combos = slices.Grow(in.combos, len(g)*maxPartners)
+			continue
+		}
+		in.combos = slices.Grow(in.combos, len(g)*(len(g)-1)/2)
+		for _, a := range g {
+			in.byJob[a] = slices.Grow(in.byJob[a], len(g)-1)
+		}
+	}
+}
+
+// walkPairs calls visit, in id order, for every pair addPairs adds (a
+// before b) with its rates, and leaves the first bad measured pair met in
+// in.badPair.
+func (in *instance) walkPairs(maxPartners int, visit func(a, b int, r *pairRates)) {
 	in.cliquesMade = false // the clique family depends on the combinations
 	lookup := in.pairLookup()
 	for _, g := range in.sfGroups() {
 		var keep bitMatrix
 		if maxPartners > 0 {
 			keep = in.topPartners(g, maxPartners, lookup)
-			in.combos = slices.Grow(in.combos, len(g)*maxPartners)
-		} else {
-			in.combos = slices.Grow(in.combos, len(g)*(len(g)-1)/2)
-			for _, a := range g {
-				in.byJob[a] = slices.Grow(in.byJob[a], len(g)-1)
-			}
 		}
 		for ai, a := range g {
 			for bi := ai + 1; bi < len(g); bi++ {
@@ -469,18 +487,21 @@ func (in *instance) addPairs(maxPartners int) error {
 				if keep.n > 0 && !keep.has(ai, bi) {
 					continue
 				}
-				r := lookup(a, b)
-				if !r.ok {
-					continue
+				if r := lookup(a, b); r.ok {
+					visit(a, b, r)
 				}
-				c := len(in.combos)
-				in.combos = append(in.combos, combo{a: a, b: b, sf: in.jobs[a].Type.ScaleFactor, ra: r.ra, rb: r.rb})
-				in.byJob[a] = append(in.byJob[a], c)
-				in.byJob[b] = append(in.byJob[b], c)
 			}
 		}
 	}
-	return in.badPair
+}
+
+// addPair adds the pair combination of jobs a < b and returns its index.
+func (in *instance) addPair(a, b int, r *pairRates) int {
+	c := len(in.combos)
+	in.combos = append(in.combos, combo{a: a, b: b, sf: in.jobs[a].Type.ScaleFactor, ra: r.ra, rb: r.rb})
+	in.byJob[a] = append(in.byJob[a], c)
+	in.byJob[b] = append(in.byJob[b], c)
+	return c
 }
 
 // sfGroups returns the job indices grouped by scale factor (ascending),
