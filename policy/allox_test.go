@@ -211,3 +211,90 @@ func TestAlloXMemoryFollowsTypes(t *testing.T) {
 		})
 	}
 }
+
+// hungarian gives the textbook method's assignment (textbookHungarian, the
+// one it replaced: a second pass over every column each step), ties
+// included: AlloX's matrices have whole blocks of equal columns, and which
+// of them a job gets decides which job heads a GPU's queue.
+func TestHungarianMatchesTextbook(t *testing.T) {
+	for seed := int64(0); seed < 600; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		n := 1 + r.Intn(30)
+		m := n + r.Intn(30)
+		c := make([][]float64, n)
+		for i := range c {
+			c[i] = make([]float64, m)
+			for j := range c[i] {
+				switch seed % 3 {
+				case 0:
+					c[i][j] = float64(r.Intn(4)) // ties everywhere
+				case 1:
+					c[i][j] = float64(1+j/7) * float64(1+r.Intn(3)) * 0.1 // AlloX's blocks
+				default:
+					c[i][j] = r.Float64() * 100
+				}
+			}
+		}
+		got, err := hungarian(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := textbookHungarian(c); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: %v, the textbook method %v", seed, got, want)
+		}
+	}
+}
+
+// textbookHungarian is the shortest-augmenting-path Hungarian method as
+// hungarian had it (e-maxx's form, ties to the lowest column).
+func textbookHungarian(cost [][]float64) []int {
+	n, m := len(cost), len(cost[0])
+	u, v := make([]float64, n+1), make([]float64, m+1)
+	p, way := make([]int, m+1), make([]int, m+1)
+	minv, used := make([]float64, m+1), make([]bool, m+1)
+	for i := 1; i <= n; i++ {
+		p[0] = i
+		j0 := 0
+		for j := range minv {
+			minv[j], used[j] = math.Inf(1), false
+		}
+		for {
+			used[j0] = true
+			i0, delta, j1 := p[j0], math.Inf(1), 0
+			for j := 1; j <= m; j++ {
+				if used[j] {
+					continue
+				}
+				if cur := cost[i0-1][j-1] - u[i0] - v[j]; cur < minv[j] {
+					minv[j], way[j] = cur, j0
+				}
+				if minv[j] < delta {
+					delta, j1 = minv[j], j
+				}
+			}
+			for j := 0; j <= m; j++ {
+				if used[j] {
+					u[p[j]] += delta
+					v[j] -= delta
+				} else {
+					minv[j] -= delta
+				}
+			}
+			if j0 = j1; p[j0] == 0 {
+				break
+			}
+		}
+		for j0 != 0 {
+			j1 := way[j0]
+			p[j0] = p[j1]
+			j0 = j1
+		}
+	}
+	out := make([]int, n)
+	for j := 1; j <= m; j++ {
+		if p[j] > 0 {
+			out[p[j]-1] = j - 1
+		}
+	}
+	return out
+}

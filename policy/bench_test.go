@@ -188,6 +188,34 @@ func BenchmarkGandiva2000(b *testing.B) {
 	benchAllocate(b, p, "gandiva", WithSeed(1))
 }
 
+// AlloX's assignment of 1,000 waiting jobs to 3,000 free GPUs (1,000
+// columns a worker type, all alike within a type).
+func BenchmarkHungarian1000(b *testing.B) {
+	p := benchProblem(1000)
+	p.Cluster = Cluster{"k80": 1000, "p100": 1000, "v100": 1000}
+	in, err := newInstance(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var slots []int
+	for w := range in.workers {
+		for range int(in.cap[w]) {
+			slots = append(slots, w)
+		}
+	}
+	waiting := make([]int, in.m())
+	for i := range waiting {
+		waiting[i] = i
+	}
+	cost, _, _ := queueCosts(in, waiting, slots)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := hungarian(context.Background(), cost); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // Small instances with gangs, whose LPs are cut until their solutions
 // decompose into rounds (roundcuts.go): the first 20 wide-rate problems of
 // at most most jobs (waterfill_test.go), one allocation of each per
