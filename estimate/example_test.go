@@ -81,7 +81,8 @@ func ExampleSuggestTable() {
 	// true true
 }
 
-// Score Gavel's estimator on the embedded table with 20 references, half the pairs revealed.
+// Score the partner-mean baseline on the embedded table's single-GPU block (K80, P100, V100): 20
+// references, and each pair of another job type with a reference revealed with probability 0.5.
 func ExampleEvaluate() {
 	blocks, _, err := estimate.Blocks(table.Default(), nil, true)
 	if err != nil {

@@ -79,8 +79,9 @@ func (a Aim) String() string {
 	return fmt.Sprintf("Aim(%d)", int(a))
 }
 
-// Measurement is one co-location measurement worth making: jobs Job and Partner together on
-// WorkerType.
+// Measurement is one co-location measurement worth making in a block (Data): job types d.Jobs[I]
+// and d.Jobs[K] together on worker type d.Workers[W]. Score ranks measurements, higher first, and
+// Reason is one of the Reason constants. SuggestTable gives the same in table terms (Suggestion).
 type Measurement struct {
 	W, I, K int
 	Score   float64
