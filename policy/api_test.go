@@ -571,3 +571,27 @@ func TestWriteJobsRefusesWhatReadJobsRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMethod(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Method
+		ok   bool
+	}{
+		{"auto", MethodAuto, true},
+		{"dual", MethodDual, true},
+		{"barrier", MethodBarrier, true},
+		{"sprint", MethodSprint, true},
+		{"", 0, false},
+		{"Dual", 0, false},
+		{"simplex", 0, false},
+	} {
+		got, err := ParseMethod(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseMethod(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if tt.ok && got.String() != tt.in {
+			t.Errorf("ParseMethod(%q).String() = %q, want it back", tt.in, got.String())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gavelkit/gavel/policy/lp"
@@ -71,6 +72,16 @@ func (m Method) String() string {
 		return "sprint"
 	}
 	return "auto"
+}
+
+// ParseMethod returns the method String names: "auto", "dual", "barrier" or "sprint".
+func ParseMethod(s string) (Method, error) {
+	for _, m := range []Method{MethodAuto, MethodDual, MethodBarrier, MethodSprint} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("LP method %q: want auto, dual, barrier or sprint", s)
 }
 
 // WithSeed sets the seed of the policies that draw random numbers:

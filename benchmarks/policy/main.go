@@ -60,9 +60,8 @@ func main() {
 						fmt.Fprintf(os.Stderr, "bad -k %q: want whole numbers of partners (0 = all)\n", kStr)
 						os.Exit(2)
 					}
-					method, ok := map[string]policy.Method{"auto": policy.MethodAuto, "dual": policy.MethodDual,
-						"barrier": policy.MethodBarrier, "sprint": policy.MethodSprint}[mStr]
-					if !ok {
+					method, err := policy.ParseMethod(mStr)
+					if err != nil {
 						fmt.Fprintln(os.Stderr, "bad -methods:", mStr)
 						os.Exit(2)
 					}
