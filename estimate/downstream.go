@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/gavelkit/gavel/policy"
 	"github.com/gavelkit/gavel/table"
@@ -38,15 +40,45 @@ func ToTable(d *Data, r *Result) *table.Table {
 	return t
 }
 
-// Downstream scores an estimate by what it does to scheduling: one job of every job type of
-// the block on a cluster of gpusPerWorker GPUs of each worker type, allocated by the policy
-// (e.g. "max_min_fairness_packed") on the estimated table, and the allocation's max-min
-// objective (the smallest normalized throughput) evaluated with the true rates (a pair that is
-// truly infeasible gives its jobs nothing), divided by the objective of the allocation computed
-// on the true table. 1 means the estimate cost nothing. Only a policy that packs jobs reads the
-// pair rates an estimate fills; with any other the ratio is 1 whatever the estimate.
-func Downstream(ctx context.Context, policyName string, gpusPerWorker int) func(truth *Data, r *Result) (float64, error) {
-	return func(truth *Data, r *Result) (float64, error) {
+// DownstreamPolicies lists the policies Downstream takes, sorted: the max-min fairness policies
+// that pack jobs (policy.Names ending in "_packed"). The ratio is a max-min objective, which
+// other policies (FIFO, sums of throughput) may rightly leave at 0 by giving a job nothing; and
+// only a policy that packs reads the pair rates an estimate fills, so with any other the two
+// allocations are the same and the ratio is 1 whatever the estimate.
+func DownstreamPolicies() []string {
+	var out []string
+	for _, n := range policy.Names() {
+		if strings.HasPrefix(n, "max_min_fairness") && strings.HasSuffix(n, "_packed") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Downstream returns a score of an estimate by what it does to scheduling, for
+// EvalOptions.Downstream: one job of every job type of the block on a cluster of gpusPerWorker
+// GPUs of each worker type, allocated by the policy (one of DownstreamPolicies, e.g.
+// "max_min_fairness_packed") on the estimated table, and the allocation's max-min objective (the
+// smallest normalized throughput) evaluated with the true rates (a pair that is truly infeasible
+// gives its jobs nothing), divided by the objective of the allocation computed on the true table.
+// 1 means the estimate cost nothing. The score's allocations stop with ctx's error once ctx is
+// done.
+//
+// Downstream fails, before anything is estimated, for a policy name New does not know (the
+// error is policy.New's), for one that is not in DownstreamPolicies, and for gpusPerWorker
+// below 1.
+func Downstream(policyName string, gpusPerWorker int) (func(ctx context.Context, truth *Data, r *Result) (float64, error), error) {
+	if _, err := policy.New(policyName); err != nil {
+		return nil, err
+	}
+	if ok := DownstreamPolicies(); !slices.Contains(ok, policyName) {
+		return nil, fmt.Errorf("policy %s: the downstream ratio is the max-min fairness objective of an allocation that packs jobs; want one of %s",
+			policyName, strings.Join(ok, ", "))
+	}
+	if gpusPerWorker < 1 {
+		return nil, fmt.Errorf("%d GPUs per worker type: want at least 1", gpusPerWorker)
+	}
+	return func(ctx context.Context, truth *Data, r *Result) (float64, error) {
 		cluster := policy.Cluster{}
 		for _, w := range truth.Workers {
 			cluster[w] = gpusPerWorker
@@ -85,7 +117,7 @@ func Downstream(ctx context.Context, policyName string, gpusPerWorker int) func(
 			objEst = math.Min(objEst, eff[i]/share)
 		}
 		return objEst / objTrue, nil
-	}
+	}, nil
 }
 
 // trueEffective returns each job's effective rate under alloc with truth's rates (jobs[i] is of

@@ -262,8 +262,9 @@ type EvalOptions struct {
 	Batches int
 	Methods []Method // nil means DefaultMethods
 	// Downstream, when set, scores an estimate by the quality of the allocation it leads to
-	// (see Metrics.DownstreamRatio); nil leaves DownstreamRatio out.
-	Downstream func(truth *Data, r *Result) (float64, error)
+	// (see Metrics.DownstreamRatio; the function Downstream makes one); nil leaves
+	// DownstreamRatio out. Evaluate passes its ctx.
+	Downstream func(ctx context.Context, truth *Data, r *Result) (float64, error)
 }
 
 // MethodReport is one method's metrics, averaged over seeds, with their standard deviations.
@@ -373,7 +374,7 @@ func Evaluate(ctx context.Context, truth *Data, o EvalOptions) (*Evaluation, err
 			}
 			s := Score(truth, r, h.References)
 			if downstream != nil {
-				v, err := downstream(truth, r)
+				v, err := downstream(ctx, truth, r)
 				if err != nil {
 					return nil, fmt.Errorf("seed %d: %s: downstream: %w", seed, m.Name(), err)
 				}

@@ -257,7 +257,7 @@ func TestActiveSpendsWhatCoverLeaves(t *testing.T) {
 func TestEvaluatePartialTruth(t *testing.T) {
 	truth := holeyTruth(t)
 	o := EvalOptions{References: 12, Fraction: 0.3, Seeds: []uint64{0, 1}, Methods: []Method{PartnerMean{}},
-		Downstream: func(*Data, *Result) (float64, error) {
+		Downstream: func(context.Context, *Data, *Result) (float64, error) {
 			t.Error("downstream scored against a partial truth")
 			return 1, nil
 		}}
@@ -305,7 +305,7 @@ func TestEvaluatePartialTruth(t *testing.T) {
 		t.Errorf("estimated-only entries %d, want %d (mean of %v)", rep.EstimatedOnly.Entries, want, missing)
 	}
 
-	o.Downstream = func(*Data, *Result) (float64, error) { return 1, nil }
+	o.Downstream = func(context.Context, *Data, *Result) (float64, error) { return 1, nil }
 	if ev, err = Evaluate(context.Background(), gavelBlock(t), o); err != nil || ev.Notes != nil {
 		t.Errorf("complete truth: notes %q, err %v; want none", ev.Notes, err)
 	}

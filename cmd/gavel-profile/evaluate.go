@@ -140,7 +140,7 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 		// may rightly give a job nothing, and then there is no ratio to take. And only a
 		// packing policy reads the pair rates the estimators fill: with any other the two
 		// allocations are the same and the ratio is 1 for every method.
-		if maxMin := maxMinPolicies(); !slices.Contains(maxMin, o.policy) {
+		if maxMin := estimate.DownstreamPolicies(); !slices.Contains(maxMin, o.policy) {
 			return cli.UsageError("evaluate: --policy %s: downstream_ratio is the max-min fairness objective of an allocation that packs jobs; want %s or none",
 				o.policy, strings.Join(maxMin, ", "))
 		}
@@ -158,7 +158,9 @@ func runEvaluate(ctx context.Context, o evaluateOptions, io *cli.IO) error {
 	}
 	opts := estimate.EvalOptions{References: o.references, Fraction: o.fraction, Seeds: seeds, Active: o.active, Aim: aim}
 	if o.policy != "none" {
-		opts.Downstream = estimate.Downstream(ctx, o.policy, o.gpus)
+		if opts.Downstream, err = estimate.Downstream(o.policy, o.gpus); err != nil {
+			return cli.UsageError("evaluate: %v", err) // checked above, each with its flag
+		}
 	} else {
 		notes = append(notes, "downstream_ratio left out (--policy none)")
 	}
@@ -260,18 +262,6 @@ func printEvaluation(io *cli.IO, ev *estimate.Evaluation, downstream bool) error
 			rated(eo.ScoredEntries, fmt.Sprintf("%.2f%%", 100*eo.MAPE)) + " / " + rated(eo.ScoredPairs, fmt.Sprintf("%.1f%%", 100*eo.PackingAgreement))})
 	}
 	return tw.Render()
-}
-
-// maxMinPolicies lists the policies evaluate --policy takes: the max-min fairness policies
-// that pack jobs.
-func maxMinPolicies() []string {
-	var out []string
-	for _, n := range policy.Names() {
-		if strings.HasPrefix(n, "max_min_fairness") && strings.HasSuffix(n, "_packed") {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // lacking names the job types of want missing from have, for a note: ", not X, Y, Z and 3
