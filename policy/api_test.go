@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -592,6 +593,41 @@ func TestParseMethod(t *testing.T) {
 		}
 		if tt.ok && got.String() != tt.in {
 			t.Errorf("ParseMethod(%q).String() = %q, want it back", tt.in, got.String())
+		}
+	}
+}
+
+// MissingPairs counts only the pairs a packing policy could form: both types runnable on the
+// worker type (an isolated rate above 0, enough GPUs), equal scale factors, a self-pair only
+// with two jobs of the type; measured and infeasible pairs are not missing.
+func TestMissingPairs(t *testing.T) {
+	x, y := table.JobType{Model: "X", ScaleFactor: 1}, table.JobType{Model: "Y", ScaleFactor: 1}
+	z, g := table.JobType{Model: "Z", ScaleFactor: 2}, table.JobType{Model: "G", ScaleFactor: 1}
+	tb := table.New()
+	for jt, r := range map[table.JobType]float64{x: 1, y: 1, z: 2, g: 0} {
+		tb.SetIsolated("a", jt, r)
+	}
+	tb.SetPair("a", x, y, 0.5, 0.5) // missing on a: X+X only (one Y, one Z; G cannot run there)
+	for jt, r := range map[table.JobType]float64{x: 1, y: 1, z: 2, g: 1} {
+		tb.SetIsolated("b", jt, r)
+		tb.SetIsolated("c", jt, r) // not in the cluster
+	}
+	tb.SetInfeasible("b", x, y) // missing on b: X+X, X+G, Y+G (Z needs 2 GPUs)
+	jobs := []Job{{ID: "x1", Type: x}, {ID: "x2", Type: x}, {ID: "y", Type: y}, {ID: "z", Type: z}, {ID: "g", Type: g}}
+	for _, tt := range []struct {
+		name    string
+		cluster Cluster
+		jobs    []Job
+		want    int
+		where   []string
+	}{
+		{"both", Cluster{"a": 2, "b": 1, "d": 4}, jobs, 4, []string{"a", "b"}},
+		{"one X", Cluster{"a": 2, "b": 1}, jobs[1:], 2, []string{"b"}},
+		{"no jobs", Cluster{"a": 2, "b": 1}, nil, 0, nil},
+	} {
+		n, where := MissingPairs(&Problem{Table: tb, Cluster: tt.cluster, Jobs: tt.jobs})
+		if n != tt.want || !slices.Equal(where, tt.where) {
+			t.Errorf("%s: MissingPairs = %d, %v; want %d, %v", tt.name, n, where, tt.want, tt.where)
 		}
 	}
 }

@@ -19,7 +19,8 @@
 //
 // The plain names are heterogeneity-agnostic, _perf is aware, _packed adds
 // space sharing: pairs of jobs with equal scale factors whose pair rate is
-// measured (not infeasible) on some worker type. WithMaxPartners caps each
+// measured (not infeasible) on some worker type; a pair the table lacks is
+// never packed, and MissingPairs counts those. WithMaxPartners caps each
 // job's partners for large job counts.
 //
 // The LPs are solved exactly with COIN-OR CLP through policy/lp (dual

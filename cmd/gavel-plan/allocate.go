@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -247,36 +246,7 @@ func noteUnmeasuredPairs(streams *cli.IO, tableName string, ps *problemSetup) {
 	if !policy.Packs(ps.policy) {
 		return
 	}
-	count := map[table.JobType]int{}
-	var types []table.JobType
-	for _, j := range ps.problem.Jobs {
-		if count[j.Type] == 0 {
-			types = append(types, j.Type)
-		}
-		count[j.Type]++
-	}
-	missing := 0
-	var where []string
-	for _, w := range slices.Sorted(maps.Keys(ps.problem.Cluster)) {
-		runs := func(jt table.JobType) bool {
-			r, ok := ps.table.Isolated(w, jt)
-			return ok && r > 0 && jt.ScaleFactor <= ps.problem.Cluster[w]
-		}
-		before := missing
-		for i, a := range types {
-			for _, b := range types[i:] {
-				if a.ScaleFactor != b.ScaleFactor || (a == b && count[a] < 2) || !runs(a) || !runs(b) {
-					continue
-				}
-				if _, _, st := ps.table.Pair(w, a, b); st == table.Missing {
-					missing++
-				}
-			}
-		}
-		if missing > before {
-			where = append(where, w)
-		}
-	}
+	missing, where := policy.MissingPairs(ps.problem)
 	if missing == 0 {
 		return
 	}
