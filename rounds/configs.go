@@ -100,7 +100,11 @@ func (s *State) scheduleFor(es []*entry) *configSchedule {
 	// The nearest rounds of unrealizable targets weigh them by rate.
 	sig := scheduleSignature(targets, caps) + rateSignature(targets, rate)
 	if s.schedule == nil || s.schedule.sig != sig {
-		cs, err := decompose(context.Background(), targets, sig, caps, rate)
+		ctx := s.decomposeCtx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		cs, err := decompose(ctx, targets, sig, caps, rate)
 		if err != nil {
 			cs = &configSchedule{sig: sig, err: err}
 		}

@@ -70,7 +70,7 @@ func ExampleRunRounds() {
 	topo, _ := rounds.NewTopology(policy.Cluster{"gpu": 1}, nil)
 	alloc := &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
 		policy.Single("a"): {"gpu": 0.25}}}
-	res, err := rounds.RunRounds(rounds.RoundsConfig{Topology: topo, Table: tbl,
+	res, err := rounds.RunRounds(context.Background(), rounds.RoundsConfig{Topology: topo, Table: tbl,
 		Jobs: []policy.Job{{ID: "a", Type: jt}}, Allocation: alloc, Rounds: 4})
 	if err != nil {
 		fmt.Println(err)

@@ -176,7 +176,7 @@ func fidelityCase(t draws, singleType bool) float64 {
 	}
 	alloc := drawRealizable(t, types, cluster, ids, singleType)
 	topo, _ := NewTopology(cluster, nil)
-	res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 20})
+	res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestFidelityThreeJobsTwoGPUs(t *testing.T) {
 		alloc.Fractions[policy.Single(id)] = map[string]float64{"g": 2.0 / 3}
 	}
 	for _, rounds := range []int{3, 6, 30} {
-		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: rounds})
+		res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: rounds})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func TestFidelityMaxMinFairnessPerfRounds(t *testing.T) {
 		rounds int
 		max    float64
 	}{{20, 0.05}, {40, 0.025}, {100, 0.01}} {
-		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: tt.rounds})
+		res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: tt.rounds})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,7 +364,7 @@ func TestFidelityBackFill(t *testing.T) {
 			if n == 0 {
 				n = 4
 			}
-			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: n})
+			res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: n})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -408,7 +408,7 @@ func TestRunRoundsFIFONeverBackFills(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, known := range []policy.Policy{pol, nil} {
-			res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 3, Policy: known})
+			res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 3, Policy: known})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -427,7 +427,7 @@ func TestRunRoundsFIFONeverBackFills(t *testing.T) {
 		t.Fatal(err)
 	}
 	alloc.Policy = "max_min_fairness_perf"
-	res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 1})
+	res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestRunRoundsIgnoresJobOrder(t *testing.T) {
 	reversed := slices.Clone(jf.Jobs)
 	slices.Reverse(reversed)
 	for _, jobs := range [][]policy.Job{jf.Jobs, reversed} {
-		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 6})
+		res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 6})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -517,11 +517,11 @@ func TestRunRoundsChecksConfig(t *testing.T) {
 	for _, tt := range tests {
 		c := good
 		tt.edit(&c)
-		if _, err := RunRounds(c); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := RunRounds(context.Background(), c); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.want)
 		}
 	}
-	if _, err := RunRounds(good); err != nil {
+	if _, err := RunRounds(context.Background(), good); err != nil {
 		t.Errorf("good config: %v", err)
 	}
 }

@@ -73,8 +73,8 @@ func planGangs(name string, p *policy.Problem) (cfg RoundsConfig, walk, kept *Ro
 	}
 	topo, _ := NewTopology(p.Cluster, nil)
 	cfg = RoundsConfig{Topology: topo, Table: p.Table, Jobs: p.Jobs, Allocation: a, Rounds: 200, RoundSeconds: DefaultRoundSeconds}
-	walk, _ = runRounds(cfg, false)
-	kept, err = RunRounds(cfg)
+	walk, _, _ = runRounds(context.Background(), cfg, false)
+	kept, err = RunRounds(context.Background(), cfg)
 	return cfg, walk, kept, err
 }
 
@@ -126,8 +126,8 @@ func TestUnrealizableFollowsNearestRounds(t *testing.T) {
 			continue
 		}
 		n++
-		walk, _ := runRounds(cfg, false)
-		res, err := RunRounds(cfg)
+		walk, _, _ := runRounds(context.Background(), cfg, false)
+		res, err := RunRounds(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestUnrealizableFollowsNearestRounds(t *testing.T) {
 			t.Errorf("seed %d: realizable %v, want false", seed, res.Realizable)
 		}
 		// The plan kept loses the worst-served job no more than either plan.
-		dec, _ := runRounds(cfg, true)
+		dec, _, _ := runRounds(context.Background(), cfg, true)
 		if dec == nil || res.MaxThroughputLoss > min(walk.MaxThroughputLoss, dec.MaxThroughputLoss)+1e-9 {
 			t.Errorf("seed %d: largest loss: kept %.4f, walk %.4f, nearest rounds' plan %v", seed, res.MaxThroughputLoss, walk.MaxThroughputLoss, dec)
 		}
@@ -239,7 +239,7 @@ func TestRunRoundsVerdictIdleGang(t *testing.T) {
 		}
 		topo, _ := NewTopology(policy.Cluster{"w": c.gpus}, nil)
 		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 10}
-		res, err := RunRounds(cfg)
+		res, err := RunRounds(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package rounds
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -120,6 +121,9 @@ type State struct {
 	// with the rounds each of its configurations was planned for.
 	schedule *configSchedule
 	scratch  *planBuffer // Plan's queue, kept for the next round
+	// decomposeCtx bounds the decomposition behind schedule: RunRounds's
+	// context; nil (as Plan's callers leave it) means none.
+	decomposeCtx context.Context
 }
 
 // Assignment is one combination placed on GPUs for a round.

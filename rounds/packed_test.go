@@ -132,8 +132,8 @@ func TestFidelityPackedSample(t *testing.T) {
 	for i := 0; i < n; i++ {
 		tbl, topo, jobs, alloc := packedCase(rng)
 		cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
-		walk, _ := runRounds(cfg, false)
-		dec, _ := runRounds(cfg, true)
+		walk, _, _ := runRounds(context.Background(), cfg, false)
+		dec, _, _ := runRounds(context.Background(), cfg, true)
 		used := dec != nil
 		if !used { // over policy.DecomposeMaxTargets targets
 			dec = walk
@@ -141,7 +141,7 @@ func TestFidelityPackedSample(t *testing.T) {
 		}
 		worst = max(worst, dec.MaxDeviationAllocated)
 		mean += dec.MaxDeviationAllocated / n
-		res, err := RunRounds(cfg)
+		res, err := RunRounds(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestPackedAllocationConverges(t *testing.T) {
 		rounds int
 		max    float64
 	}{{100, 0.025}, {400, 0.005}} {
-		res, err := RunRounds(RoundsConfig{Topology: topo, Table: tbl, Jobs: jf.Jobs, Allocation: alloc, Rounds: c.rounds})
+		res, err := RunRounds(context.Background(), RoundsConfig{Topology: topo, Table: tbl, Jobs: jf.Jobs, Allocation: alloc, Rounds: c.rounds})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,8 +235,8 @@ func TestPackedPolicyRegimes(t *testing.T) {
 			}
 			topo, _ := NewTopology(cluster, nil)
 			cfg := RoundsConfig{Topology: topo, Table: tbl, Jobs: jobs, Allocation: alloc, Rounds: 100, RoundSeconds: DefaultRoundSeconds}
-			walk, _ := runRounds(cfg, false)
-			dec, _ := runRounds(cfg, true)
+			walk, _, _ := runRounds(context.Background(), cfg, false)
+			dec, _, _ := runRounds(context.Background(), cfg, true)
 			if dec == nil {
 				t.Fatalf("%d jobs on %d GPUs a type, seed %d: not decomposed", c.jobs, c.gpus, seed)
 			}
@@ -350,7 +350,7 @@ func TestDecomposeNearestUnrealizable(t *testing.T) {
 	if _, err := decompose(context.Background(), targets, scheduleSignature(targets, caps), caps, nil); !errors.Is(err, policy.ErrUnrealizable) {
 		t.Fatalf("decompose: err %v, want policy.ErrUnrealizable", err)
 	}
-	dec, sched := runRounds(cfg, true)
+	dec, sched, _ := runRounds(context.Background(), cfg, true)
 	if dec == nil || sched == nil || !sched.nearest {
 		t.Fatalf("plan %v, schedule %+v: want the nearest rounds followed", dec, sched)
 	}
@@ -364,7 +364,7 @@ func TestDecomposeNearestUnrealizable(t *testing.T) {
 			t.Errorf("%s short by %.4f, want served in full", id, -f.AllocatedDeviation())
 		}
 	}
-	got, err := RunRounds(cfg)
+	got, err := RunRounds(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestRoundsRealizable(t *testing.T) {
 		{"gangs within rounding", RoundsConfig{Topology: four, Table: tbl, Jobs: jobs[:2], Allocation: fr(0.5+6e-10, 0.5+6e-10, 0, 0)}, true},
 	} {
 		c.cfg.Rounds = 10
-		res, err := RunRounds(c.cfg)
+		res, err := RunRounds(context.Background(), c.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,6 +428,33 @@ func TestRoundsRealizable(t *testing.T) {
 				got = strconv.FormatBool(*res.Realizable)
 			}
 			t.Errorf("%s: realizable %s, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// RunRounds stops with its context's error, with no result, for a plain allocation and for one
+// with gangs and a pair (whose decomposition takes LPs and MILPs); before it took no context and
+// ran every round and decomposition to the end whatever the caller wanted.
+func TestRunRoundsStopsWithContext(t *testing.T) {
+	tbl, gang, one := gangAndSingle()
+	tbl.SetPair("w", one, one, 0.7, 0.7)
+	topo, _ := NewTopology(policy.Cluster{"w": 6}, nil)
+	packed := RoundsConfig{Topology: topo, Table: tbl, Rounds: 40,
+		Jobs: []policy.Job{{ID: "g1", Type: gang}, {ID: "g2", Type: gang}, {ID: "a", Type: one}, {ID: "b", Type: one}},
+		Allocation: &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{
+			policy.Single("g1"): {"w": 0.75}, policy.Single("g2"): {"w": 0.75},
+			policy.PairOf("a", "b"): {"w": 1}, policy.Single("a"): {}, policy.Single("b"): {},
+		}}}
+	plain := RoundsConfig{Topology: topo, Table: tbl, Rounds: 40, Jobs: []policy.Job{{ID: "a", Type: one}},
+		Allocation: &policy.Allocation{Fractions: map[policy.Combination]map[string]float64{policy.Single("a"): {"w": 0.5}}}}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, cfg := range map[string]RoundsConfig{"packed": packed, "plain": plain} {
+		if res, err := RunRounds(canceled, cfg); res != nil || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: RunRounds(canceled) = %v, %v; want no result and context.Canceled", name, res, err)
+		}
+		if res, err := RunRounds(context.Background(), cfg); err != nil || len(res.Plans) != cfg.Rounds {
+			t.Errorf("%s: RunRounds = %v, %v; want %d plans", name, res, err, cfg.Rounds)
 		}
 	}
 }

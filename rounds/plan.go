@@ -183,7 +183,11 @@ type RoundsResult struct {
 // a GPU (TestPackedPolicyRegimes: 0.008-0.017 against 0.016-0.028 after 100
 // rounds; with about one job a GPU the decomposition is ahead, 0.005-0.021
 // against 0.02-0.11).
-func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
+//
+// The decompositions (LPs and MILPs) take up to seconds each, and a plan of
+// many rounds more: RunRounds stops with ctx's error once ctx is done,
+// between rounds and within a decomposition.
+func RunRounds(ctx context.Context, cfg RoundsConfig) (*RoundsResult, error) {
 	if cfg.Rounds < 1 {
 		return nil, fmt.Errorf("rounds: %d rounds, want at least 1", cfg.Rounds)
 	}
@@ -193,15 +197,24 @@ func RunRounds(cfg RoundsConfig) (*RoundsResult, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	res, _ := runRounds(cfg, false)
-	if !hasPairs(cfg.Allocation) && !hasGangs(cfg.Jobs) {
-		res.Realizable = Realizable(context.Background(), cfg)
-		return res, nil
+	res, _, err := runRounds(ctx, cfg, false)
+	if err != nil {
+		return nil, err
 	}
-	dec, sched := runRounds(cfg, true)
+	if !hasPairs(cfg.Allocation) && !hasGangs(cfg.Jobs) {
+		res.Realizable = Realizable(ctx, cfg)
+		return res, ctx.Err()
+	}
+	dec, sched, err := runRounds(ctx, cfg, true)
+	if err != nil {
+		return nil, err
+	}
 	res.Realizable = scheduleVerdict(sched)
 	if sched == nil { // no gang or pair has time: the rows decide, as Realizable does
-		res.Realizable = Realizable(context.Background(), cfg)
+		res.Realizable = Realizable(ctx, cfg)
+		if err := ctx.Err(); err != nil {
+			return nil, err // Realizable's nil was the context's, not "not known"
+		}
 	}
 	if _, dropped, _ := servedTargets(cfg); dropped {
 		res.Realizable = ptr(false)
@@ -406,18 +419,27 @@ func hasPairs(a *policy.Allocation) bool {
 // plan is nil when the first round did not follow a decomposition, and
 // sched is the schedule it followed or the one that failed (nil when none
 // was made: no pair or gang with time, or beyond the size limit).
-func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, sched *configSchedule) {
+func runRounds(ctx context.Context, cfg RoundsConfig, decompose bool) (res *RoundsResult, sched *configSchedule, err error) {
 	types := cfg.Topology.WorkerTypes()
 	ledger := NewLedger(cfg.RoundSeconds)
 	state := &State{Topology: cfg.Topology, Jobs: JobsFromTable(cfg.Table, types, cfg.Jobs),
-		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.noBackFill(), Decompose: decompose}}
+		PairRates: TablePairRates(cfg.Table), History: ledger, Options: Options{NoBackFill: cfg.noBackFill(), Decompose: decompose},
+		decomposeCtx: ctx}
 	res = &RoundsResult{}
 	for i := 0; i < cfg.Rounds; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		p := Plan(state, cfg.Allocation, float64(i)*cfg.RoundSeconds)
+		// A decomposition cut short by ctx reads as one that failed: the walk's plan, not
+		// the allocation's verdict.
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		commitRound(state, ledger, cfg.Allocation, p, cfg.RoundSeconds)
 		res.Plans = append(res.Plans, p)
 		if i == 0 && decompose && (state.schedule == nil || state.schedule.err != nil) {
-			return nil, state.schedule
+			return nil, state.schedule, nil
 		}
 	}
 	res.Fidelity = fidelity(cfg, types, ledger)
@@ -428,7 +450,7 @@ func runRounds(cfg RoundsConfig, decompose bool) (res *RoundsResult, sched *conf
 		}
 	}
 	res.MaxThroughputLoss = maxThroughputLoss(cfg, state, ledger)
-	return res, state.schedule
+	return res, state.schedule, nil
 }
 
 // maxThroughputLoss is RoundsResult.MaxThroughputLoss: for each job, 1 −

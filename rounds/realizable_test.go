@@ -36,7 +36,7 @@ func TestRealizableShare(t *testing.T) {
 			if r := Realizable(context.Background(), cfg); r != nil && !*r {
 				bad[name]++
 				total++
-				res, err := RunRounds(cfg)
+				res, err := RunRounds(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -288,7 +288,7 @@ func runRounds(ctx context.Context, io *cli.IO, o *roundsOptions) error {
 	for _, w := range alloc.Warnings {
 		fmt.Fprintln(io.Err, "warning:", w)
 	}
-	res, err := rounds.RunRounds(rounds.RoundsConfig{Topology: topo, Table: prob.Table, Jobs: prob.Jobs, Allocation: alloc,
+	res, err := rounds.RunRounds(ctx, rounds.RoundsConfig{Topology: topo, Table: prob.Table, Jobs: prob.Jobs, Allocation: alloc,
 		Rounds: o.rounds, RoundSeconds: o.roundSeconds, NoBackFill: o.noBackFill, Policy: ps.policy})
 	if err != nil {
 		return err
