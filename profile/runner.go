@@ -38,7 +38,9 @@ type Runner struct {
 	// MPSControl and MPSPipeDir locate the MPS control program and an already running daemon
 	// (defaults DefaultMPSControl, DefaultMPSPipeDir).
 	MPSControl, MPSPipeDir string
-	// Env is the base environment of every job (see BaseEnv).
+	// Env is the base environment of every job, usually BaseEnv(os.Environ(), extra). Nil
+	// gives jobs only their Command.Env and the per-device variables: no PATH, so a program
+	// must be named by its path (Run fails with ErrCommand otherwise).
 	Env []string
 	// Refresh is how old an isolated rate measured in this run may be for a pair to be
 	// normalized by it; older ones are re-measured on the pair's device first. Zero means 30
