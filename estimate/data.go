@@ -482,20 +482,6 @@ func (d *Data) sameWorker(v, w int) bool {
 	return true
 }
 
-// ParseWorkers splits a comma-separated worker type list; "" gives nil (all).
-func ParseWorkers(s string) []string {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	var out []string
-	for _, w := range strings.Split(s, ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // checkDistinct reports a worker type named twice: its block would be laid out, fitted and
 // filled twice (and table.FillPairs, which fills worker types concurrently, refuses that).
 func checkDistinct(workers []string) error {
