@@ -99,3 +99,26 @@ func ExampleEvaluate() {
 	fmt.Println(ev.Order, m.Entries, m.PackingAgreement > 0.5)
 	// Output: [partner_mean] 828 true
 }
+
+// One draw of Gavel's hold-out protocol by hand, what Evaluate repeats per seed and method: 16
+// references fully measured, each pair of another job type with a reference revealed with
+// probability 0.2, the rest estimated and scored against the truth on every entry but the
+// reference pairs (3 worker types × (26² − 16²) entries).
+func ExampleProtocol() {
+	blocks, _, err := estimate.Blocks(table.Default(), nil, true)
+	if err != nil {
+		panic(err)
+	}
+	truth := blocks[0] // single-GPU job types on the K80, P100 and V100
+	h, err := estimate.Protocol(truth, 16, 0.2, 0)
+	if err != nil {
+		panic(err)
+	}
+	r, err := estimate.PartnerMean{}.Estimate(context.Background(), h.Partial)
+	if err != nil {
+		panic(err)
+	}
+	m := estimate.Score(truth, r, h.References)
+	fmt.Println(len(truth.Jobs), len(h.References), h.Revealed > 0, m.Entries, m.MAPE > 0)
+	// Output: 26 16 true 1260 true
+}
