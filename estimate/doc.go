@@ -18,8 +18,8 @@
 // completion.FitPairs), [Gavel] (Gavel's estimator, gavel-reference §6) and [PartnerMean] (a
 // baseline), [Neighbors] (k nearest references by fingerprint) and [ALS] (matrix completion of
 // Gavel's layout). [Table] and [SuggestTable] work on whole tables; [Protocol], [Score], [Active] and
-// [Evaluate] implement the evaluation; [Uncertainties] (and Options.Uncertainty) say how far
-// each estimate may be off.
+// [Evaluate] implement the evaluation, and [Downstream] scores an estimate by the allocation it
+// leads to; [Uncertainties] (and Options.Uncertainty) say how far each estimate may be off.
 //
 // Determinism: the same table (or block) and seed give the same result, whatever GOMAXPROCS.
 // Random starts are drawn per job index, and job types are ordered by name, so renaming job types
